@@ -1,0 +1,51 @@
+// Type-aware lint: floating promises and import cycles are errors, because both hide
+// exactly the bugs a durable runtime cannot afford (an unawaited write, a layering leak).
+import tseslint from 'typescript-eslint';
+import importX from 'eslint-plugin-import-x';
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'web/**'] },
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { project: './tsconfig.check.json', tsconfigRootDir: import.meta.dirname },
+    },
+    plugins: { 'import-x': importX },
+    settings: { 'import-x/resolver': { node: { extensions: ['.ts', '.js'] } } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false } }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+      '@typescript-eslint/no-unsafe-return': 'off',
+      '@typescript-eslint/no-unsafe-call': 'off',
+      '@typescript-eslint/require-await': 'off',
+      'import-x/no-cycle': 'error',
+    },
+  },
+  {
+    // The architecture's boundaries (STYLE.md): api and runtime meet only in store;
+    // the client SDK runs in browsers and imports nothing from the server.
+    files: ['src/api/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: ['**/runtime/**'] }] },
+  },
+  {
+    files: ['src/runtime/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: ['**/api/**'] }] },
+  },
+  {
+    files: ['src/store/**/*.ts', 'src/providers/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: ['**/api/**', '**/runtime/**'] }] },
+  },
+  {
+    files: ['src/client/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: ['../*', 'node:*', 'fastify', 'pg', '@electric-sql/*'] },
+      ],
+    },
+  },
+);

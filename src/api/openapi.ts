@@ -1,0 +1,234 @@
+import type { FastifyInstance } from 'fastify';
+import { errorCodes } from '../errors.js';
+
+const error = { $ref: '#/components/schemas/Error' };
+const errorResponse = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: error } },
+});
+const json = (schema: object, description = 'OK') => ({
+  description,
+  content: { 'application/json': { schema } },
+});
+const sessionIdParam = { name: 'session_id', in: 'path', required: true, schema: { type: 'string' } };
+
+/** The machine-readable contract (PROTOCOL.md), served at GET /api/v1/openapi.json. */
+export const openapiDocument = {
+  openapi: '3.1.0',
+  info: {
+    title: 'Parley chat protocol',
+    version: '1',
+    description:
+      'Durable chat turns over HTTP + SSE. Send `Parley-Protocol-Version: 1`; errors are `{"error": code, "message": text}`.',
+  },
+  components: {
+    securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+    schemas: {
+      Error: {
+        type: 'object',
+        required: ['error', 'message'],
+        properties: {
+          error: { type: 'string', enum: Object.keys(errorCodes) },
+          message: { type: 'string' },
+        },
+      },
+      Session: {
+        type: 'object',
+        required: ['session_id', 'agent', 'state', 'latest_sequence', 'earliest_sequence', 'usage'],
+        properties: {
+          session_id: { type: 'string' },
+          agent: { type: 'string' },
+          title: { type: ['string', 'null'] },
+          state: { enum: ['idle', 'queued', 'running', 'input_required', 'parked', 'closed'] },
+          latest_sequence: { type: 'integer' },
+          earliest_sequence: { type: 'integer' },
+          current_turn: {
+            type: ['object', 'null'],
+            properties: { turn_id: { type: 'string' }, state: { type: 'string' } },
+          },
+          pending_input: { type: ['object', 'null'] },
+          queued_turns: { type: 'integer' },
+          usage: {
+            type: 'object',
+            properties: {
+              input_tokens: { type: 'integer' },
+              output_tokens: { type: 'integer' },
+              cost_usd: { type: 'number' },
+            },
+          },
+          created_at: { type: 'string', format: 'date-time' },
+          updated_at: { type: 'string', format: 'date-time' },
+        },
+      },
+      Admission: {
+        type: 'object',
+        required: ['session_id', 'turn_id', 'sequence', 'state'],
+        properties: {
+          session_id: { type: 'string' },
+          turn_id: { type: 'string' },
+          sequence: { type: 'integer' },
+          state: { enum: ['accepted', 'stored'] },
+        },
+      },
+      Message: {
+        type: 'object',
+        properties: {
+          id: { type: 'string' },
+          role: { enum: ['user', 'assistant', 'system'] },
+          author: { type: 'string' },
+          content: { type: 'string' },
+          turn_id: { type: ['string', 'null'] },
+          sequence: { type: 'integer' },
+          created_at: { type: 'string', format: 'date-time' },
+        },
+      },
+    },
+  },
+  security: [{ bearer: [] }],
+  paths: {
+    '/api/v1/chat/sessions': {
+      post: {
+        summary: 'Create a session (the greeting is journaled in the same transaction)',
+        requestBody: {
+          content: {
+            'application/json': {
+              schema: { type: 'object', properties: { agent: { type: 'string' }, title: { type: 'string' } } },
+            },
+          },
+        },
+        responses: {
+          '201': json({ $ref: '#/components/schemas/Session' }, 'Created'),
+          '400': errorResponse('invalid_request'),
+          '404': errorResponse('unknown_agent'),
+        },
+      },
+      get: {
+        summary: 'List sessions, newest activity first',
+        parameters: [
+          { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
+          { name: 'cursor', in: 'query', schema: { type: 'string' } },
+        ],
+        responses: {
+          '200': json({
+            type: 'object',
+            properties: {
+              items: { type: 'array', items: { $ref: '#/components/schemas/Session' } },
+              next_cursor: { type: ['string', 'null'] },
+            },
+          }),
+          '400': errorResponse('invalid_cursor'),
+        },
+      },
+    },
+    '/api/v1/chat/sessions/{session_id}': {
+      get: {
+        summary: 'Session projection (the resync point)',
+        parameters: [sessionIdParam],
+        responses: { '200': json({ $ref: '#/components/schemas/Session' }), '404': errorResponse('session_not_found') },
+      },
+    },
+    '/api/v1/chat/sessions/{session_id}/messages': {
+      get: {
+        summary: 'Durable transcript, newest first',
+        parameters: [
+          sessionIdParam,
+          { name: 'before', in: 'query', schema: { type: 'string' } },
+          { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
+        ],
+        responses: {
+          '200': json({
+            type: 'object',
+            properties: {
+              items: { type: 'array', items: { $ref: '#/components/schemas/Message' } },
+              next_cursor: { type: ['string', 'null'] },
+            },
+          }),
+          '404': errorResponse('session_not_found'),
+        },
+      },
+    },
+    '/api/v1/chat/turns': {
+      post: {
+        summary: 'Admit a turn; 202 once the message is durable',
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['turn_id'],
+                properties: {
+                  session_id: { type: 'string' },
+                  turn_id: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,128}$' },
+                  agent: { type: 'string' },
+                  message: { type: 'string' },
+                  option: {
+                    type: 'object',
+                    properties: { request_id: { type: 'string' }, value: { type: 'string' } },
+                  },
+                },
+              },
+            },
+          },
+        },
+        responses: {
+          '202': json({ $ref: '#/components/schemas/Admission' }, 'Accepted'),
+          '400': errorResponse('invalid_request, empty_message or malformed_json'),
+          '404': errorResponse('unknown_agent or session_not_found'),
+          '409': errorResponse('turn_conflict or agent_mismatch'),
+          '413': errorResponse('message_too_long or payload_too_large'),
+        },
+      },
+    },
+    '/api/v1/chat/sessions/{session_id}/events': {
+      get: {
+        summary: 'SSE: replay after the cursor, then live',
+        parameters: [
+          sessionIdParam,
+          { name: 'Last-Event-ID', in: 'header', schema: { type: 'string' } },
+          { name: 'after', in: 'query', schema: { type: 'integer', minimum: 0 } },
+        ],
+        responses: {
+          '200': { description: 'text/event-stream', content: { 'text/event-stream': { schema: { type: 'string' } } } },
+          '400': errorResponse('invalid_cursor'),
+          '404': errorResponse('session_not_found'),
+          '409': errorResponse('cursor_ahead (with latest_sequence)'),
+          '410': errorResponse('resync_required (with earliest_available_sequence, latest_sequence)'),
+        },
+      },
+    },
+    '/api/v1/admin/sessions/{session_id}/unpark': {
+      post: {
+        summary: 'Resume a parked session (admin role)',
+        parameters: [sessionIdParam],
+        responses: {
+          '200': json({ $ref: '#/components/schemas/Session' }),
+          '403': errorResponse('forbidden'),
+          '404': errorResponse('session_not_found'),
+          '409': errorResponse('session_not_parked'),
+        },
+      },
+    },
+    '/api/v1/admin/prune': {
+      post: {
+        summary: 'Delete journal events older than an age (admin role); old cursors then answer 410',
+        responses: { '200': json({ type: 'object' }), '403': errorResponse('forbidden') },
+      },
+    },
+    '/healthz': { get: { summary: 'Process up', security: [], responses: { '200': json({ type: 'object' }) } } },
+    '/readyz': {
+      get: {
+        summary: 'Storage reachable, migrations applied, providers configured',
+        security: [],
+        responses: { '200': json({ type: 'object' }), '503': errorResponse('not_ready') },
+      },
+    },
+    '/metrics': {
+      get: { summary: 'Prometheus metrics', security: [], responses: { '200': { description: 'text/plain' } } },
+    },
+  },
+} as const;
+
+export function openapiRoutes(app: FastifyInstance): void {
+  app.get('/api/v1/openapi.json', { config: { public: true } }, async () => openapiDocument);
+}

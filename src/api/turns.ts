@@ -1,0 +1,56 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { defaultAgentName } from '../config/load.js';
+import { ParleyError } from '../errors.js';
+import { clientKeyPattern } from '../ids.js';
+import { admissionSeconds, turnsAdmitted } from '../metrics.js';
+import { admitTurn } from '../store/admitTurn.js';
+import type { ApiDeps } from './deps.js';
+import { validate } from './validate.js';
+
+const admitBody = z
+  .object({
+    session_id: z.string().min(1).max(128).optional(),
+    turn_id: z.string().regex(clientKeyPattern, 'must be 1-128 characters of A-Z a-z 0-9 _ -'),
+    agent: z.string().min(1).max(128).optional(),
+    message: z.string().default(''),
+    option: z.object({ request_id: z.string().min(1).max(128), value: z.string().max(1000) }).strict().optional(),
+    attachments: z.array(z.unknown()).max(0, 'attachments are not supported yet').optional(),
+  })
+  .strict();
+
+/** PROTOCOL.md §2: admission answers 202 once the message is durable, before any model work. */
+export function turnRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  const greetings = Object.fromEntries(
+    Object.values(deps.config.agents).map((agent) => [agent.name, agent.greeting]),
+  );
+  app.post('/api/v1/chat/turns', async (request, reply) => {
+    const started = process.hrtime.bigint();
+    const body = validate(admitBody, request.body);
+    if (body.message.trim().length === 0 && !body.option) {
+      throw new ParleyError('empty_message', 'message: must not be empty');
+    }
+    if (Buffer.byteLength(body.message) > deps.config.server.maxMessageBytes) {
+      throw new ParleyError('message_too_long', `message: longer than ${deps.config.server.maxMessageBytes} bytes`, {
+        limit_bytes: deps.config.server.maxMessageBytes,
+      });
+    }
+    if (body.agent !== undefined && !deps.config.agents[body.agent]) {
+      throw new ParleyError('unknown_agent', `no agent named "${body.agent}"`);
+    }
+    const admission = await admitTurn(deps.db, {
+      tenant: request.principal.tenant,
+      author: request.principal.user,
+      turnId: body.turn_id,
+      sessionId: body.session_id ?? null,
+      agent: body.agent ?? null,
+      defaultAgent: defaultAgentName(deps.config),
+      greetings,
+      message: body.message,
+      option: body.option ?? null,
+    });
+    turnsAdmitted.inc();
+    admissionSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
+    return reply.status(202).send(admission);
+  });
+}

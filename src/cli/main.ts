@@ -1,0 +1,113 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from '../config/load.js';
+import { createLogger } from '../log.js';
+import { migrate } from '../store/migrate.js';
+import { openStore, describeStore } from '../store/open.js';
+import { adminCommand } from './admin.js';
+import { describeStartup, startProcess } from './start.js';
+
+const usage = `parley — a durable chat-agent runtime
+
+Usage:
+  parley serve                 API + worker in one process (embedded storage unless DATABASE_URL)
+  parley api                   the HTTP API alone (PostgreSQL only)
+  parley worker                a worker alone (PostgreSQL only)
+  parley migrate               apply database migrations and exit
+  parley sessions list         list sessions (through the API: --url, --key)
+  parley sessions show ID      one session's projection
+  parley sessions unpark ID    resume a parked session
+  parley prune --older-than-days N | --older-than-seconds N
+                               delete old journal events (old cursors then answer 410)
+
+Options:
+  --config PATH                configuration file (else PARLEY_CONFIG, else ./parley.yaml)
+  --url URL                    server for sessions/prune (default http://127.0.0.1:8080)
+  --key KEY                    API key for sessions/prune (else PARLEY_API_KEY)
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      config: { type: 'string' },
+      url: { type: 'string' },
+      key: { type: 'string' },
+      limit: { type: 'string' },
+      'older-than-days': { type: 'string' },
+      'older-than-seconds': { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [command, ...rest] = positionals;
+  if (values.help || !command) {
+    process.stdout.write(usage);
+    return command || values.help ? 0 : 2;
+  }
+  switch (command) {
+    case 'serve':
+    case 'api':
+    case 'worker':
+      return serve(command, values.config);
+    case 'migrate': {
+      const config = loadConfig({ path: values.config });
+      const db = await openStore(config, { migrate: false });
+      try {
+        const applied = await migrate(db);
+        process.stdout.write(
+          applied.length
+            ? `applied ${applied.join(', ')} to ${describeStore(config)}\n`
+            : `${describeStore(config)} is up to date\n`,
+        );
+      } finally {
+        await db.close();
+      }
+      return 0;
+    }
+    case 'sessions':
+    case 'prune':
+      return adminCommand(command, rest, values);
+    default:
+      process.stderr.write(`unknown command "${command}"\n\n${usage}`);
+      return 2;
+  }
+}
+
+async function serve(role: 'serve' | 'api' | 'worker', configPath: string | undefined): Promise<number> {
+  const config = loadConfig({ path: configPath });
+  if (role !== 'serve' && !config.storage.url) {
+    process.stderr.write(
+      `parley ${role} needs PostgreSQL (set DATABASE_URL): embedded storage belongs to one process, use "parley serve"\n`,
+    );
+    return 2;
+  }
+  const log = createLogger();
+  const running = await startProcess(config, { api: role !== 'worker', worker: role !== 'api' }, log);
+  for (const line of describeStartup(config, running, role)) process.stdout.write(`${line}\n`);
+  await new Promise<void>((resolve) => {
+    const shutdown = (signal: string) => {
+      process.stdout.write(`parley ${role}: ${signal} received, releasing leases and stopping\n`);
+      running.stop().then(resolve, (error: unknown) => {
+        log.error({ err: (error as Error).message }, 'shutdown failed');
+        resolve();
+      });
+    };
+    process.once('SIGTERM', () => shutdown('SIGTERM'));
+    process.once('SIGINT', () => shutdown('SIGINT'));
+  });
+  process.stdout.write(`parley ${role}: stopped\n`);
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    const message = error instanceof ConfigError || error instanceof Error ? error.message : String(error);
+    process.stderr.write(`parley: ${message}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,100 @@
+import { hostname } from 'node:os';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../api/app.js';
+import { assertBindAllowed } from '../api/principal.js';
+import type { Config } from '../config/types.js';
+import type { Logger } from '../log.js';
+import { createModelRegistry } from '../providers/registry.js';
+import { startRetention } from '../runtime/retention.js';
+import { Worker } from '../runtime/worker.js';
+import type { Db } from '../store/db.js';
+import { describeStore, openStore } from '../store/open.js';
+import { Wakeups } from '../store/wakeups.js';
+
+export interface Running {
+  db: Db;
+  app: FastifyInstance | null;
+  worker: Worker | null;
+  url: string | null;
+  stop: () => Promise<void>;
+}
+
+/**
+ * Composes a Parley process from its parts: `serve` = api + worker, `api` and `worker`
+ * alone (PostgreSQL only: embedded storage belongs to one process). The only place where
+ * api and runtime meet in code; at run time they meet only in the store.
+ */
+export async function startProcess(
+  config: Config,
+  role: { api: boolean; worker: boolean },
+  log: Logger,
+): Promise<Running> {
+  if (role.api) assertBindAllowed(config);
+  const db = await openStore(config);
+  const wakeups = new Wakeups(db);
+  await wakeups.start();
+  const resolveModel = createModelRegistry(config);
+
+  let worker: Worker | null = null;
+  let stopRetention = () => {};
+  if (role.worker) {
+    worker = new Worker({
+      db,
+      wakeups,
+      config,
+      resolveModel,
+      log,
+      owner: `${hostname()}:${process.pid}`,
+    });
+    worker.start();
+    stopRetention = startRetention({
+      db,
+      keepEventsDays: config.retention.keepEventsDays,
+      intervalMs: config.retention.pruneIntervalMs,
+      log,
+    });
+  }
+
+  let app: FastifyInstance | null = null;
+  let url: string | null = null;
+  if (role.api) {
+    app = await buildApp({ db, wakeups, config, log, providersReady: () => providersReady(config, resolveModel) });
+    url = await app.listen({ host: config.server.host, port: config.server.port });
+  }
+
+  let stopping: Promise<void> | null = null;
+  const stop = () =>
+    (stopping ??= (async () => {
+      stopRetention();
+      await app?.close();
+      await worker?.stop();
+      await wakeups.stop();
+      await db.close();
+    })());
+  return { db, app, worker, url, stop };
+}
+
+function providersReady(config: Config, resolve: ReturnType<typeof createModelRegistry>): boolean {
+  try {
+    for (const agent of Object.values(config.agents)) resolve(agent.model.provider, agent.model.modelId);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function describeStartup(config: Config, running: Running, role: string): string[] {
+  const lines = [`parley ${role}: storage ${describeStore(config)}`];
+  if (running.url) lines.push(`parley ${role}: listening on ${running.url}`);
+  lines.push(
+    config.auth.mode === 'dev'
+      ? `parley ${role}: mode dev — single local principal (tenant "default", user "local"), loopback only, no API keys`
+      : `parley ${role}: mode keys — ${config.auth.keys.length} API key(s) configured`,
+  );
+  if (running.worker) {
+    lines.push(
+      `parley ${role}: worker claiming up to ${config.runtime.maxParallelTurns} sessions, lease ttl ${config.runtime.leaseTtlMs} ms`,
+    );
+  }
+  return lines;
+}

@@ -1,0 +1,204 @@
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import type { z } from 'zod';
+import { fileSchema, type ConfigFile } from './schema.js';
+import type { AgentConfig, ApiKey, Config, ProviderConfig } from './types.js';
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Kinds whose protocol this release speaks. Others fail at start, naming the key. */
+const availableProviderKinds = new Set(['demo']);
+
+/**
+ * Finds, parses, validates and compiles the configuration, once. Order: `--config PATH`,
+ * `PARLEY_CONFIG`, `./parley.yaml`, else built-in defaults. Environment variables then
+ * override the keys CONFIG.md lists. Errors name the key and never echo a value.
+ */
+export function loadConfig(options: { path?: string | undefined; env?: Env; cwd?: string } = {}): Config {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  const path =
+    options.path ?? env.PARLEY_CONFIG ?? (existsSync(`${cwd}/parley.yaml`) ? `${cwd}/parley.yaml` : null);
+  let raw: unknown = {};
+  if (path) {
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch {
+      throw new ConfigError(`cannot read configuration file ${path}`);
+    }
+    try {
+      raw = parseYaml(text) ?? {};
+    } catch (error) {
+      const where = (error as { linePos?: { line: number }[] }).linePos?.[0]?.line;
+      throw new ConfigError(`${path}: not valid YAML or JSON${where ? ` (line ${where})` : ''}`);
+    }
+  }
+  return compileConfig(raw, env, path ?? 'built-in defaults');
+}
+
+export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): Config {
+  const parsed = fileSchema.safeParse(applyEnv(raw, env));
+  if (!parsed.success) throw new ConfigError(describeIssues(parsed.error.issues, source));
+  const file = parsed.data;
+  const providers = compileProviders(file);
+  const agents = compileAgents(file, providers);
+  const keys = compileKeys(file, env);
+  const runtime = file.runtime;
+  if (runtime.heartbeat_ms >= runtime.lease_ttl_ms) {
+    throw new ConfigError(`${source}: runtime.heartbeat_ms must be below runtime.lease_ttl_ms`);
+  }
+  const demoDelay = env.PARLEY_DEMO_DELAY_MS === undefined ? 20 : Number(env.PARLEY_DEMO_DELAY_MS);
+  if (!Number.isInteger(demoDelay) || demoDelay < 0) {
+    throw new ConfigError('PARLEY_DEMO_DELAY_MS must be a whole number of milliseconds');
+  }
+  return {
+    server: {
+      host: file.server.host,
+      port: file.server.port,
+      keepaliveMs: file.server.keepalive_ms,
+      bodyLimitBytes: file.server.body_limit_bytes,
+      maxMessageBytes: file.server.max_message_bytes,
+    },
+    storage: { dataDir: file.storage.data_dir, url: file.storage.url, poolSize: file.storage.pool_size },
+    runtime: {
+      leaseTtlMs: runtime.lease_ttl_ms,
+      heartbeatMs: runtime.heartbeat_ms,
+      maxParallelTurns: runtime.max_parallel_turns,
+      parkAfterAttempts: runtime.park_after_attempts,
+      pollMs: runtime.poll_ms,
+      retryAttempts: runtime.retry_attempts,
+      retryBaseMs: runtime.retry_base_ms,
+      historyMessages: runtime.history_messages,
+      shutdownGraceMs: runtime.shutdown_grace_ms,
+      deltaBatchMs: runtime.delta_batch_ms,
+      deltaBatchBytes: runtime.delta_batch_bytes,
+    },
+    retention: {
+      keepEventsDays: file.retention.keep_events_days,
+      pruneIntervalMs: file.retention.prune_interval_ms,
+    },
+    auth: { mode: keys.length === 0 ? 'dev' : 'keys', keys },
+    providers,
+    pricing: file.pricing,
+    agents,
+    demo: { delayMs: demoDelay },
+    source,
+  };
+}
+
+/** Environment overrides (CONFIG.md) are applied before validation so they are checked too. */
+function applyEnv(raw: unknown, env: Env): unknown {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new ConfigError('the configuration must be a mapping of keys');
+  }
+  const file = structuredClone(raw) as Record<string, Record<string, unknown> | undefined>;
+  const set = (section: string, key: string, value: unknown) => {
+    file[section] = { ...(file[section] ?? {}), [key]: value };
+  };
+  const integer = (name: string, value: string) => {
+    const number = Number(value);
+    if (!/^\d+$/.test(value)) throw new ConfigError(`${name} must be a whole number`);
+    return number;
+  };
+  if (env.PARLEY_HOST) set('server', 'host', env.PARLEY_HOST);
+  if (env.PARLEY_PORT) set('server', 'port', integer('PARLEY_PORT', env.PARLEY_PORT));
+  if (env.PARLEY_DATA_DIR) set('storage', 'data_dir', env.PARLEY_DATA_DIR);
+  if (env.DATABASE_URL) set('storage', 'url', env.DATABASE_URL);
+  if (env.PARLEY_LEASE_TTL_MS) {
+    set('runtime', 'lease_ttl_ms', integer('PARLEY_LEASE_TTL_MS', env.PARLEY_LEASE_TTL_MS));
+  }
+  if (env.PARLEY_HEARTBEAT_MS) {
+    set('runtime', 'heartbeat_ms', integer('PARLEY_HEARTBEAT_MS', env.PARLEY_HEARTBEAT_MS));
+  }
+  return file;
+}
+
+function describeIssues(issues: z.core.$ZodIssue[], source: string): string {
+  const lines = issues.slice(0, 10).map((issue) => {
+    const key = issue.path.map(String).join('.') || '(root)';
+    return `  ${key}: ${issue.message}`;
+  });
+  return `invalid configuration (${source}):\n${lines.join('\n')}`;
+}
+
+function compileProviders(file: ConfigFile): Record<string, ProviderConfig> {
+  const providers: Record<string, ProviderConfig> = {};
+  for (const [name, provider] of Object.entries(file.providers)) {
+    if (!availableProviderKinds.has(provider.kind)) {
+      throw new ConfigError(
+        `providers.${name}.kind: "${provider.kind}" is not available in this release (available: ${[...availableProviderKinds].join(', ')})`,
+      );
+    }
+    providers[name] = {
+      name,
+      kind: provider.kind,
+      apiKeyEnv: provider.api_key_env ?? null,
+      baseUrl: provider.base_url ?? null,
+    };
+  }
+  return providers;
+}
+
+function compileAgents(file: ConfigFile, providers: Record<string, ProviderConfig>) {
+  const agents: Record<string, AgentConfig> = {};
+  for (const [name, agent] of Object.entries(file.agents)) {
+    const slash = agent.model.indexOf('/');
+    const provider = agent.model.slice(0, slash);
+    if (!providers[provider]) {
+      throw new ConfigError(`agents.${name}.model: no provider named "${provider}" in providers`);
+    }
+    agents[name] = {
+      name,
+      model: { provider, modelId: agent.model.slice(slash + 1) },
+      instructions: agent.instructions,
+      greeting: agent.greeting,
+      triggerRoles: agent.trigger_roles,
+      approverRoles: agent.approver_roles,
+      tools: agent.tools,
+      budgets: {
+        maxIterations: agent.budgets.max_iterations,
+        maxToolCalls: agent.budgets.max_tool_calls,
+        onExhausted: agent.budgets.on_exhausted,
+      },
+      pendingInput: agent.pending_input,
+      completionText: agent.completion_text,
+    };
+  }
+  if (!agents.default && Object.keys(agents).length === 0) {
+    throw new ConfigError('agents: at least one agent is required');
+  }
+  return agents;
+}
+
+function compileKeys(file: ConfigFile, env: Env): ApiKey[] {
+  return file.auth.keys.map((key, index) => {
+    const where = `auth.keys.${index}`;
+    if ((key.key_env === undefined) === (key.key_sha256 === undefined)) {
+      throw new ConfigError(`${where}: set exactly one of key_env or key_sha256`);
+    }
+    let sha256 = key.key_sha256;
+    if (key.key_env !== undefined) {
+      const value = env[key.key_env];
+      if (!value) throw new ConfigError(`${where}.key_env: the variable ${key.key_env} is not set`);
+      sha256 = createHash('sha256').update(value).digest('hex');
+    }
+    return {
+      sha256: sha256 as string,
+      principal: { tenant: key.tenant, user: key.user, roles: key.roles },
+    };
+  });
+}
+
+/** The agent a request names, or the default one (the first agent when none is called `default`). */
+export function defaultAgentName(config: Config): string {
+  return config.agents.default ? 'default' : (Object.keys(config.agents)[0] as string);
+}

@@ -1,0 +1,109 @@
+import { z } from 'zod';
+
+/**
+ * The configuration file's shape (CONFIG.md). Keys are snake_case as users write them;
+ * `compileConfig` turns the parsed file into the typed object the rest of Parley uses.
+ * Unknown keys are errors: a typo must fail at start, not silently fall back to a default.
+ */
+const durationMs = z.number().int().positive();
+
+export const agentSchema = z
+  .object({
+    model: z.string().regex(/^[^/]+\/.+$/, 'must be "provider/model"').default('demo/echo'),
+    instructions: z.string().default('You are a helpful assistant.'),
+    greeting: z.string().nullable().default(null),
+    trigger_roles: z.array(z.string()).nullable().default(null),
+    approver_roles: z.array(z.string()).nullable().default(null),
+    tools: z.record(z.string(), z.enum(['allow', 'approve', 'deny'])).default({}),
+    budgets: z
+      .object({
+        max_iterations: z.number().int().positive().default(8),
+        max_tool_calls: z.number().int().nonnegative().default(16),
+        on_exhausted: z.enum(['ask', 'finish']).default('ask'),
+      })
+      .strict()
+      .default({ max_iterations: 8, max_tool_calls: 16, on_exhausted: 'ask' }),
+    pending_input: z.enum(['supersede', 'queue']).default('supersede'),
+    gate: z.object({ model: z.string(), topic: z.string() }).strict().nullable().default(null),
+    completion_text: z.string().nullable().default(null),
+  })
+  .strict();
+
+export const providerSchema = z
+  .object({
+    kind: z.enum(['demo', 'openai', 'openai_compatible', 'anthropic', 'google', 'ollama']),
+    api_key_env: z.string().optional(),
+    base_url: z.string().optional(),
+  })
+  .strict();
+
+export const keySchema = z
+  .object({
+    key_env: z.string().optional(),
+    key_sha256: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex digits')
+      .optional(),
+    tenant: z.string().min(1),
+    user: z.string().min(1),
+    roles: z.array(z.string()).default([]),
+  })
+  .strict();
+
+export const fileSchema = z
+  .object({
+    server: z
+      .object({
+        host: z.string().default('127.0.0.1'),
+        port: z.number().int().min(0).max(65535).default(8080),
+        keepalive_ms: durationMs.default(15000),
+        body_limit_bytes: z.number().int().positive().default(64 * 1024),
+        max_message_bytes: z.number().int().positive().default(32 * 1024),
+      })
+      .strict()
+      .prefault({}),
+    storage: z
+      .object({
+        data_dir: z.string().default('./.parley'),
+        url: z.string().nullable().default(null),
+        pool_size: z.number().int().positive().default(10),
+      })
+      .strict()
+      .prefault({}),
+    runtime: z
+      .object({
+        lease_ttl_ms: durationMs.default(15000),
+        heartbeat_ms: durationMs.default(5000),
+        max_parallel_turns: z.number().int().positive().default(8),
+        park_after_attempts: z.number().int().positive().default(5),
+        poll_ms: durationMs.default(2000),
+        retry_attempts: z.number().int().positive().default(4),
+        retry_base_ms: durationMs.default(500),
+        history_messages: z.number().int().nonnegative().default(40),
+        shutdown_grace_ms: durationMs.default(10000),
+        delta_batch_ms: durationMs.default(50),
+        delta_batch_bytes: z.number().int().positive().default(4096),
+      })
+      .strict()
+      .prefault({}),
+    retention: z
+      .object({
+        keep_events_days: z.number().positive().nullable().default(null),
+        prune_interval_ms: durationMs.default(60 * 60 * 1000),
+      })
+      .strict()
+      .prefault({}),
+    auth: z
+      .object({ keys: z.array(keySchema).default([]) })
+      .strict()
+      .prefault({}),
+    providers: z.record(z.string(), providerSchema).default({ demo: { kind: 'demo' } }),
+    pricing: z
+      .record(z.string(), z.object({ input: z.number(), output: z.number() }).strict())
+      .default({}),
+    agents: z.record(z.string(), agentSchema).default({ default: agentSchema.parse({}) }),
+  })
+  .strict();
+
+export type ConfigFile = z.infer<typeof fileSchema>;
+export type AgentFile = z.infer<typeof agentSchema>;

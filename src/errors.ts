@@ -1,0 +1,50 @@
+/**
+ * The one registry of Parley's error codes. Every error a client can see is listed here
+ * with its HTTP status; code matches on `code`, never on message text. Messages are for
+ * people and never contain secrets, stack traces or provider bodies.
+ */
+export const errorCodes = {
+  unsupported_protocol_version: 400,
+  invalid_request: 400,
+  malformed_json: 400,
+  empty_message: 400,
+  invalid_cursor: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  session_not_found: 404,
+  unknown_agent: 404,
+  turn_conflict: 409,
+  agent_mismatch: 409,
+  cursor_ahead: 409,
+  session_not_parked: 409,
+  resync_required: 410,
+  payload_too_large: 413,
+  message_too_long: 413,
+  unsupported_media_type: 415,
+  internal_error: 500,
+  not_ready: 503,
+} as const;
+
+export type ErrorCode = keyof typeof errorCodes;
+
+export class ParleyError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = 'ParleyError';
+    this.status = errorCodes[code];
+  }
+
+  toBody(): Record<string, unknown> {
+    return { error: this.code, message: this.message, ...this.details };
+  }
+}
+
+export function isParleyError(error: unknown): error is ParleyError {
+  return error instanceof ParleyError;
+}

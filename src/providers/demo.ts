@@ -1,0 +1,128 @@
+import { createHash } from 'node:crypto';
+import {
+  APICallError,
+  type LanguageModelV3,
+  type LanguageModelV3CallOptions,
+  type LanguageModelV3Prompt,
+  type LanguageModelV3StreamPart,
+} from '@ai-sdk/provider';
+import { unfoldInputs } from './foldedPrompt.js';
+
+/**
+ * The `demo` provider (CONFIG.md): deterministic and offline, implemented on the AI SDK's
+ * LanguageModelV3 interface exactly like a real provider, so the runtime cannot tell the
+ * difference. It echoes every word of every input, one word per text delta.
+ *
+ * Commands inside an input:
+ * - `/fail transient N`: the next N calls for this prompt fail retryably (like HTTP 429).
+ * - `/fail permanent`: every call fails non-retryably (like HTTP 401).
+ */
+export function createDemoModel(options: { modelId: string; delayMs: number }): LanguageModelV3 {
+  // Failures already served per prompt, so that `/fail transient N` fails exactly N calls.
+  const failuresServed = new Map<string, number>();
+
+  return {
+    specificationVersion: 'v3',
+    provider: 'demo',
+    modelId: options.modelId,
+    supportedUrls: {},
+    async doGenerate() {
+      throw new Error('the demo model only streams');
+    },
+    async doStream(call: LanguageModelV3CallOptions) {
+      const lastUser = [...call.prompt].reverse().find((message) => message.role === 'user');
+      const text = lastUser ? textOf(lastUser.content) : '';
+      const inputs = unfoldInputs(text);
+      failIfAsked(inputs.map((input) => input.content), text, failuresServed);
+      const reply =
+        inputs.length === 1
+          ? `You said: ${words(inputs[0]?.content ?? '').join(' ')}`
+          : inputs.map((input, index) => `[${index + 1}] You said: ${words(input.content).join(' ')}`).join('\n');
+      const replyWords = reply.split(/(?<=\s)/);
+      const inputTokens = promptWords(call.prompt);
+      const stream = new ReadableStream<LanguageModelV3StreamPart>({
+        async start(controller) {
+          controller.enqueue({ type: 'stream-start', warnings: [] });
+          controller.enqueue({ type: 'text-start', id: 'text-0' });
+          try {
+            for (const [index, word] of replyWords.entries()) {
+              if (index > 0 && options.delayMs > 0) await sleep(options.delayMs, call.abortSignal);
+              controller.enqueue({ type: 'text-delta', id: 'text-0', delta: word });
+            }
+          } catch (error) {
+            controller.error(error);
+            return;
+          }
+          controller.enqueue({ type: 'text-end', id: 'text-0' });
+          controller.enqueue({
+            type: 'finish',
+            finishReason: { unified: 'stop', raw: 'stop' },
+            usage: {
+              inputTokens: { total: inputTokens, noCache: inputTokens, cacheRead: 0, cacheWrite: 0 },
+              outputTokens: { total: words(reply).length, text: words(reply).length, reasoning: 0 },
+            },
+          });
+          controller.close();
+        },
+      });
+      return { stream };
+    },
+  };
+}
+
+function failIfAsked(contents: string[], prompt: string, served: Map<string, number>): void {
+  for (const content of contents) {
+    if (/^\s*\/fail permanent\b/m.test(content)) {
+      throw new APICallError({
+        message: 'demo: the request was refused (simulated permanent failure)',
+        url: 'demo://echo',
+        requestBodyValues: {},
+        statusCode: 401,
+        isRetryable: false,
+      });
+    }
+    const transient = /^\s*\/fail transient (\d+)\b/m.exec(content);
+    if (transient) {
+      const key = createHash('sha256').update(prompt).digest('hex');
+      const count = served.get(key) ?? 0;
+      if (count < Number(transient[1])) {
+        served.set(key, count + 1);
+        throw new APICallError({
+          message: 'demo: rate limited (simulated transient failure)',
+          url: 'demo://echo',
+          requestBodyValues: {},
+          statusCode: 429,
+          isRetryable: true,
+        });
+      }
+    }
+  }
+}
+
+function textOf(content: LanguageModelV3Prompt[number]['content']): string {
+  if (typeof content === 'string') return content;
+  return content.map((part) => ('text' in part && typeof part.text === 'string' ? part.text : '')).join('');
+}
+
+function words(text: string): string[] {
+  return text.split(/\s+/).filter((word) => word.length > 0);
+}
+
+function promptWords(prompt: LanguageModelV3Prompt): number {
+  return prompt.reduce((sum, message) => sum + words(textOf(message.content)).length, 0);
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason as Error);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason as Error);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,17 @@
+import type { LanguageModelV3 } from '@ai-sdk/provider';
+import type { Config } from '../config/types.js';
+import type { Logger } from '../log.js';
+import type { Db } from '../store/db.js';
+import type { Wakeups } from '../store/wakeups.js';
+
+/** Everything the worker touches, injected: the loop itself holds no I/O of its own. */
+export interface RuntimeDeps {
+  db: Db;
+  wakeups: Wakeups;
+  config: Config;
+  resolveModel: (provider: string, modelId: string) => LanguageModelV3;
+  log: Logger;
+  /** Identifies this worker in `lease_owner` (diagnostics only; the token is the lease). */
+  owner: string;
+  random?: () => number;
+}

@@ -1,0 +1,74 @@
+import { APICallError, type LanguageModelV3, type LanguageModelV3Prompt } from '@ai-sdk/provider';
+import type { DeltaBuffer } from './deltaBuffer.js';
+
+export interface StepResult {
+  text: string;
+  inputTokens: number;
+  outputTokens: number;
+  latencyMs: number;
+}
+
+/** A provider failure, classified once: retryable (429, 5xx, network) or permanent. */
+export class ProviderFailure extends Error {
+  constructor(
+    readonly isRetryable: boolean,
+    readonly statusCode: number | null,
+  ) {
+    super(isRetryable ? 'the model provider is unavailable' : 'the model provider refused the request');
+    this.name = 'ProviderFailure';
+  }
+}
+
+/**
+ * One streaming call to the model. Text deltas go to the buffer (which journals them);
+ * the whole text and usage come back at the end. Aborting `signal` aborts the provider
+ * stream at once. Provider errors are classified and never carry the provider's body.
+ */
+export async function streamStep(
+  model: LanguageModelV3,
+  prompt: LanguageModelV3Prompt,
+  buffer: DeltaBuffer,
+  signal: AbortSignal,
+): Promise<StepResult> {
+  const started = Date.now();
+  let text = '';
+  let inputTokens = 0;
+  let outputTokens = 0;
+  try {
+    const { stream } = await model.doStream({ prompt, abortSignal: signal });
+    for await (const part of stream) {
+      if (signal.aborted) break;
+      if (part.type === 'text-delta') {
+        text += part.delta;
+        buffer.push(part.delta);
+      } else if (part.type === 'error') {
+        throw part.error;
+      } else if (part.type === 'finish') {
+        inputTokens = part.usage.inputTokens.total ?? 0;
+        outputTokens = part.usage.outputTokens.total ?? 0;
+      }
+    }
+  } catch (error) {
+    if (signal.aborted) throw signal.reason;
+    throw classify(error);
+  }
+  if (signal.aborted) throw signal.reason;
+  await buffer.flush();
+  return { text, inputTokens, outputTokens, latencyMs: Date.now() - started };
+}
+
+function classify(error: unknown): ProviderFailure {
+  if (error instanceof ProviderFailure) return error;
+  if (APICallError.isInstance(error)) {
+    return new ProviderFailure(error.isRetryable, error.statusCode ?? null);
+  }
+  const code = (error as { code?: unknown } | null)?.code;
+  const network = typeof code === 'string' && /^(ECONN|ETIMEDOUT|EAI_AGAIN|ENOTFOUND|UND_ERR)/.test(code);
+  return new ProviderFailure(network, null);
+}
+
+/** Exponential backoff with full jitter: base·2^(n-1), randomised in [half, full]. */
+export function backoffMs(baseMs: number, failedAttempts: number, random = Math.random): number {
+  const ceiling = baseMs * 2 ** (failedAttempts - 1);
+  return Math.round(ceiling / 2 + random() * (ceiling / 2));
+}

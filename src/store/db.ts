@@ -1,0 +1,30 @@
+/**
+ * The one boundary between Parley and a database engine (after pg-boss's `executeSql`):
+ * plain SQL text with positional parameters, a transaction helper, and LISTEN. Both
+ * engines run the same SQL; every engine difference lives in pglite.ts or postgres.ts.
+ *
+ * Type conventions both adapters guarantee: int8 and numeric come back as JS numbers,
+ * timestamptz as Date, json/jsonb parsed.
+ */
+export interface QueryResult<Row> {
+  rows: Row[];
+  rowCount: number;
+}
+
+export interface Queryable {
+  query<Row = Record<string, unknown>>(text: string, params?: unknown[]): Promise<QueryResult<Row>>;
+}
+
+export interface Db extends Queryable {
+  readonly engine: 'pglite' | 'postgres';
+  /** Runs `work` in one transaction; rolls back if it throws. */
+  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Subscribes to NOTIFY on `channel`; returns the unsubscribe function. */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  close(): Promise<void>;
+}
+
+/** PostgreSQL's unique_violation: how admission detects a concurrent duplicate. */
+export function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === '23505';
+}

@@ -1,0 +1,122 @@
+import type { Db, Queryable } from './db.js';
+import { appendEvents } from './appendEvents.js';
+import type { Lease, NewEvent } from './types.js';
+
+export interface Usage {
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+  model: string;
+  latency_ms: number;
+}
+
+export interface BurstRef {
+  turnIds: string[];
+  /** Position of the burst's last input: the cursor moves here. */
+  lastPosition: number;
+}
+
+/**
+ * Completes a burst in ONE token-gated transaction (RUNTIME.md, "finish"): the assistant
+ * message, the turn rows, the cursor, usage, and the `usage` + `done` events. Either all
+ * of it is durable or, if the lease was lost, none of it.
+ */
+export async function commitTurn(
+  db: Db,
+  lease: Lease,
+  burst: BurstRef & { messageId: string; author: string; content: string; usage: Usage[] },
+): Promise<number> {
+  const lead = burst.turnIds[0] as string;
+  return db.transaction(async (tx) => {
+    const events: NewEvent[] = burst.usage.map((usage) => ({
+      type: 'usage',
+      turn_id: lead,
+      payload: { ...usage },
+    }));
+    events.push({
+      type: 'done',
+      turn_id: lead,
+      payload: {
+        final_message: { id: burst.messageId, role: 'assistant', content: burst.content },
+        turn_ids: burst.turnIds,
+      },
+    });
+    const sequence = await appendEvents(tx, lease, events, { progress: true });
+    await tx.query(
+      `insert into messages (message_id, tenant, session_id, turn_id, role, author, content, sequence)
+       values ($1, $2, $3, $4, 'assistant', $5, $6, $7)
+       on conflict (tenant, session_id, turn_id, role) do nothing`,
+      [burst.messageId, lease.tenant, lease.sessionId, lead, burst.author, burst.content, sequence],
+    );
+    const totals = burst.usage.reduce(
+      (sum, usage) => ({
+        input: sum.input + usage.input_tokens,
+        output: sum.output + usage.output_tokens,
+        cost: sum.cost + usage.cost_usd,
+      }),
+      { input: 0, output: 0, cost: 0 },
+    );
+    await closeBurst(tx, lease, burst, 'done');
+    await tx.query(
+      `update sessions
+          set input_tokens = input_tokens + $2,
+              output_tokens = output_tokens + $3,
+              cost_usd = cost_usd + $4
+        where session_id = $1`,
+      [lease.sessionId, totals.input, totals.output, totals.cost],
+    );
+    return sequence;
+  });
+}
+
+/**
+ * Ends a burst for good with an `error` event (a permanent provider error, or retries
+ * exhausted). Deliberately not "progress": repeated failures lead to parking.
+ */
+export async function failTurn(
+  db: Db,
+  lease: Lease,
+  burst: BurstRef & { code: string; message: string; usage: Usage[] },
+): Promise<number> {
+  const lead = burst.turnIds[0] as string;
+  return db.transaction(async (tx) => {
+    const events: NewEvent[] = burst.usage.map((usage) => ({
+      type: 'usage',
+      turn_id: lead,
+      payload: { ...usage },
+    }));
+    events.push({
+      type: 'error',
+      turn_id: lead,
+      payload: { code: burst.code, message: burst.message, turn_ids: burst.turnIds },
+    });
+    const sequence = await appendEvents(tx, lease, events);
+    await closeBurst(tx, lease, burst, 'error');
+    return sequence;
+  });
+}
+
+/** Marks the burst's turns finished and moves the cursor past them. */
+async function closeBurst(
+  tx: Queryable,
+  lease: Lease,
+  burst: BurstRef,
+  state: 'done' | 'error',
+): Promise<void> {
+  const lead = burst.turnIds[0] as string;
+  await tx.query(
+    `update turns
+        set state = $3, answered_by = $4, completed_at = now()
+      where tenant = $1 and turn_id = any($2::text[])`,
+    [lease.tenant, burst.turnIds, state, lead],
+  );
+  await tx.query(
+    `update sessions
+        set input_cursor = greatest(input_cursor, $2),
+            attempt = 0,
+            partial_output = false,
+            current_turn_id = null
+      where session_id = $1`,
+    [lease.sessionId, burst.lastPosition],
+  );
+}

@@ -1,0 +1,71 @@
+import type { Queryable } from './db.js';
+import type { SessionRow } from './types.js';
+
+export interface SessionProjection {
+  session_id: string;
+  agent: string;
+  title: string | null;
+  state: string;
+  latest_sequence: number;
+  earliest_sequence: number;
+  current_turn: { turn_id: string; state: string } | null;
+  pending_input: null;
+  queued_turns: number;
+  usage: { input_tokens: number; output_tokens: number; cost_usd: number };
+  created_at: string;
+  updated_at: string;
+}
+
+type ProjectionRow = SessionRow & { head_turn_id: string | null; head_turn_state: string | null };
+
+/**
+ * The projection's current turn is the one being answered, else the oldest queued one.
+ * The same select serves detail and list so both always agree.
+ */
+export const projectionSelect = `
+  select s.*, head.turn_id as head_turn_id, head.state as head_turn_state
+    from sessions s
+    left join lateral (
+      select t.turn_id, t.state from turns t
+       where t.session_id = s.session_id
+         and (t.turn_id = s.current_turn_id or t.position > s.input_cursor)
+       order by (t.turn_id = s.current_turn_id) desc, t.position
+       limit 1
+    ) head on true`;
+
+export async function getSession(
+  db: Queryable,
+  tenant: string,
+  sessionId: string,
+): Promise<SessionProjection | null> {
+  const found = await db.query<ProjectionRow>(
+    `${projectionSelect} where s.tenant = $1 and s.session_id = $2`,
+    [tenant, sessionId],
+  );
+  const row = found.rows[0];
+  return row ? toProjection(row) : null;
+}
+
+export function toProjection(row: ProjectionRow): SessionProjection {
+  return {
+    session_id: row.session_id,
+    agent: row.agent,
+    title: row.title,
+    state: row.state,
+    latest_sequence: row.last_sequence,
+    earliest_sequence: row.earliest_sequence,
+    current_turn:
+      row.head_turn_id === null ? null : { turn_id: row.head_turn_id, state: row.head_turn_state ?? 'queued' },
+    pending_input: null,
+    queued_turns: row.input_count - row.input_cursor,
+    usage: { input_tokens: row.input_tokens, output_tokens: row.output_tokens, cost_usd: row.cost_usd },
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+/** Row-level read used by the runtime and operators (no tenant filter: by primary key). */
+export async function getSessionRow(db: Queryable, sessionId: string): Promise<SessionRow | null> {
+  const found = await db.query<SessionRow>('select * from sessions where session_id = $1', [sessionId]);
+  return found.rows[0] ?? null;
+}

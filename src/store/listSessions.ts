@@ -1,0 +1,54 @@
+import type { Queryable } from './db.js';
+import { projectionSelect, toProjection, type SessionProjection } from './getSession.js';
+
+export interface SessionPage {
+  items: SessionProjection[];
+  next_cursor: string | null;
+}
+
+/**
+ * Newest activity first. The cursor is the (updated_at, session_id) of the last item,
+ * so a page boundary is stable while sessions keep changing.
+ */
+export async function listSessions(
+  db: Queryable,
+  tenant: string,
+  options: { limit: number; cursor: { updatedAt: string; sessionId: string } | null },
+): Promise<SessionPage> {
+  const params: unknown[] = [tenant, options.limit + 1];
+  let after = '';
+  if (options.cursor) {
+    params.push(options.cursor.updatedAt, options.cursor.sessionId);
+    after = 'and (s.updated_at, s.session_id) < ($3::timestamptz, $4)';
+  }
+  const found = await db.query<Parameters<typeof toProjection>[0]>(
+    `${projectionSelect}
+      where s.tenant = $1 ${after}
+      order by s.updated_at desc, s.session_id desc
+      limit $2`,
+    params,
+  );
+  const rows = found.rows.slice(0, options.limit);
+  const last = rows[rows.length - 1];
+  return {
+    items: rows.map(toProjection),
+    next_cursor:
+      found.rows.length > options.limit && last
+        ? encodeCursor([last.updated_at.toISOString(), last.session_id])
+        : null,
+  };
+}
+
+export function encodeCursor(parts: (string | number)[]): string {
+  return Buffer.from(JSON.stringify(parts)).toString('base64url');
+}
+
+/** Returns null for anything that is not a cursor this server made. */
+export function decodeCursor(cursor: string): unknown[] | null {
+  try {
+    const parts: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    return Array.isArray(parts) ? parts : null;
+  } catch {
+    return null;
+  }
+}

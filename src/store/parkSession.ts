@@ -1,0 +1,69 @@
+import type { Db } from './db.js';
+import { appendEvents } from './appendEvents.js';
+import type { Lease } from './types.js';
+import { notifyWakeup } from './wakeups.js';
+
+/**
+ * Parks a session that was claimed too often without an applied write (RUNTIME.md,
+ * "Parking"): its pending turns fail for good with one `error` event, claimers skip it,
+ * and only an operator's unpark makes it claimable again. Runs under the claim's lease.
+ */
+export async function parkSession(
+  db: Db,
+  lease: Lease,
+  reason: { claims: number },
+): Promise<{ sequence: number; turnIds: string[] }> {
+  return db.transaction(async (tx) => {
+    const pending = await tx.query<{ turn_id: string }>(
+      `select t.turn_id from turns t join sessions s on s.session_id = t.session_id
+        where s.session_id = $1 and t.position > s.input_cursor
+        order by t.position`,
+      [lease.sessionId],
+    );
+    const turnIds = pending.rows.map((row) => row.turn_id);
+    const sequence = await appendEvents(tx, lease, [
+      {
+        type: 'error',
+        turn_id: turnIds[0] ?? null,
+        payload: {
+          code: 'session_parked',
+          message: `the session was claimed ${reason.claims} times without progress and is parked; an operator can resume it with "parley sessions unpark"`,
+          turn_ids: turnIds,
+        },
+      },
+    ]);
+    await tx.query(
+      `update turns set state = 'error', completed_at = now()
+        where tenant = $1 and turn_id = any($2::text[])`,
+      [lease.tenant, turnIds],
+    );
+    await tx.query(
+      `update sessions
+          set state = 'parked', input_cursor = input_count, attempt = 0, partial_output = false,
+              current_turn_id = null, lease_token = null, lease_owner = null, lease_expires_at = null
+        where session_id = $1`,
+      [lease.sessionId],
+    );
+    return { sequence, turnIds };
+  });
+}
+
+/** The operator's way back: claimable again, with a fresh claim count. */
+export async function unparkSession(db: Db, tenant: string | null, sessionId: string): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const unparked = await tx.query<{ pending: boolean; last_sequence: number }>(
+      `update sessions
+          set state = case when input_count > input_cursor then 'queued' else 'idle' end,
+              claim_count = 0
+        where session_id = $1 and state = 'parked' and ($2::text is null or tenant = $2)
+        returning input_count > input_cursor as pending, last_sequence`,
+      [sessionId, tenant],
+    );
+    const row = unparked.rows[0];
+    if (!row) return false;
+    if (row.pending) {
+      await notifyWakeup(tx, { kind: 'input', sessionId, sequence: row.last_sequence });
+    }
+    return true;
+  });
+}

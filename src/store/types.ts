@@ -1,0 +1,84 @@
+/**
+ * Glossary — the core types, named as in PROTOCOL.md and RUNTIME.md.
+ *
+ * - session: one conversation; owns the journal counter and the lease.
+ * - journal: the `events` table; per-session `sequence` from 1, gapless, the source of
+ *   truth every SSE reader replays from.
+ * - turn: one admitted user input (`turn_id`, the client's idempotency key). A turn is
+ *   answered by exactly one `done`, `cancelled` or `error` event.
+ * - input position / cursor: admitted turns are numbered per session; the cursor is the
+ *   highest position a finished turn consumed. Position > cursor = pending input.
+ * - burst: every pending turn collected in one drain-loop iteration, answered together;
+ *   its lead turn is the first one, and names the assistant message.
+ * - lease: a random token + expiry on the session row; every write of a turn is gated on
+ *   the token still being the worker's own.
+ * - attempt: one try at answering a burst; a new owner of partial output starts a new one
+ *   and journals `attempt_reset`.
+ */
+export type SessionState = 'idle' | 'queued' | 'running' | 'input_required' | 'parked' | 'closed';
+export type TurnState = 'queued' | 'running' | 'done' | 'error' | 'cancelled';
+
+export interface SessionRow {
+  session_id: string;
+  tenant: string;
+  agent: string;
+  title: string | null;
+  state: SessionState;
+  last_sequence: number;
+  earliest_sequence: number;
+  input_count: number;
+  input_cursor: number;
+  lease_token: string | null;
+  lease_owner: string | null;
+  lease_expires_at: Date | null;
+  claim_count: number;
+  attempt: number;
+  partial_output: boolean;
+  current_turn_id: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** The right to write to one session, for as long as the token is still on its row. */
+export interface Lease {
+  sessionId: string;
+  tenant: string;
+  token: string;
+}
+
+/** An event about to be journaled: its sequence and time are assigned on append. */
+export interface NewEvent {
+  type: string;
+  turn_id?: string | null;
+  payload: Record<string, unknown>;
+}
+
+/** A journaled event as clients see it (PROTOCOL.md §3). */
+export interface JournalEvent {
+  type: string;
+  sequence: number;
+  turn_id?: string;
+  at: string;
+  [field: string]: unknown;
+}
+
+export interface TranscriptMessage {
+  id: string;
+  role: 'user' | 'assistant' | 'system';
+  author: string;
+  content: string;
+  turn_id: string | null;
+  sequence: number;
+  created_at: string;
+}
+
+/** Raised by a token-gated write that applied nothing: another worker owns the session. */
+export class LeaseLostError extends Error {
+  constructor(readonly sessionId: string) {
+    super(`lease lost on session ${sessionId}`);
+    this.name = 'LeaseLostError';
+  }
+}
