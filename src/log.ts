@@ -7,7 +7,9 @@ export type { Logger };
  * logged; the redact list is a second line of defence for fields that might carry a
  * secret if someone logs an object carelessly.
  */
-export function createLogger(options: { level?: string; destination?: NodeJS.WritableStream } = {}): Logger {
+export function createLogger(
+  options: { level?: string; destination?: NodeJS.WritableStream } = {},
+): Logger {
   return pino(
     {
       level: options.level ?? process.env.PARLEY_LOG_LEVEL ?? 'info',

@@ -14,9 +14,12 @@ const pruneBody = z
     older_than_seconds: z.number().nonnegative().optional(),
   })
   .strict()
-  .refine((body) => (body.older_than_days === undefined) !== (body.older_than_seconds === undefined), {
-    message: 'give exactly one of older_than_days or older_than_seconds',
-  });
+  .refine(
+    (body) => (body.older_than_days === undefined) !== (body.older_than_seconds === undefined),
+    {
+      message: 'give exactly one of older_than_days or older_than_seconds',
+    },
+  );
 
 /**
  * Operator endpoints behind `parley sessions unpark` and `parley prune`. They go through
@@ -30,19 +33,25 @@ export function adminRoutes(app: FastifyInstance, deps: ApiDeps): void {
     }
   });
 
-  app.post<{ Params: { sessionId: string } }>('/api/v1/admin/sessions/:sessionId/unpark', async (request) => {
-    const tenant = request.principal.tenant;
-    const session = await getSession(deps.db, tenant, request.params.sessionId);
-    if (!session) throw new ParleyError('session_not_found', 'no such session');
-    if (!(await unparkSession(deps.db, tenant, session.session_id))) {
-      throw new ParleyError('session_not_parked', `the session is ${session.state}, not parked`);
-    }
-    return getSession(deps.db, tenant, session.session_id);
-  });
+  app.post<{ Params: { sessionId: string } }>(
+    '/api/v1/admin/sessions/:sessionId/unpark',
+    async (request) => {
+      const tenant = request.principal.tenant;
+      const session = await getSession(deps.db, tenant, request.params.sessionId);
+      if (!session) throw new ParleyError('session_not_found', 'no such session');
+      if (!(await unparkSession(deps.db, tenant, session.session_id))) {
+        throw new ParleyError('session_not_parked', `the session is ${session.state}, not parked`);
+      }
+      return getSession(deps.db, tenant, session.session_id);
+    },
+  );
 
   app.post('/api/v1/admin/prune', async (request) => {
     const body = validate(pruneBody, request.body);
-    const ageMs = body.older_than_days !== undefined ? body.older_than_days * 86_400_000 : (body.older_than_seconds ?? 0) * 1000;
+    const ageMs =
+      body.older_than_days !== undefined
+        ? body.older_than_days * 86_400_000
+        : (body.older_than_seconds ?? 0) * 1000;
     const pruned = await pruneEvents(deps.db, {
       olderThan: new Date(Date.now() - ageMs),
       tenant: request.principal.tenant,

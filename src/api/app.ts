@@ -23,8 +23,9 @@ declare module 'fastify' {
  * configuration; `listen` is the caller's business, so tests can `inject` or bind port 0.
  */
 export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
+  const logger: FastifyBaseLogger = deps.log;
   const app: FastifyInstance = Fastify({
-    loggerInstance: deps.log as FastifyBaseLogger,
+    loggerInstance: logger,
     bodyLimit: deps.config.server.bodyLimitBytes,
     forceCloseConnections: true,
     // Logs method, route and status only: bodies and headers may carry secrets.
@@ -38,14 +39,21 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     void reply.header('parley-protocol-version', '1');
     const version = request.headers['parley-protocol-version'];
     if (version !== undefined && version !== '1') {
-      throw new ParleyError('unsupported_protocol_version', 'this server speaks protocol version 1', {
-        supported: [1],
-      });
+      throw new ParleyError(
+        'unsupported_protocol_version',
+        'this server speaks protocol version 1',
+        {
+          supported: [1],
+        },
+      );
     }
     if (!request.routeOptions.config.public) request.principal = authenticate(deps.config, request);
   });
   app.addHook('onResponse', async (request, reply) => {
-    httpRequests.inc({ route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) });
+    httpRequests.inc({
+      route: request.routeOptions.url ?? 'unmatched',
+      status: String(reply.statusCode),
+    });
   });
 
   healthRoutes(app, deps);

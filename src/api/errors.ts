@@ -10,7 +10,10 @@ export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | ParleyError, request, reply) => {
     const parley = error instanceof ParleyError ? error : fromFastify(error);
     if (parley.status >= 500) {
-      request.log.error({ err: { message: error.message, code: (error as FastifyError).code } }, 'request failed');
+      request.log.error(
+        { err: { message: error.message, code: (error as FastifyError).code } },
+        'request failed',
+      );
     }
     void reply.status(parley.status).send(parley.toBody());
   });
@@ -23,7 +26,10 @@ export function installErrorHandler(app: FastifyInstance): void {
 function fromFastify(error: FastifyError): ParleyError {
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new ParleyError('payload_too_large', 'the request body is larger than the server accepts');
+      return new ParleyError(
+        'payload_too_large',
+        'the request body is larger than the server accepts',
+      );
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new ParleyError('unsupported_media_type', 'send the body as application/json');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':

@@ -31,9 +31,15 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
       if (!session) throw new ParleyError('session_not_found', 'no such session');
       // Last-Event-ID wins over ?after= (a browser's EventSource reconnecting sends both).
       const header = request.headers['last-event-id'];
-      const raw = typeof header === 'string' && header.trim() !== '' ? header.trim() : (request.query.after ?? '0');
+      const raw =
+        typeof header === 'string' && header.trim() !== ''
+          ? header.trim()
+          : (request.query.after ?? '0');
       if (!/^\d{1,15}$/.test(raw)) {
-        throw new ParleyError('invalid_cursor', 'the cursor (Last-Event-ID or after) must be a sequence number');
+        throw new ParleyError(
+          'invalid_cursor',
+          'the cursor (Last-Event-ID or after) must be a sequence number',
+        );
       }
       const after = Number(raw);
       if (after > session.latest_sequence) {
@@ -72,11 +78,15 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
 }
 
 function resyncRequired(requested: number, earliest: number, latest: number): ParleyError {
-  return new ParleyError('resync_required', 'events after this cursor were pruned; fetch the session and resume', {
-    requested_sequence: requested,
-    earliest_available_sequence: earliest,
-    latest_sequence: latest,
-  });
+  return new ParleyError(
+    'resync_required',
+    'events after this cursor were pruned; fetch the session and resume',
+    {
+      requested_sequence: requested,
+      earliest_available_sequence: earliest,
+      latest_sequence: latest,
+    },
+  );
 }
 
 class EventStream {
@@ -102,7 +112,10 @@ class EventStream {
       if (wakeup.kind === 'typing') this.typing();
       else if (wakeup.sequence > this.cursor) this.wake?.();
     });
-    const keepalive = setInterval(() => this.write(': keep-alive\n\n'), this.deps.config.server.keepaliveMs);
+    const keepalive = setInterval(
+      () => this.write(': keep-alive\n\n'),
+      this.deps.config.server.keepaliveMs,
+    );
     try {
       if (workerActive) this.typing();
       while (!this.closed) {
@@ -133,7 +146,9 @@ class EventStream {
   }
 
   private async send(event: JournalEvent): Promise<void> {
-    const ok = this.write(`id: ${event.sequence}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+    const ok = this.write(
+      `id: ${event.sequence}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`,
+    );
     if (!ok && !this.closed) {
       await new Promise<void>((resolve) => {
         this.response.once('drain', resolve);
@@ -147,7 +162,9 @@ class EventStream {
     const now = Date.now();
     if (now - this.lastTyping < 1000) return;
     this.lastTyping = now;
-    this.write(`event: typing\ndata: ${JSON.stringify({ type: 'typing', session_id: this.sessionId })}\n\n`);
+    this.write(
+      `event: typing\ndata: ${JSON.stringify({ type: 'typing', session_id: this.sessionId })}\n\n`,
+    );
   }
 
   private write(chunk: string): boolean {

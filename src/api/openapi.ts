@@ -10,7 +10,12 @@ const json = (schema: object, description = 'OK') => ({
   description,
   content: { 'application/json': { schema } },
 });
-const sessionIdParam = { name: 'session_id', in: 'path', required: true, schema: { type: 'string' } };
+const sessionIdParam = {
+  name: 'session_id',
+  in: 'path',
+  required: true,
+  schema: { type: 'string' },
+};
 
 /** The machine-readable contract (PROTOCOL.md), served at GET /api/v1/openapi.json. */
 export const openapiDocument = {
@@ -92,7 +97,10 @@ export const openapiDocument = {
         requestBody: {
           content: {
             'application/json': {
-              schema: { type: 'object', properties: { agent: { type: 'string' }, title: { type: 'string' } } },
+              schema: {
+                type: 'object',
+                properties: { agent: { type: 'string' }, title: { type: 'string' } },
+              },
             },
           },
         },
@@ -105,7 +113,11 @@ export const openapiDocument = {
       get: {
         summary: 'List sessions, newest activity first',
         parameters: [
-          { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
+          {
+            name: 'limit',
+            in: 'query',
+            schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
+          },
           { name: 'cursor', in: 'query', schema: { type: 'string' } },
         ],
         responses: {
@@ -124,7 +136,10 @@ export const openapiDocument = {
       get: {
         summary: 'Session projection (the resync point)',
         parameters: [sessionIdParam],
-        responses: { '200': json({ $ref: '#/components/schemas/Session' }), '404': errorResponse('session_not_found') },
+        responses: {
+          '200': json({ $ref: '#/components/schemas/Session' }),
+          '404': errorResponse('session_not_found'),
+        },
       },
     },
     '/api/v1/chat/sessions/{session_id}/messages': {
@@ -133,7 +148,11 @@ export const openapiDocument = {
         parameters: [
           sessionIdParam,
           { name: 'before', in: 'query', schema: { type: 'string' } },
-          { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
+          {
+            name: 'limit',
+            in: 'query',
+            schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
+          },
         ],
         responses: {
           '200': json({
@@ -189,11 +208,16 @@ export const openapiDocument = {
           { name: 'after', in: 'query', schema: { type: 'integer', minimum: 0 } },
         ],
         responses: {
-          '200': { description: 'text/event-stream', content: { 'text/event-stream': { schema: { type: 'string' } } } },
+          '200': {
+            description: 'text/event-stream',
+            content: { 'text/event-stream': { schema: { type: 'string' } } },
+          },
           '400': errorResponse('invalid_cursor'),
           '404': errorResponse('session_not_found'),
           '409': errorResponse('cursor_ahead (with latest_sequence)'),
-          '410': errorResponse('resync_required (with earliest_available_sequence, latest_sequence)'),
+          '410': errorResponse(
+            'resync_required (with earliest_available_sequence, latest_sequence)',
+          ),
         },
       },
     },
@@ -211,11 +235,14 @@ export const openapiDocument = {
     },
     '/api/v1/admin/prune': {
       post: {
-        summary: 'Delete journal events older than an age (admin role); old cursors then answer 410',
+        summary:
+          'Delete journal events older than an age (admin role); old cursors then answer 410',
         responses: { '200': json({ type: 'object' }), '403': errorResponse('forbidden') },
       },
     },
-    '/healthz': { get: { summary: 'Process up', security: [], responses: { '200': json({ type: 'object' }) } } },
+    '/healthz': {
+      get: { summary: 'Process up', security: [], responses: { '200': json({ type: 'object' }) } },
+    },
     '/readyz': {
       get: {
         summary: 'Storage reachable, migrations applied, providers configured',
@@ -224,7 +251,11 @@ export const openapiDocument = {
       },
     },
     '/metrics': {
-      get: { summary: 'Prometheus metrics', security: [], responses: { '200': { description: 'text/plain' } } },
+      get: {
+        summary: 'Prometheus metrics',
+        security: [],
+        responses: { '200': { description: 'text/plain' } },
+      },
     },
   },
 } as const;

@@ -32,8 +32,11 @@ export function authenticate(config: Config, request: FastifyRequest): Principal
   if (config.auth.mode === 'dev') return devPrincipal;
   const header = request.headers.authorization;
   const match = typeof header === 'string' ? /^Bearer\s+(\S+)$/i.exec(header) : null;
-  if (!match) throw new ParleyError('unauthorized', 'an API key is required (Authorization: Bearer <key>)');
-  const digest = createHash('sha256').update(match[1] as string).digest();
+  if (!match)
+    throw new ParleyError('unauthorized', 'an API key is required (Authorization: Bearer <key>)');
+  const digest = createHash('sha256')
+    .update(match[1] as string)
+    .digest();
   for (const key of config.auth.keys) {
     if (timingSafeEqual(digest, Buffer.from(key.sha256, 'hex'))) return key.principal;
   }

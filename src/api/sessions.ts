@@ -29,7 +29,13 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
     const tenant = request.principal.tenant;
     const sessionId = newSessionId();
     await deps.db.transaction((tx) =>
-      createSession(tx, { tenant, sessionId, agent, title: body.title ?? null, greeting: agentConfig.greeting }),
+      createSession(tx, {
+        tenant,
+        sessionId,
+        agent,
+        title: body.title ?? null,
+        greeting: agentConfig.greeting,
+      }),
     );
     return reply.status(201).send(await getSession(deps.db, tenant, sessionId));
   });
@@ -47,22 +53,32 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
     return listSessions(deps.db, request.principal.tenant, { limit: query.limit, cursor });
   });
 
-  app.get<{ Params: { sessionId: string } }>('/api/v1/chat/sessions/:sessionId', async (request) => {
-    const session = await getSession(deps.db, request.principal.tenant, request.params.sessionId);
-    if (!session) throw new ParleyError('session_not_found', 'no such session');
-    return session;
-  });
+  app.get<{ Params: { sessionId: string } }>(
+    '/api/v1/chat/sessions/:sessionId',
+    async (request) => {
+      const session = await getSession(deps.db, request.principal.tenant, request.params.sessionId);
+      if (!session) throw new ParleyError('session_not_found', 'no such session');
+      return session;
+    },
+  );
 
-  app.get<{ Params: { sessionId: string } }>('/api/v1/chat/sessions/:sessionId/messages', async (request) => {
-    const query = validate(pageQuery, request.query);
-    const tenant = request.principal.tenant;
-    let before: number | null = null;
-    if (query.before !== undefined) {
-      before = Number(query.before);
-      if (!/^\d+$/.test(query.before)) throw new ParleyError('invalid_cursor', 'before: not a cursor');
-    }
-    const session = await getSession(deps.db, tenant, request.params.sessionId);
-    if (!session) throw new ParleyError('session_not_found', 'no such session');
-    return listMessages(deps.db, tenant, request.params.sessionId, { before, limit: query.limit });
-  });
+  app.get<{ Params: { sessionId: string } }>(
+    '/api/v1/chat/sessions/:sessionId/messages',
+    async (request) => {
+      const query = validate(pageQuery, request.query);
+      const tenant = request.principal.tenant;
+      let before: number | null = null;
+      if (query.before !== undefined) {
+        before = Number(query.before);
+        if (!/^\d+$/.test(query.before))
+          throw new ParleyError('invalid_cursor', 'before: not a cursor');
+      }
+      const session = await getSession(deps.db, tenant, request.params.sessionId);
+      if (!session) throw new ParleyError('session_not_found', 'no such session');
+      return listMessages(deps.db, tenant, request.params.sessionId, {
+        before,
+        limit: query.limit,
+      });
+    },
+  );
 }

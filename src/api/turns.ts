@@ -14,7 +14,10 @@ const admitBody = z
     turn_id: z.string().regex(clientKeyPattern, 'must be 1-128 characters of A-Z a-z 0-9 _ -'),
     agent: z.string().min(1).max(128).optional(),
     message: z.string().default(''),
-    option: z.object({ request_id: z.string().min(1).max(128), value: z.string().max(1000) }).strict().optional(),
+    option: z
+      .object({ request_id: z.string().min(1).max(128), value: z.string().max(1000) })
+      .strict()
+      .optional(),
     attachments: z.array(z.unknown()).max(0, 'attachments are not supported yet').optional(),
   })
   .strict();
@@ -31,9 +34,13 @@ export function turnRoutes(app: FastifyInstance, deps: ApiDeps): void {
       throw new ParleyError('empty_message', 'message: must not be empty');
     }
     if (Buffer.byteLength(body.message) > deps.config.server.maxMessageBytes) {
-      throw new ParleyError('message_too_long', `message: longer than ${deps.config.server.maxMessageBytes} bytes`, {
-        limit_bytes: deps.config.server.maxMessageBytes,
-      });
+      throw new ParleyError(
+        'message_too_long',
+        `message: longer than ${deps.config.server.maxMessageBytes} bytes`,
+        {
+          limit_bytes: deps.config.server.maxMessageBytes,
+        },
+      );
     }
     if (body.agent !== undefined && !deps.config.agents[body.agent]) {
       throw new ParleyError('unknown_agent', `no agent named "${body.agent}"`);

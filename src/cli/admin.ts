@@ -11,8 +11,15 @@ interface Options {
   'older-than-seconds'?: string | undefined;
 }
 
-export async function adminCommand(command: string, args: string[], options: Options): Promise<number> {
-  const base = (options.url ?? process.env.PARLEY_URL ?? 'http://127.0.0.1:8080').replace(/\/$/, '');
+export async function adminCommand(
+  command: string,
+  args: string[],
+  options: Options,
+): Promise<number> {
+  const base = (options.url ?? process.env.PARLEY_URL ?? 'http://127.0.0.1:8080').replace(
+    /\/$/,
+    '',
+  );
   const key = options.key ?? process.env.PARLEY_API_KEY;
   const call = async (method: string, path: string, body?: unknown) => {
     let response: Response;
@@ -45,9 +52,13 @@ export async function adminCommand(command: string, args: string[], options: Opt
     const result = await call(
       'POST',
       '/api/v1/admin/prune',
-      days !== undefined ? { older_than_days: Number(days) } : { older_than_seconds: Number(seconds) },
+      days !== undefined
+        ? { older_than_days: Number(days) }
+        : { older_than_seconds: Number(seconds) },
     );
-    process.stdout.write(`pruned ${String(result.pruned_events)} events in ${String(result.sessions)} sessions\n`);
+    process.stdout.write(
+      `pruned ${String(result.pruned_events)} events in ${String(result.sessions)} sessions\n`,
+    );
     return 0;
   }
 
@@ -56,8 +67,16 @@ export async function adminCommand(command: string, args: string[], options: Opt
     const page = await call('GET', `/api/v1/chat/sessions?limit=${Number(options.limit ?? 50)}`);
     if (options.json) print(page);
     else {
-      const items = page.items as { session_id: string; state: string; agent: string; latest_sequence: number; updated_at: string }[];
-      process.stdout.write(`${'SESSION'.padEnd(28)}${'STATE'.padEnd(16)}${'AGENT'.padEnd(12)}${'SEQ'.padEnd(8)}UPDATED\n`);
+      const items = page.items as {
+        session_id: string;
+        state: string;
+        agent: string;
+        latest_sequence: number;
+        updated_at: string;
+      }[];
+      process.stdout.write(
+        `${'SESSION'.padEnd(28)}${'STATE'.padEnd(16)}${'AGENT'.padEnd(12)}${'SEQ'.padEnd(8)}UPDATED\n`,
+      );
       for (const item of items) {
         process.stdout.write(
           `${item.session_id.padEnd(28)}${item.state.padEnd(16)}${item.agent.padEnd(12)}${String(item.latest_sequence).padEnd(8)}${item.updated_at}\n`,
@@ -68,7 +87,10 @@ export async function adminCommand(command: string, args: string[], options: Opt
     return 0;
   }
   if ((action === 'show' || action === 'unpark') && id) {
-    const path = action === 'show' ? `/api/v1/chat/sessions/${encodeURIComponent(id)}` : `/api/v1/admin/sessions/${encodeURIComponent(id)}/unpark`;
+    const path =
+      action === 'show'
+        ? `/api/v1/chat/sessions/${encodeURIComponent(id)}`
+        : `/api/v1/admin/sessions/${encodeURIComponent(id)}/unpark`;
     const session = await call(action === 'show' ? 'GET' : 'POST', path);
     if (action === 'unpark') process.stdout.write(`unparked ${id}: now ${String(session.state)}\n`);
     else print(session);

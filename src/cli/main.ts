@@ -75,7 +75,10 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-async function serve(role: 'serve' | 'api' | 'worker', configPath: string | undefined): Promise<number> {
+async function serve(
+  role: 'serve' | 'api' | 'worker',
+  configPath: string | undefined,
+): Promise<number> {
   const config = loadConfig({ path: configPath });
   if (role !== 'serve' && !config.storage.url) {
     process.stderr.write(
@@ -84,7 +87,11 @@ async function serve(role: 'serve' | 'api' | 'worker', configPath: string | unde
     return 2;
   }
   const log = createLogger();
-  const running = await startProcess(config, { api: role !== 'worker', worker: role !== 'api' }, log);
+  const running = await startProcess(
+    config,
+    { api: role !== 'worker', worker: role !== 'api' },
+    log,
+  );
   for (const line of describeStartup(config, running, role)) process.stdout.write(`${line}\n`);
   await new Promise<void>((resolve) => {
     const shutdown = (signal: string) => {
@@ -106,7 +113,8 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    const message = error instanceof ConfigError || error instanceof Error ? error.message : String(error);
+    const message =
+      error instanceof ConfigError || error instanceof Error ? error.message : String(error);
     process.stderr.write(`parley: ${message}\n`);
     process.exitCode = 1;
   },

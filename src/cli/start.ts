@@ -58,7 +58,13 @@ export async function startProcess(
   let app: FastifyInstance | null = null;
   let url: string | null = null;
   if (role.api) {
-    app = await buildApp({ db, wakeups, config, log, providersReady: () => providersReady(config, resolveModel) });
+    app = await buildApp({
+      db,
+      wakeups,
+      config,
+      log,
+      providersReady: () => providersReady(config, resolveModel),
+    });
     url = await app.listen({ host: config.server.host, port: config.server.port });
   }
 
@@ -76,7 +82,8 @@ export async function startProcess(
 
 function providersReady(config: Config, resolve: ReturnType<typeof createModelRegistry>): boolean {
   try {
-    for (const agent of Object.values(config.agents)) resolve(agent.model.provider, agent.model.modelId);
+    for (const agent of Object.values(config.agents))
+      resolve(agent.model.provider, agent.model.modelId);
     return true;
   } catch {
     return false;

@@ -22,11 +22,15 @@ const availableProviderKinds = new Set(['demo']);
  * `PARLEY_CONFIG`, `./parley.yaml`, else built-in defaults. Environment variables then
  * override the keys CONFIG.md lists. Errors name the key and never echo a value.
  */
-export function loadConfig(options: { path?: string | undefined; env?: Env; cwd?: string } = {}): Config {
+export function loadConfig(
+  options: { path?: string | undefined; env?: Env; cwd?: string } = {},
+): Config {
   const env = options.env ?? process.env;
   const cwd = options.cwd ?? process.cwd();
   const path =
-    options.path ?? env.PARLEY_CONFIG ?? (existsSync(`${cwd}/parley.yaml`) ? `${cwd}/parley.yaml` : null);
+    options.path ??
+    env.PARLEY_CONFIG ??
+    (existsSync(`${cwd}/parley.yaml`) ? `${cwd}/parley.yaml` : null);
   let raw: unknown = {};
   if (path) {
     let text: string;
@@ -68,7 +72,11 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
       bodyLimitBytes: file.server.body_limit_bytes,
       maxMessageBytes: file.server.max_message_bytes,
     },
-    storage: { dataDir: file.storage.data_dir, url: file.storage.url, poolSize: file.storage.pool_size },
+    storage: {
+      dataDir: file.storage.data_dir,
+      url: file.storage.url,
+      poolSize: file.storage.pool_size,
+    },
     runtime: {
       leaseTtlMs: runtime.lease_ttl_ms,
       heartbeatMs: runtime.heartbeat_ms,

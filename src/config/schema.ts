@@ -9,7 +9,10 @@ const durationMs = z.number().int().positive();
 
 export const agentSchema = z
   .object({
-    model: z.string().regex(/^[^/]+\/.+$/, 'must be "provider/model"').default('demo/echo'),
+    model: z
+      .string()
+      .regex(/^[^/]+\/.+$/, 'must be "provider/model"')
+      .default('demo/echo'),
     instructions: z.string().default('You are a helpful assistant.'),
     greeting: z.string().nullable().default(null),
     trigger_roles: z.array(z.string()).nullable().default(null),
@@ -57,8 +60,16 @@ export const fileSchema = z
         host: z.string().default('127.0.0.1'),
         port: z.number().int().min(0).max(65535).default(8080),
         keepalive_ms: durationMs.default(15000),
-        body_limit_bytes: z.number().int().positive().default(64 * 1024),
-        max_message_bytes: z.number().int().positive().default(32 * 1024),
+        body_limit_bytes: z
+          .number()
+          .int()
+          .positive()
+          .default(64 * 1024),
+        max_message_bytes: z
+          .number()
+          .int()
+          .positive()
+          .default(32 * 1024),
       })
       .strict()
       .prefault({}),

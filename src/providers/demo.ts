@@ -33,11 +33,17 @@ export function createDemoModel(options: { modelId: string; delayMs: number }): 
       const lastUser = [...call.prompt].reverse().find((message) => message.role === 'user');
       const text = lastUser ? textOf(lastUser.content) : '';
       const inputs = unfoldInputs(text);
-      failIfAsked(inputs.map((input) => input.content), text, failuresServed);
+      failIfAsked(
+        inputs.map((input) => input.content),
+        text,
+        failuresServed,
+      );
       const reply =
         inputs.length === 1
           ? `You said: ${words(inputs[0]?.content ?? '').join(' ')}`
-          : inputs.map((input, index) => `[${index + 1}] You said: ${words(input.content).join(' ')}`).join('\n');
+          : inputs
+              .map((input, index) => `[${index + 1}] You said: ${words(input.content).join(' ')}`)
+              .join('\n');
       const replyWords = reply.split(/(?<=\s)/);
       const inputTokens = promptWords(call.prompt);
       const stream = new ReadableStream<LanguageModelV3StreamPart>({
@@ -58,7 +64,12 @@ export function createDemoModel(options: { modelId: string; delayMs: number }): 
             type: 'finish',
             finishReason: { unified: 'stop', raw: 'stop' },
             usage: {
-              inputTokens: { total: inputTokens, noCache: inputTokens, cacheRead: 0, cacheWrite: 0 },
+              inputTokens: {
+                total: inputTokens,
+                noCache: inputTokens,
+                cacheRead: 0,
+                cacheWrite: 0,
+              },
               outputTokens: { total: words(reply).length, text: words(reply).length, reasoning: 0 },
             },
           });
@@ -101,7 +112,9 @@ function failIfAsked(contents: string[], prompt: string, served: Map<string, num
 
 function textOf(content: LanguageModelV3Prompt[number]['content']): string {
   if (typeof content === 'string') return content;
-  return content.map((part) => ('text' in part && typeof part.text === 'string' ? part.text : '')).join('');
+  return content
+    .map((part) => ('text' in part && typeof part.text === 'string' ? part.text : ''))
+    .join('');
 }
 
 function words(text: string): string[] {

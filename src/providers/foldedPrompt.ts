@@ -27,7 +27,9 @@ export function unfoldInputs(text: string): FoldedInput[] {
     author: unescape(match[1] ?? ''),
     content: unescape(match[2] ?? ''),
   }));
-  return inputs.length > 0 && text.startsWith(header(inputs.length)) ? inputs : [{ author: '', content: text }];
+  return inputs.length > 0 && text.startsWith(header(inputs.length))
+    ? inputs
+    : [{ author: '', content: text }];
 }
 
 function escape(text: string): string {

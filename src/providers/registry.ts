@@ -7,7 +7,9 @@ import { createDemoModel } from './demo.js';
  * sees LanguageModelV3, so adding a real provider is a case here, not a runtime change.
  * Models are created once per (provider, model) and reused.
  */
-export function createModelRegistry(config: Config): (provider: string, modelId: string) => LanguageModelV3 {
+export function createModelRegistry(
+  config: Config,
+): (provider: string, modelId: string) => LanguageModelV3 {
   const models = new Map<string, LanguageModelV3>();
   return (providerName, modelId) => {
     const key = `${providerName}/${modelId}`;

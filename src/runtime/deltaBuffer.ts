@@ -12,7 +12,7 @@ export class DeltaBuffer {
   private pending = '';
   private timer: NodeJS.Timeout | null = null;
   private chain: Promise<void> = Promise.resolve();
-  private failure: unknown = null;
+  private failure: Error | null = null;
   /** True once any text of this attempt is durable (a retry then needs attempt_reset). */
   wroteText = false;
 
@@ -60,14 +60,19 @@ export class DeltaBuffer {
       if (this.failure) return;
       try {
         await this.db.transaction((tx) =>
-          appendEvents(tx, this.lease, [{ type: 'text_delta', turn_id: this.turnId, payload: { delta } }], {
-            progress: true,
-            partialOutput: true,
-          }),
+          appendEvents(
+            tx,
+            this.lease,
+            [{ type: 'text_delta', turn_id: this.turnId, payload: { delta } }],
+            {
+              progress: true,
+              partialOutput: true,
+            },
+          ),
         );
         this.wroteText = true;
       } catch (error) {
-        this.failure = error;
+        this.failure = error instanceof Error ? error : new Error(String(error));
         this.onFailure(error);
       }
     });

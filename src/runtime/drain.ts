@@ -60,7 +60,11 @@ export async function drainSession(
     while (!control.shutdown.aborted) {
       const inputs = await collectInputs(deps.db, lease.sessionId, maxBurst);
       if (inputs.length === 0) break;
-      await answerBurst(deps, lease, session.agent, inputs, { attempt, partial, signal: abort.signal });
+      await answerBurst(deps, lease, session.agent, inputs, {
+        attempt,
+        partial,
+        signal: abort.signal,
+      });
       attempt = 0;
       partial = false;
     }
@@ -107,17 +111,30 @@ async function answerBurst(
   const modelName = `${agent.model.provider}/${agent.model.modelId}`;
   const model = deps.resolveModel(agent.model.provider, agent.model.modelId);
   const first = inputs[0] as PendingInput;
-  const history = await recentMessages(deps.db, lease.sessionId, first.admitted_sequence, runtime.historyMessages);
+  const history = await recentMessages(
+    deps.db,
+    lease.sessionId,
+    first.admitted_sequence,
+    runtime.historyMessages,
+  );
   const prompt: LanguageModelV3Prompt = [
     { role: 'system', content: agent.instructions },
     ...history.map((message) =>
       message.role === 'assistant'
-        ? { role: 'assistant' as const, content: [{ type: 'text' as const, text: message.content }] }
+        ? {
+            role: 'assistant' as const,
+            content: [{ type: 'text' as const, text: message.content }],
+          }
         : { role: 'user' as const, content: [{ type: 'text' as const, text: message.content }] },
     ),
     {
       role: 'user',
-      content: [{ type: 'text', text: foldInputs(inputs.map(({ author, content }) => ({ author, content }))) }],
+      content: [
+        {
+          type: 'text',
+          text: foldInputs(inputs.map(({ author, content }) => ({ author, content }))),
+        },
+      ],
     },
   ];
 

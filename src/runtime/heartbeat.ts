@@ -33,7 +33,10 @@ export function startHeartbeat(options: {
           clearInterval(timer);
           options.onLost(new LeaseLostError(options.lease.sessionId));
         } else {
-          options.log.warn({ session_id: options.lease.sessionId, err: describe(error) }, 'heartbeat failed; retrying');
+          options.log.warn(
+            { session_id: options.lease.sessionId, err: describe(error) },
+            'heartbeat failed; retrying',
+          );
         }
       })
       .finally(() => {

@@ -14,7 +14,9 @@ export class ProviderFailure extends Error {
     readonly isRetryable: boolean,
     readonly statusCode: number | null,
   ) {
-    super(isRetryable ? 'the model provider is unavailable' : 'the model provider refused the request');
+    super(
+      isRetryable ? 'the model provider is unavailable' : 'the model provider refused the request',
+    );
     this.name = 'ProviderFailure';
   }
 }
@@ -63,7 +65,8 @@ function classify(error: unknown): ProviderFailure {
     return new ProviderFailure(error.isRetryable, error.statusCode ?? null);
   }
   const code = (error as { code?: unknown } | null)?.code;
-  const network = typeof code === 'string' && /^(ECONN|ETIMEDOUT|EAI_AGAIN|ENOTFOUND|UND_ERR)/.test(code);
+  const network =
+    typeof code === 'string' && /^(ECONN|ETIMEDOUT|EAI_AGAIN|ENOTFOUND|UND_ERR)/.test(code);
   return new ProviderFailure(network, null);
 }
 

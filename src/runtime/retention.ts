@@ -19,7 +19,9 @@ export function startRetention(options: {
       .then((pruned) => {
         if (pruned.events > 0) options.log.info(pruned, 'pruned old journal events');
       })
-      .catch((error: unknown) => options.log.error({ err: (error as Error).message }, 'pruning failed'));
+      .catch((error: unknown) =>
+        options.log.error({ err: (error as Error).message }, 'pruning failed'),
+      );
   };
   const timer = setInterval(run, options.intervalMs);
   timer.unref();

@@ -41,11 +41,15 @@ export class Worker {
     this.unsubscribe?.();
     await this.loop;
     const drained = Promise.all(this.active).then(() => true);
-    const timedOut = abortableDelay(this.deps.config.runtime.shutdownGraceMs, new AbortController().signal).then(
-      () => false,
-    );
+    const timedOut = abortableDelay(
+      this.deps.config.runtime.shutdownGraceMs,
+      new AbortController().signal,
+    ).then(() => false);
     if (!(await Promise.race([drained, timedOut]))) {
-      this.deps.log.warn({ sessions: this.active.size }, 'grace period over; aborting running turns');
+      this.deps.log.warn(
+        { sessions: this.active.size },
+        'grace period over; aborting running turns',
+      );
       this.hardStop.abort();
       await Promise.all(this.active);
     }
@@ -68,12 +72,18 @@ export class Worker {
           ttlMs: runtime.leaseTtlMs,
         });
       } catch (error) {
-        this.deps.log.error({ err: (error as Error).message }, 'claim failed; retrying after the poll interval');
+        this.deps.log.error(
+          { err: (error as Error).message },
+          'claim failed; retrying after the poll interval',
+        );
         await abortableDelay(runtime.pollMs, this.shutdown.signal);
         continue;
       }
       if (!claimed) {
-        await abortableDelay(runtime.pollMs, AbortSignal.any([this.wake.signal, this.shutdown.signal]));
+        await abortableDelay(
+          runtime.pollMs,
+          AbortSignal.any([this.wake.signal, this.shutdown.signal]),
+        );
         continue;
       }
       const drain = drainSession(this.deps, claimed, {
@@ -81,7 +91,10 @@ export class Worker {
         hardStop: this.hardStop.signal,
       })
         .catch((error: unknown) => {
-          this.deps.log.error({ session_id: claimed.session_id, err: (error as Error).message }, 'drain failed');
+          this.deps.log.error(
+            { session_id: claimed.session_id, err: (error as Error).message },
+            'drain failed',
+          );
         })
         .finally(() => {
           this.active.delete(drain);

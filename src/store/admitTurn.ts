@@ -48,7 +48,11 @@ export async function admitTurn(db: Db, input: AdmitTurnInput): Promise<Admissio
   }
 }
 
-async function admitOnce(tx: Queryable, input: AdmitTurnInput, fingerprint: string): Promise<Admission> {
+async function admitOnce(
+  tx: Queryable,
+  input: AdmitTurnInput,
+  fingerprint: string,
+): Promise<Admission> {
   let session: SessionRow | null = null;
   if (input.sessionId !== null) {
     // Lock first: concurrent admissions to one session serialise here, so a retry that
@@ -99,7 +103,15 @@ async function admitOnce(tx: Queryable, input: AdmitTurnInput, fingerprint: stri
   await tx.query(
     `insert into messages (message_id, tenant, session_id, turn_id, role, author, content, sequence)
      values ($1, $2, $3, $4, 'user', $5, $6, $7)`,
-    [messageId, input.tenant, session.session_id, input.turnId, input.author, input.message, sequence],
+    [
+      messageId,
+      input.tenant,
+      session.session_id,
+      input.turnId,
+      input.author,
+      input.message,
+      sequence,
+    ],
   );
   const message: Record<string, unknown> = {
     id: messageId,
@@ -132,7 +144,11 @@ async function findTurn(tx: Queryable, tenant: string, turnId: string): Promise<
   return found.rows[0] ?? null;
 }
 
-async function lockSession(tx: Queryable, tenant: string, sessionId: string): Promise<SessionRow | null> {
+async function lockSession(
+  tx: Queryable,
+  tenant: string,
+  sessionId: string,
+): Promise<SessionRow | null> {
   const found = await tx.query<SessionRow>(
     'select * from sessions where tenant = $1 and session_id = $2 for update',
     [tenant, sessionId],
@@ -140,11 +156,7 @@ async function lockSession(tx: Queryable, tenant: string, sessionId: string): Pr
   return found.rows[0] ?? null;
 }
 
-function replayAdmission(
-  input: AdmitTurnInput,
-  fingerprint: string,
-  existing: TurnRow,
-): Admission {
+function replayAdmission(input: AdmitTurnInput, fingerprint: string, existing: TurnRow): Admission {
   const sameSession = input.sessionId === null || input.sessionId === existing.session_id;
   const sameAgent = input.agent === null || input.agent === existing.agent;
   if (!sameSession || !sameAgent || existing.fingerprint !== fingerprint) {

@@ -29,7 +29,13 @@ export async function appendEvents(
             partial_output = partial_output or $5
       where session_id = $1 and lease_token = $2
       returning last_sequence`,
-    [lease.sessionId, lease.token, events.length, options.progress === true, options.partialOutput === true],
+    [
+      lease.sessionId,
+      lease.token,
+      events.length,
+      options.progress === true,
+      options.partialOutput === true,
+    ],
   );
   const last = bumped.rows[0]?.last_sequence;
   if (last === undefined) throw new LeaseLostError(lease.sessionId);

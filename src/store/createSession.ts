@@ -35,7 +35,12 @@ export async function createSession(tx: Queryable, input: CreateSessionInput): P
       {
         type: 'message',
         payload: {
-          message: { id: messageId, role: 'assistant', author: input.agent, content: input.greeting },
+          message: {
+            id: messageId,
+            role: 'assistant',
+            author: input.agent,
+            content: input.greeting,
+          },
         },
       },
     ]);

@@ -55,10 +55,16 @@ export function toProjection(row: ProjectionRow): SessionProjection {
     latest_sequence: row.last_sequence,
     earliest_sequence: row.earliest_sequence,
     current_turn:
-      row.head_turn_id === null ? null : { turn_id: row.head_turn_id, state: row.head_turn_state ?? 'queued' },
+      row.head_turn_id === null
+        ? null
+        : { turn_id: row.head_turn_id, state: row.head_turn_state ?? 'queued' },
     pending_input: null,
     queued_turns: row.input_count - row.input_cursor,
-    usage: { input_tokens: row.input_tokens, output_tokens: row.output_tokens, cost_usd: row.cost_usd },
+    usage: {
+      input_tokens: row.input_tokens,
+      output_tokens: row.output_tokens,
+      cost_usd: row.cost_usd,
+    },
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };
@@ -66,6 +72,8 @@ export function toProjection(row: ProjectionRow): SessionProjection {
 
 /** Row-level read used by the runtime and operators (no tenant filter: by primary key). */
 export async function getSessionRow(db: Queryable, sessionId: string): Promise<SessionRow | null> {
-  const found = await db.query<SessionRow>('select * from sessions where session_id = $1', [sessionId]);
+  const found = await db.query<SessionRow>('select * from sessions where session_id = $1', [
+    sessionId,
+  ]);
   return found.rows[0] ?? null;
 }

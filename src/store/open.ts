@@ -5,10 +5,7 @@ import { openPglite } from './pglite.js';
 import { openPostgres } from './postgres.js';
 
 /** Opens the configured engine: PostgreSQL when `storage.url` is set, else embedded PGlite. */
-export async function openStore(
-  config: Config,
-  options: { migrate?: boolean } = {},
-): Promise<Db> {
+export async function openStore(config: Config, options: { migrate?: boolean } = {}): Promise<Db> {
   const db = config.storage.url
     ? await openPostgres(config.storage.url, config.storage.poolSize)
     : await openPglite(config.storage.dataDir);

@@ -49,7 +49,11 @@ export async function parkSession(
 }
 
 /** The operator's way back: claimable again, with a fresh claim count. */
-export async function unparkSession(db: Db, tenant: string | null, sessionId: string): Promise<boolean> {
+export async function unparkSession(
+  db: Db,
+  tenant: string | null,
+  sessionId: string,
+): Promise<boolean> {
   return db.transaction(async (tx) => {
     const unparked = await tx.query<{ pending: boolean; last_sequence: number }>(
       `update sessions

@@ -37,7 +37,7 @@ export async function openPglite(dataDir: string | null): Promise<Db> {
   const root = wrap(pglite);
   return {
     engine: 'pglite',
-    query: root.query,
+    query: <Row>(text: string, params?: unknown[]) => root.query<Row>(text, params),
     transaction: (work) => pglite.transaction((tx) => work(wrap(tx as unknown as Queryable))),
     async listen(channel, onPayload) {
       const unlisten = await pglite.listen(channel, onPayload);

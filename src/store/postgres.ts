@@ -15,7 +15,11 @@ function typeParser(oid: number, format?: string): (value: string) => unknown {
  * reconnected with backoff if it drops. A lost notification only delays: everyone polls.
  */
 export async function openPostgres(url: string, poolSize: number): Promise<Db> {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, types: { getTypeParser: typeParser } });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    types: { getTypeParser: typeParser },
+  });
   pool.on('error', () => {
     // An idle client died (server restart); the pool replaces it on next use.
   });
@@ -58,7 +62,7 @@ export async function openPostgres(url: string, poolSize: number): Promise<Db> {
 
   return {
     engine: 'postgres',
-    query: root.query,
+    query: <Row>(text: string, params?: unknown[]) => root.query<Row>(text, params),
     async transaction(work) {
       const client = await pool.connect();
       try {

@@ -19,10 +19,10 @@ export async function pruneEvents(
     );
     let events = 0;
     for (const { session_id: sessionId, upto } of cut.rows) {
-      const deleted = await tx.query('delete from events where session_id = $1 and sequence <= $2', [
-        sessionId,
-        upto,
-      ]);
+      const deleted = await tx.query(
+        'delete from events where session_id = $1 and sequence <= $2',
+        [sessionId, upto],
+      );
       events += deleted.rowCount;
       await tx.query(
         'update sessions set earliest_sequence = greatest(earliest_sequence, $2 + 1) where session_id = $1',

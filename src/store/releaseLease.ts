@@ -25,7 +25,11 @@ export async function releaseLease(db: Queryable, lease: Lease): Promise<boolean
   const row = released.rows[0];
   if (!row) return false;
   if (row.pending) {
-    await notifyWakeup(db, { kind: 'input', sessionId: lease.sessionId, sequence: row.last_sequence });
+    await notifyWakeup(db, {
+      kind: 'input',
+      sessionId: lease.sessionId,
+      sequence: row.last_sequence,
+    });
   }
   return true;
 }

@@ -13,5 +13,9 @@ export async function renewLease(db: Queryable, lease: Lease, ttlMs: number): Pr
   );
   const row = renewed.rows[0];
   if (!row) throw new LeaseLostError(lease.sessionId);
-  await notifyWakeup(db, { kind: 'typing', sessionId: lease.sessionId, sequence: row.last_sequence });
+  await notifyWakeup(db, {
+    kind: 'typing',
+    sessionId: lease.sessionId,
+    sequence: row.last_sequence,
+  });
 }

@@ -17,7 +17,11 @@ export async function startAttempt(
   return db.transaction(async (tx) => {
     const events = [];
     if (burst.resetPrevious) {
-      events.push({ type: 'attempt_reset', turn_id: lead, payload: { attempt: burst.attempt - 1 } });
+      events.push({
+        type: 'attempt_reset',
+        turn_id: lead,
+        payload: { attempt: burst.attempt - 1 },
+      });
     }
     events.push({
       type: 'turn_started',

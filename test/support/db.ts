@@ -1,0 +1,70 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import type { Db } from '../../src/store/db.js';
+import { migrate } from '../../src/store/migrate.js';
+import { openPglite } from '../../src/store/pglite.js';
+import { openPostgres } from '../../src/store/postgres.js';
+
+export const engine: 'pglite' | 'postgres' =
+  process.env.PARLEY_TEST_ENGINE === 'postgres' ? 'postgres' : 'pglite';
+
+/** The server every PostgreSQL test database is created on (scripts/test-postgres.sh sets it). */
+export function adminUrl(): string {
+  const url = process.env.PARLEY_TEST_DATABASE_URL;
+  if (!url)
+    throw new Error('PARLEY_TEST_DATABASE_URL is not set: run the PostgreSQL leg through npm test');
+  return url;
+}
+
+/**
+ * A fresh, empty storage location for one test: a new database on PostgreSQL, a new data
+ * directory for PGlite. Never shared between tests, never mocked.
+ */
+export async function freshStorage(): Promise<{
+  storage: { url: string | null; dataDir: string };
+  drop: () => Promise<void>;
+}> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'parley-test-'));
+  if (engine === 'pglite') {
+    return {
+      storage: { url: null, dataDir },
+      drop: async () => rmSync(dataDir, { recursive: true, force: true }),
+    };
+  }
+  const name = `parley_t_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl() });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl());
+  url.pathname = `/${name}`;
+  return {
+    storage: { url: url.toString(), dataDir },
+    drop: async () => {
+      rmSync(dataDir, { recursive: true, force: true });
+      const client = new pg.Client({ connectionString: adminUrl() });
+      await client.connect();
+      await client.query(`drop database if exists ${name} with (force)`);
+      await client.end();
+    },
+  };
+}
+
+/** Opens (and migrates) a fresh database directly, for store- and runtime-level tests. */
+export async function openTestDb(): Promise<{ db: Db; close: () => Promise<void> }> {
+  const fresh = await freshStorage();
+  const db = fresh.storage.url
+    ? await openPostgres(fresh.storage.url, 5)
+    : await openPglite(fresh.storage.dataDir);
+  await migrate(db);
+  return {
+    db,
+    close: async () => {
+      await db.close();
+      await fresh.drop();
+    },
+  };
+}

@@ -1,0 +1,20 @@
+import { defineConfig } from 'vitest/config';
+
+// The suite runs once per engine (PARLEY_TEST_ENGINE=pglite|postgres, see package.json).
+// Files named *.pglite.test.ts or *.postgres.test.ts need that engine's process model
+// (one embedded process, or several processes on one PostgreSQL) and run only in its leg.
+const engine = process.env.PARLEY_TEST_ENGINE === 'postgres' ? 'postgres' : 'pglite';
+const other = engine === 'postgres' ? 'pglite' : 'postgres';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    exclude: [`test/**/*.${other}.test.ts`, '**/node_modules/**'],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    pool: 'forks',
+    maxWorkers: 2,
+    reporters: ['default'],
+    env: { PARLEY_TEST_ENGINE: engine },
+  },
+});
