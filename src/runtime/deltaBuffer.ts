@@ -38,11 +38,16 @@ export class DeltaBuffer {
     if (this.failure) throw this.failure;
   }
 
-  /** Drops pending text without writing it (the attempt is being abandoned). */
-  discard(): void {
+  /**
+   * Drops pending text without writing it (the call is being abandoned) and waits for
+   * batches already on their way, so `wroteText` is final. A lost lease still throws.
+   */
+  async settle(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.pending = '';
+    await this.chain;
+    if (this.failure) throw this.failure;
   }
 
   private schedule(ms: number): void {

@@ -18,6 +18,13 @@ import { backoffMs, ProviderFailure, streamStep, type StepResult } from './model
 
 /** The most inputs folded into one burst; the rest wait for the next iteration. */
 const maxBurst = 50;
+/**
+ * Pivots allowed in a row: a user who keeps typing must not keep the agent from ever
+ * answering. Past this, new input waits for the next burst.
+ */
+const maxPivots = 3;
+
+type BurstOutcome = { pivoted: false } | { pivoted: true; attempt: number; partial: boolean };
 
 /**
  * The drain loop for one claimed session (RUNTIME.md, "One iteration of the drain loop"):
@@ -56,15 +63,25 @@ export async function drainSession(
   });
   let partial = session.partial_output;
   let attempt = session.attempt;
+  let pivots = 0;
   try {
     while (!control.shutdown.aborted) {
       const inputs = await collectInputs(deps.db, lease.sessionId, maxBurst);
       if (inputs.length === 0) break;
-      await answerBurst(deps, lease, session.agent, inputs, {
+      const outcome = await answerBurst(deps, lease, session.agent, inputs, {
         attempt,
         partial,
         signal: abort.signal,
+        allowPivot: pivots < maxPivots,
       });
+      if (outcome.pivoted) {
+        // New input arrived mid-generation: redo the step with it folded in.
+        pivots += 1;
+        attempt = outcome.attempt;
+        partial = outcome.partial;
+        continue;
+      }
+      pivots = 0;
       attempt = 0;
       partial = false;
     }
@@ -88,8 +105,8 @@ async function answerBurst(
   lease: Lease,
   agentName: string,
   inputs: PendingInput[],
-  state: { attempt: number; partial: boolean; signal: AbortSignal },
-): Promise<void> {
+  state: { attempt: number; partial: boolean; signal: AbortSignal; allowPivot: boolean },
+): Promise<BurstOutcome> {
   const { runtime } = deps.config;
   const turnIds = inputs.map((input) => input.turn_id);
   const lead = turnIds[0] as string;
@@ -106,7 +123,7 @@ async function answerBurst(
       usage: [],
     });
     turnOutcomes.inc({ outcome: 'error' });
-    return;
+    return { pivoted: false };
   }
   const modelName = `${agent.model.provider}/${agent.model.modelId}`;
   const model = deps.resolveModel(agent.model.provider, agent.model.modelId);
@@ -147,10 +164,19 @@ async function answerBurst(
       () => {},
     );
     let result: StepResult;
+    const pivot = watchForNewInput(deps, lease, inputs, state.allowPivot);
     try {
-      result = await streamStep(model, prompt, buffer, state.signal);
+      result = await streamStep(
+        model,
+        prompt,
+        buffer,
+        AbortSignal.any([state.signal, pivot.signal]),
+      );
     } catch (error) {
-      buffer.discard();
+      await buffer.settle();
+      if (pivot.signal.aborted && !state.signal.aborted) {
+        return { pivoted: true, attempt, partial: buffer.wroteText };
+      }
       if (!(error instanceof ProviderFailure)) throw error;
       const retry = error.isRetryable && call < runtime.retryAttempts;
       deps.log.warn(
@@ -167,7 +193,7 @@ async function answerBurst(
           usage: [],
         });
         turnOutcomes.inc({ outcome: 'error' });
-        return;
+        return { pivoted: false };
       }
       await abortableDelay(backoffMs(runtime.retryBaseMs, call, deps.random), state.signal);
       if (state.signal.aborted) throw state.signal.reason;
@@ -177,6 +203,8 @@ async function answerBurst(
         await startAttempt(deps.db, lease, { turnIds, attempt, resetPrevious: true });
       }
       continue;
+    } finally {
+      pivot.stop();
     }
     const usage: Usage = {
       input_tokens: result.inputTokens,
@@ -193,8 +221,34 @@ async function answerBurst(
       usage: [usage],
     });
     turnOutcomes.inc({ outcome: 'done' });
-    return;
+    return { pivoted: false };
   }
+}
+
+/**
+ * Aborts the current model step when an input newer than the burst is admitted to this
+ * session ("pivot", RUNTIME.md). Only the wake-up is watched: a lost one means the new
+ * input is answered in the next burst instead, which is slower but still correct.
+ */
+function watchForNewInput(
+  deps: RuntimeDeps,
+  lease: Lease,
+  inputs: PendingInput[],
+  enabled: boolean,
+): { signal: AbortSignal; stop: () => void } {
+  const controller = new AbortController();
+  if (!enabled) return { signal: controller.signal, stop: () => {} };
+  const newest = (inputs[inputs.length - 1] as PendingInput).admitted_sequence;
+  const unsubscribe = deps.wakeups.subscribe((wakeup) => {
+    if (
+      wakeup.kind === 'input' &&
+      wakeup.sessionId === lease.sessionId &&
+      wakeup.sequence > newest
+    ) {
+      controller.abort(new Error('pivot'));
+    }
+  });
+  return { signal: controller.signal, stop: unsubscribe };
 }
 
 function describeError(error: unknown): string {
