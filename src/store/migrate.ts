@@ -32,12 +32,16 @@ export function listMigrations(): Migration[] {
  * it recorded. Returns the names it applied.
  */
 export async function migrate(db: Db): Promise<string[]> {
-  await db.query(`
-    create table if not exists parley_migrations (
-      id integer primary key,
-      name text not null,
-      applied_at timestamptz not null default now()
-    )`);
+  // Even `create table if not exists` races between processes: take the lock first.
+  await db.transaction(async (tx) => {
+    await tx.query('select pg_advisory_xact_lock($1)', [migrationLock]);
+    await tx.query(`
+      create table if not exists parley_migrations (
+        id integer primary key,
+        name text not null,
+        applied_at timestamptz not null default now()
+      )`);
+  });
   const applied: string[] = [];
   for (const migration of listMigrations()) {
     const done = await db.transaction(async (tx) => {

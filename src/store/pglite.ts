@@ -31,7 +31,9 @@ export async function openPglite(dataDir: string | null): Promise<Db> {
   const wrap = (target: PGlite | Queryable): Queryable => ({
     async query<Row>(text: string, params: unknown[] = []): Promise<QueryResult<Row>> {
       const result = await (target as PGlite).query<Row>(text, params);
-      return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
+      // PGlite reports affectedRows 0 for a SELECT: count the rows of anything that returns rows.
+      const rowCount = result.fields.length > 0 ? result.rows.length : (result.affectedRows ?? 0);
+      return { rows: result.rows, rowCount };
     },
   });
   const root = wrap(pglite);

@@ -1,0 +1,142 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { assertBindAllowed } from '../src/api/principal.js';
+import { compileConfig, ConfigError, loadConfig } from '../src/config/load.js';
+
+describe('configuration (CONFIG.md)', () => {
+  it('runs on built-in defaults: embedded storage, dev mode on loopback, agent default on demo', () => {
+    const config = compileConfig({});
+    expect(config.server).toMatchObject({ host: '127.0.0.1', port: 8080 });
+    expect(config.storage).toMatchObject({ dataDir: './.parley', url: null });
+    expect(config.runtime).toMatchObject({
+      leaseTtlMs: 15000,
+      heartbeatMs: 5000,
+      maxParallelTurns: 8,
+      parkAfterAttempts: 5,
+    });
+    expect(config.auth.mode).toBe('dev');
+    expect(config.agents.default?.model).toEqual({ provider: 'demo', modelId: 'echo' });
+    expect(config.demo.delayMs).toBe(20);
+  });
+
+  it('applies the environment overrides CONFIG.md lists', () => {
+    const config = compileConfig(
+      {},
+      {
+        PARLEY_HOST: '127.0.0.2',
+        PARLEY_PORT: '9000',
+        PARLEY_DATA_DIR: '/tmp/x',
+        DATABASE_URL: 'postgres://a@b/c',
+        PARLEY_LEASE_TTL_MS: '20000',
+        PARLEY_DEMO_DELAY_MS: '0',
+      },
+    );
+    expect(config.server).toMatchObject({ host: '127.0.0.2', port: 9000 });
+    expect(config.storage).toMatchObject({ dataDir: '/tmp/x', url: 'postgres://a@b/c' });
+    expect(config.runtime.leaseTtlMs).toBe(20000);
+    expect(config.demo.delayMs).toBe(0);
+  });
+
+  it.each([
+    [{ server: { port: 'eighty' } }, 'server.port'],
+    [{ runtime: { lease_ttl_ms: -1 } }, 'runtime.lease_ttl_ms'],
+    [{ runtime: { leese_ttl_ms: 1 } }, 'runtime'],
+    [{ agents: { a: { model: 'nope' } } }, 'agents.a.model'],
+    [{ agents: { a: { model: 'ghost/x' } } }, 'agents.a.model'],
+    [{ agents: { a: { tools: { clock: 'maybe' } } } }, 'agents.a.tools.clock'],
+    [{ runtime: { lease_ttl_ms: 1000, heartbeat_ms: 2000 } }, 'runtime.heartbeat_ms'],
+  ])('rejects %j naming the key %s', (raw, key) => {
+    expect(() => compileConfig(raw)).toThrow(ConfigError);
+    expect(() => compileConfig(raw)).toThrow(key);
+  });
+
+  it('rejects a bad environment override by name', () => {
+    expect(() => compileConfig({}, { PARLEY_PORT: 'x' })).toThrow('PARLEY_PORT');
+  });
+
+  it('never echoes a secret in its errors', () => {
+    const secret = 'sk-live-THIS-IS-SECRET';
+    const attempts: (() => unknown)[] = [
+      () => compileConfig({ auth: { keys: [{ key_sha256: secret, tenant: 't', user: 'u' }] } }),
+      () =>
+        compileConfig({ providers: { p: { kind: 'openai', api_key_env: 'X', extra: secret } } }),
+      () =>
+        compileConfig(
+          { auth: { keys: [{ key_env: 'K', tenant: 't', user: 'u', oops: secret }] } },
+          { K: secret },
+        ),
+    ];
+    for (const attempt of attempts) {
+      let message = '';
+      try {
+        attempt();
+      } catch (error) {
+        message = (error as Error).message;
+      }
+      expect(message.length).toBeGreaterThan(0);
+      expect(message).not.toContain(secret);
+    }
+  });
+
+  it('keeps only the hash of an API key from the environment', () => {
+    const config = compileConfig(
+      {
+        auth: {
+          keys: [
+            { key_env: 'PARLEY_KEY_ALICE', tenant: 'acme', user: 'alice', roles: ['reviewer'] },
+          ],
+        },
+      },
+      { PARLEY_KEY_ALICE: 'alice-secret-key' },
+    );
+    expect(config.auth.mode).toBe('keys');
+    expect(JSON.stringify(config)).not.toContain('alice-secret-key');
+    expect(config.auth.keys[0]?.principal).toEqual({
+      tenant: 'acme',
+      user: 'alice',
+      roles: ['reviewer'],
+    });
+    expect(() =>
+      compileConfig({ auth: { keys: [{ key_env: 'MISSING', tenant: 't', user: 'u' }] } }, {}),
+    ).toThrow('auth.keys.0.key_env');
+  });
+
+  it('refuses a provider kind this release does not speak, naming the key', () => {
+    expect(() =>
+      compileConfig({ providers: { o: { kind: 'openai', api_key_env: 'OPENAI_API_KEY' } } }),
+    ).toThrow('providers.o.kind');
+  });
+
+  it('reads YAML from --config, PARLEY_CONFIG or ./parley.yaml, and names the file on a syntax error', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'parley-config-'));
+    writeFileSync(join(dir, 'parley.yaml'), 'server:\n  port: 9123\n');
+    expect(loadConfig({ cwd: dir, env: {} }).server.port).toBe(9123);
+    writeFileSync(join(dir, 'other.yaml'), '{"server": {"port": 9124}}');
+    expect(
+      loadConfig({ cwd: dir, env: { PARLEY_CONFIG: join(dir, 'other.yaml') } }).server.port,
+    ).toBe(9124);
+    expect(loadConfig({ cwd: dir, env: {}, path: join(dir, 'other.yaml') }).server.port).toBe(9124);
+    writeFileSync(join(dir, 'bad.yaml'), 'server: [\n');
+    expect(() => loadConfig({ cwd: dir, env: {}, path: join(dir, 'bad.yaml') })).toThrow(
+      'bad.yaml',
+    );
+    expect(() => loadConfig({ cwd: dir, env: {}, path: join(dir, 'missing.yaml') })).toThrow(
+      'missing.yaml',
+    );
+  });
+
+  it('refuses to listen beyond loopback without API keys', () => {
+    expect(() => assertBindAllowed(compileConfig({ server: { host: '0.0.0.0' } }))).toThrow(
+      'without API keys',
+    );
+    expect(() => assertBindAllowed(compileConfig({ server: { host: '127.0.0.1' } }))).not.toThrow();
+    expect(() => assertBindAllowed(compileConfig({ server: { host: '::1' } }))).not.toThrow();
+    const withKeys = compileConfig(
+      { server: { host: '0.0.0.0' }, auth: { keys: [{ key_env: 'K', tenant: 't', user: 'u' }] } },
+      { K: 'k' },
+    );
+    expect(() => assertBindAllowed(withKeys)).not.toThrow();
+  });
+});
