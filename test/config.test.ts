@@ -103,6 +103,18 @@ describe('configuration (CONFIG.md)', () => {
     ).toThrow('auth.keys.0.key_env');
   });
 
+  it('refuses agent settings whose feature is not built yet instead of ignoring them', () => {
+    for (const [key, value] of [
+      ['trigger_roles', ['reviewer']],
+      ['approver_roles', ['lead']],
+      ['tools', { clock: 'allow' }],
+      ['gate', { model: 'demo/echo', topic: 'x' }],
+      ['completion_text', 'Done.'],
+    ] as const) {
+      expect(() => compileConfig({ agents: { a: { [key]: value } } })).toThrow(`agents.a.${key}`);
+    }
+  });
+
   it('refuses a provider kind this release does not speak, naming the key', () => {
     expect(() =>
       compileConfig({ providers: { o: { kind: 'openai', api_key_env: 'OPENAI_API_KEY' } } }),

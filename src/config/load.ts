@@ -164,6 +164,19 @@ function compileAgents(file: ConfigFile, providers: Record<string, ProviderConfi
     if (!providers[provider]) {
       throw new ConfigError(`agents.${name}.model: no provider named "${provider}" in providers`);
     }
+    const notYet = (
+      [
+        ['trigger_roles', agent.trigger_roles !== null],
+        ['approver_roles', agent.approver_roles !== null],
+        ['tools', Object.keys(agent.tools).length > 0],
+        ['gate', agent.gate !== null],
+        ['completion_text', agent.completion_text !== null],
+      ] as const
+    ).find(([, set]) => set);
+    if (notYet) {
+      // Refused rather than ignored: a rule that silently does nothing is worse than none.
+      throw new ConfigError(`agents.${name}.${notYet[0]}: not supported in this release yet`);
+    }
     agents[name] = {
       name,
       model: { provider, modelId: agent.model.slice(slash + 1) },
