@@ -15,6 +15,7 @@ export default defineConfig({
     pool: 'forks',
     maxWorkers: 2,
     reporters: ['default'],
+    globalSetup: ['test/support/build.ts'],
     env: { PARLEY_TEST_ENGINE: engine },
   },
 });

@@ -4,13 +4,13 @@ import { freshStorage } from './support/db.js';
 import { request, startTestServer, type TestServer } from './support/server.js';
 import { SseClient } from './support/sse.js';
 
-/** Runs the real `parley` command (from source) and collects its output. */
+/** Runs the real, built `parley` command (test/support/build.ts builds it first). */
 function parley(
   args: string[],
   env: Record<string, string> = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+    const child = spawn(process.execPath, ['dist/cli/main.js', ...args], {
       env: { ...process.env, PARLEY_CONFIG: '', DATABASE_URL: '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -108,6 +108,55 @@ describe('parley CLI', () => {
     } finally {
       await fresh.drop();
     }
+  });
+
+  it('serve prints where it listens, storage and mode, and stops cleanly on SIGTERM', async () => {
+    const fresh = await freshStorage();
+    const env = fresh.storage.url
+      ? { DATABASE_URL: fresh.storage.url }
+      : { PARLEY_DATA_DIR: fresh.storage.dataDir };
+    const child = spawn(process.execPath, ['dist/cli/main.js', 'serve'], {
+      env: {
+        ...process.env,
+        PARLEY_CONFIG: '',
+        DATABASE_URL: '',
+        PARLEY_PORT: '0',
+        PARLEY_LOG_LEVEL: 'warn',
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    try {
+      const deadline = Date.now() + 30_000;
+      while (!stdout.includes('worker claiming') && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(stdout).toMatch(/parley serve: listening on http:\/\/127\.0\.0\.1:\d+/);
+      expect(stdout).toContain(
+        fresh.storage.url ? 'storage PostgreSQL' : 'storage embedded PGlite',
+      );
+      expect(stdout).toContain('mode dev');
+      const url = /listening on (\S+)/.exec(stdout)?.[1] as string;
+      expect((await request(url, 'GET', '/readyz')).status).toBe(200);
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      expect(stdout).toContain('parley serve: stopped');
+    } finally {
+      child.kill('SIGKILL');
+      await fresh.drop();
+    }
+  });
+
+  it('refuses to serve beyond loopback without API keys', async () => {
+    const result = await parley(['serve'], {
+      PARLEY_HOST: '0.0.0.0',
+      PARLEY_DATA_DIR: '/tmp/parley-never-used',
+    });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('without API keys');
   });
 
   it('fails at start on an invalid configuration, naming the key', async () => {
