@@ -51,7 +51,7 @@ export function toProjection(row: ProjectionRow): SessionProjection {
     session_id: row.session_id,
     agent: row.agent,
     title: row.title,
-    state: row.state,
+    state: effectiveState(row),
     latest_sequence: row.last_sequence,
     earliest_sequence: row.earliest_sequence,
     current_turn:
@@ -68,6 +68,16 @@ export function toProjection(row: ProjectionRow): SessionProjection {
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };
+}
+
+/**
+ * A `running` session whose lease expired has no live worker (it died): show it as
+ * waiting for one, which is what it is, rather than as running.
+ */
+function effectiveState(row: SessionRow): string {
+  const leaseLive = row.lease_expires_at !== null && row.lease_expires_at.getTime() > Date.now();
+  if (row.state !== 'running' || leaseLive) return row.state;
+  return row.input_count > row.input_cursor ? 'queued' : 'idle';
 }
 
 /** Row-level read used by the runtime and operators (no tenant filter: by primary key). */
