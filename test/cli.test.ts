@@ -95,7 +95,7 @@ describe('parley CLI', () => {
 
   it('migrates a fresh database, then reports it up to date', async () => {
     const fresh = await freshStorage();
-    const env = fresh.storage.url
+    const env: Record<string, string> = fresh.storage.url
       ? { DATABASE_URL: fresh.storage.url }
       : { PARLEY_DATA_DIR: fresh.storage.dataDir };
     try {
@@ -112,7 +112,7 @@ describe('parley CLI', () => {
 
   it('serve prints where it listens, storage and mode, and stops cleanly on SIGTERM', async () => {
     const fresh = await freshStorage();
-    const env = fresh.storage.url
+    const env: Record<string, string> = fresh.storage.url
       ? { DATABASE_URL: fresh.storage.url }
       : { PARLEY_DATA_DIR: fresh.storage.dataDir };
     const child = spawn(process.execPath, ['dist/cli/main.js', 'serve'], {
