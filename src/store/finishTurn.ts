@@ -28,11 +28,7 @@ export async function commitTurn(
 ): Promise<number> {
   const lead = burst.turnIds[0] as string;
   return db.transaction(async (tx) => {
-    const events: NewEvent[] = burst.usage.map((usage) => ({
-      type: 'usage',
-      turn_id: lead,
-      payload: { ...usage },
-    }));
+    const events = usageEvents(lead, burst.usage);
     events.push({
       type: 'done',
       turn_id: lead,
@@ -80,11 +76,7 @@ export async function failTurn(
 ): Promise<number> {
   const lead = burst.turnIds[0] as string;
   return db.transaction(async (tx) => {
-    const events: NewEvent[] = burst.usage.map((usage) => ({
-      type: 'usage',
-      turn_id: lead,
-      payload: { ...usage },
-    }));
+    const events = usageEvents(lead, burst.usage);
     events.push({
       type: 'error',
       turn_id: lead,
@@ -94,6 +86,11 @@ export async function failTurn(
     await closeBurst(tx, lease, burst, 'error');
     return sequence;
   });
+}
+
+/** One `usage` event per provider call of the burst. */
+function usageEvents(lead: string, usage: Usage[]): NewEvent[] {
+  return usage.map((call) => ({ type: 'usage', turn_id: lead, payload: { ...call } }));
 }
 
 /** Marks the burst's turns finished and moves the cursor past them. */
