@@ -2,6 +2,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { ParleyError } from '../errors.js';
 import { httpRequests } from '../metrics.js';
 import { adminRoutes } from './admin.js';
+import { cancelRoutes } from './cancel.js';
 import type { ApiDeps } from './deps.js';
 import { installErrorHandler } from './errors.js';
 import { eventRoutes } from './events.js';
@@ -61,6 +62,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   sessionRoutes(app, deps);
   turnRoutes(app, deps);
   eventRoutes(app, deps);
+  cancelRoutes(app, deps);
   adminRoutes(app, deps);
   return app;
 }

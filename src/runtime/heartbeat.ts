@@ -15,6 +15,8 @@ export function startHeartbeat(options: {
   ttlMs: number;
   log: Logger;
   onLost: (error: LeaseLostError) => void;
+  /** A cancel of the running burst is pending (the wake-up may have been lost). */
+  onCancelRequested?: () => void;
 }): { stop: () => void } {
   let lastRenewed = Date.now();
   let running = false;
@@ -22,8 +24,9 @@ export function startHeartbeat(options: {
     if (running) return;
     running = true;
     renewLease(options.db, options.lease, options.ttlMs)
-      .then(() => {
+      .then((renewed) => {
         lastRenewed = Date.now();
+        if (renewed.cancelRequested) options.onCancelRequested?.();
       })
       .catch((error: unknown) => {
         if (error instanceof LeaseLostError) {

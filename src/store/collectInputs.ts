@@ -10,7 +10,8 @@ export interface PendingInput {
 }
 
 /**
- * The pending inputs of a session (position past the cursor), oldest first: one burst.
+ * The pending inputs of a session (position past the cursor, not cancelled while queued),
+ * oldest first: one burst.
  * Read by the lease holder, who is the only one to move the cursor.
  */
 export async function collectInputs(
@@ -22,6 +23,7 @@ export async function collectInputs(
     `select t.turn_id, t.position, t.admitted_sequence, t.message_id, m.author, m.content
        from sessions s
        join turns t on t.session_id = s.session_id and t.position > s.input_cursor
+                   and t.state in ('queued', 'running')
        join messages m on m.message_id = t.message_id
       where s.session_id = $1
       order by t.position

@@ -1,6 +1,6 @@
 import type { Db, Queryable } from './db.js';
 import { appendEvents } from './appendEvents.js';
-import type { Lease, NewEvent } from './types.js';
+import { CancelRequestedError, LeaseLostError, type Lease, type NewEvent } from './types.js';
 
 export interface Usage {
   input_tokens: number;
@@ -28,6 +28,9 @@ export async function commitTurn(
 ): Promise<number> {
   const lead = burst.turnIds[0] as string;
   return db.transaction(async (tx) => {
+    // Take the row lock first: a cancel that got it before us wins (no `done` then).
+    const session = await lockLeased(tx, lease);
+    if (session.cancel_command_id !== null) throw new CancelRequestedError(lease.sessionId);
     const events = usageEvents(lead, burst.usage);
     events.push({
       type: 'done',
@@ -88,6 +91,52 @@ export async function failTurn(
   });
 }
 
+/**
+ * Journals `cancelled` for the running burst (PROTOCOL.md §5), naming every turn in it,
+ * and clears the request. Turns admitted later stay queued for the next burst.
+ */
+export async function cancelBurst(db: Db, lease: Lease, usage: Usage[]): Promise<number | null> {
+  return db.transaction(async (tx) => {
+    const session = await lockLeased(tx, lease);
+    const running = await tx.query<{ turn_id: string; position: number }>(
+      `select turn_id, position from turns
+        where session_id = $1 and state = 'running' order by position`,
+      [lease.sessionId],
+    );
+    const turnIds = running.rows.map((row) => row.turn_id);
+    let sequence: number | null = null;
+    if (turnIds.length > 0) {
+      const lead = turnIds[0] as string;
+      const events = usageEvents(lead, usage);
+      events.push({
+        type: 'cancelled',
+        turn_id: lead,
+        payload: { command_id: session.cancel_command_id, turn_ids: turnIds },
+      });
+      sequence = await appendEvents(tx, lease, events);
+      const lastPosition = (running.rows[running.rows.length - 1] as { position: number }).position;
+      await closeBurst(tx, lease, { turnIds, lastPosition }, 'cancelled');
+    }
+    await tx.query('update sessions set cancel_command_id = null where session_id = $1', [
+      lease.sessionId,
+    ]);
+    return sequence;
+  });
+}
+
+async function lockLeased(
+  tx: Queryable,
+  lease: Lease,
+): Promise<{ cancel_command_id: string | null }> {
+  const found = await tx.query<{ cancel_command_id: string | null }>(
+    'select cancel_command_id from sessions where session_id = $1 and lease_token = $2 for update',
+    [lease.sessionId, lease.token],
+  );
+  const row = found.rows[0];
+  if (!row) throw new LeaseLostError(lease.sessionId);
+  return row;
+}
+
 /** One `usage` event per provider call of the burst. */
 function usageEvents(lead: string, usage: Usage[]): NewEvent[] {
   return usage.map((call) => ({ type: 'usage', turn_id: lead, payload: { ...call } }));
@@ -98,7 +147,7 @@ async function closeBurst(
   tx: Queryable,
   lease: Lease,
   burst: BurstRef,
-  state: 'done' | 'error',
+  state: 'done' | 'error' | 'cancelled',
 ): Promise<void> {
   const lead = burst.turnIds[0] as string;
   await tx.query(
@@ -112,7 +161,13 @@ async function closeBurst(
         set input_cursor = greatest(input_cursor, $2),
             attempt = 0,
             partial_output = false,
-            current_turn_id = null
+            current_turn_id = null,
+            state = case
+                      when exists (select 1 from turns t
+                                    where t.session_id = $1 and t.position > $2 and t.state = 'queued')
+                      then 'queued'
+                      else 'idle'
+                    end
       where session_id = $1`,
     [lease.sessionId, burst.lastPosition],
   );

@@ -1,6 +1,6 @@
 import type { Db } from './db.js';
 import { appendEvents } from './appendEvents.js';
-import type { Lease } from './types.js';
+import { BurstChangedError, type Lease } from './types.js';
 import { notifyWakeup } from './wakeups.js';
 
 /**
@@ -30,15 +30,20 @@ export async function startAttempt(
     });
     const sequence = await appendEvents(tx, lease, events);
     await tx.query(
-      `update sessions set attempt = $2, partial_output = false, current_turn_id = $3
+      `update sessions
+          set attempt = $2, partial_output = false, current_turn_id = $3, state = 'running'
         where session_id = $1`,
       [lease.sessionId, burst.attempt, lead],
     );
-    await tx.query(
+    // Under the session row lock: a queued turn cancelled since it was collected is not
+    // ours to answer any more; roll back and collect again.
+    const started = await tx.query(
       `update turns set state = 'running'
-        where tenant = $1 and turn_id = any($2::text[]) and state = 'queued'`,
+        where tenant = $1 and turn_id = any($2::text[]) and state in ('queued', 'running')
+        returning turn_id`,
       [lease.tenant, burst.turnIds],
     );
+    if (started.rowCount !== burst.turnIds.length) throw new BurstChangedError(lease.sessionId);
     // Readers show "assistant is writing…" from now on (live-only, never journaled).
     await notifyWakeup(tx, { kind: 'typing', sessionId: lease.sessionId, sequence });
     return sequence;

@@ -35,6 +35,7 @@ export interface SessionRow {
   attempt: number;
   partial_output: boolean;
   current_turn_id: string | null;
+  cancel_command_id: string | null;
   input_tokens: number;
   output_tokens: number;
   cost_usd: number;
@@ -80,5 +81,21 @@ export class LeaseLostError extends Error {
   constructor(readonly sessionId: string) {
     super(`lease lost on session ${sessionId}`);
     this.name = 'LeaseLostError';
+  }
+}
+
+/** The burst changed under the worker (a queued turn of it was cancelled): collect again. */
+export class BurstChangedError extends Error {
+  constructor(readonly sessionId: string) {
+    super(`the burst of session ${sessionId} changed`);
+    this.name = 'BurstChangedError';
+  }
+}
+
+/** A cancel of the running burst was requested; the worker must journal `cancelled`. */
+export class CancelRequestedError extends Error {
+  constructor(readonly sessionId: string) {
+    super(`cancel requested on session ${sessionId}`);
+    this.name = 'CancelRequestedError';
   }
 }

@@ -8,7 +8,7 @@ import type { Db, Queryable } from './db.js';
  */
 export const wakeupChannel = 'parley_wakeup';
 
-export type WakeupKind = 'input' | 'events' | 'typing';
+export type WakeupKind = 'input' | 'events' | 'typing' | 'cancel';
 
 export interface Wakeup {
   kind: WakeupKind;

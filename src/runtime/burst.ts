@@ -1,0 +1,178 @@
+import type { LanguageModelV3Prompt } from '@ai-sdk/provider';
+import type { AgentConfig } from '../config/types.js';
+import { newMessageId } from '../ids.js';
+import { turnOutcomes } from '../metrics.js';
+import { foldInputs } from '../providers/foldedPrompt.js';
+import { priceUsage } from '../providers/registry.js';
+import type { PendingInput } from '../store/collectInputs.js';
+import { commitTurn, failTurn, type Usage } from '../store/finishTurn.js';
+import { recentMessages } from '../store/listMessages.js';
+import { startAttempt } from '../store/startAttempt.js';
+import type { Lease } from '../store/types.js';
+import { abortableDelay } from './abortable.js';
+import { DeltaBuffer } from './deltaBuffer.js';
+import type { RuntimeDeps } from './deps.js';
+import { backoffMs, ProviderFailure, streamStep, type StepResult } from './modelStep.js';
+import { watchForNewInput } from './watchers.js';
+
+export type BurstOutcome =
+  { kind: 'finished' } | { kind: 'pivot'; attempt: number; partial: boolean } | { kind: 'cancel' };
+
+export interface BurstState {
+  /** Attempts already made at this burst (0 for a fresh one). */
+  attempt: number;
+  /** An earlier attempt left partial text: journal `attempt_reset` first. */
+  partial: boolean;
+  /** Aborts everything: lease lost, or the shutdown grace period is over. */
+  signal: AbortSignal;
+  /** Aborts the step because a cancel was requested. */
+  cancel: AbortSignal;
+  allowPivot: boolean;
+}
+
+/**
+ * Answers one burst: `turn_started`, the model step (with retries), then one token-gated
+ * commit of the reply and `done`, or an `error` for a provider failure. Returns early on a
+ * pivot (new input mid-generation) or a cancel request; throws when the lease is lost.
+ */
+export async function answerBurst(
+  deps: RuntimeDeps,
+  lease: Lease,
+  agentName: string,
+  inputs: PendingInput[],
+  state: BurstState,
+): Promise<BurstOutcome> {
+  const { runtime } = deps.config;
+  const turnIds = inputs.map((input) => input.turn_id);
+  const lead = turnIds[0] as string;
+  const burst = { turnIds, lastPosition: (inputs[inputs.length - 1] as PendingInput).position };
+  let attempt = state.attempt + 1;
+  await startAttempt(deps.db, lease, { turnIds, attempt, resetPrevious: state.partial });
+
+  const agent = deps.config.agents[agentName];
+  if (!agent) {
+    await failTurn(deps.db, lease, {
+      ...burst,
+      code: 'unknown_agent',
+      message: `the agent "${agentName}" is not configured on this server`,
+      usage: [],
+    });
+    turnOutcomes.inc({ outcome: 'error' });
+    return { kind: 'finished' };
+  }
+  const modelName = `${agent.model.provider}/${agent.model.modelId}`;
+  const model = deps.resolveModel(agent.model.provider, agent.model.modelId);
+  const prompt = await buildPrompt(deps, lease, agent, inputs);
+
+  for (let call = 1; ; call++) {
+    if (state.cancel.aborted) return { kind: 'cancel' };
+    const buffer = new DeltaBuffer(
+      deps.db,
+      lease,
+      lead,
+      { batchMs: runtime.deltaBatchMs, batchBytes: runtime.deltaBatchBytes },
+      () => {},
+    );
+    let result: StepResult;
+    const pivot = watchForNewInput(deps, lease, inputs, state.allowPivot);
+    try {
+      result = await streamStep(
+        model,
+        prompt,
+        buffer,
+        AbortSignal.any([state.signal, pivot.signal, state.cancel]),
+      );
+    } catch (error) {
+      await buffer.settle();
+      if (state.signal.aborted) throw error;
+      if (state.cancel.aborted) return { kind: 'cancel' };
+      if (pivot.signal.aborted) return { kind: 'pivot', attempt, partial: buffer.wroteText };
+      if (!(error instanceof ProviderFailure)) throw error;
+      const retry = error.isRetryable && call < runtime.retryAttempts;
+      deps.log.warn(
+        { session_id: lease.sessionId, status: error.statusCode, call, retry },
+        'model call failed',
+      );
+      if (!retry) {
+        await failTurn(deps.db, lease, {
+          ...burst,
+          code: error.isRetryable ? 'provider_unavailable' : 'provider_error',
+          message: error.isRetryable
+            ? `the model provider did not answer after ${call} attempts`
+            : 'the model provider refused the request',
+          usage: [],
+        });
+        turnOutcomes.inc({ outcome: 'error' });
+        return { kind: 'finished' };
+      }
+      await abortableDelay(
+        backoffMs(runtime.retryBaseMs, call, deps.random),
+        AbortSignal.any([state.signal, state.cancel]),
+      );
+      if (state.signal.aborted) throw state.signal.reason;
+      if (buffer.wroteText) {
+        // Clients saw part of this call's text: tell them to drop it before the retry.
+        attempt += 1;
+        await startAttempt(deps.db, lease, { turnIds, attempt, resetPrevious: true });
+      }
+      continue;
+    } finally {
+      pivot.stop();
+    }
+    const usage: Usage = {
+      input_tokens: result.inputTokens,
+      output_tokens: result.outputTokens,
+      cost_usd: priceUsage(deps.config, modelName, result),
+      model: modelName,
+      latency_ms: result.latencyMs,
+    };
+    await commitTurn(deps.db, lease, {
+      ...burst,
+      messageId: newMessageId(),
+      author: agent.name,
+      content: result.text,
+      usage: [usage],
+    });
+    turnOutcomes.inc({ outcome: 'done' });
+    return { kind: 'finished' };
+  }
+}
+
+/**
+ * The model's view: the agent's instructions, the last `history_messages` transcript
+ * messages before the burst, and the burst folded into one labelled user message.
+ */
+async function buildPrompt(
+  deps: RuntimeDeps,
+  lease: Lease,
+  agent: AgentConfig,
+  inputs: PendingInput[],
+): Promise<LanguageModelV3Prompt> {
+  const first = inputs[0] as PendingInput;
+  const history = await recentMessages(
+    deps.db,
+    lease.sessionId,
+    first.admitted_sequence,
+    deps.config.runtime.historyMessages,
+  );
+  return [
+    { role: 'system', content: agent.instructions },
+    ...history.map((message) =>
+      message.role === 'assistant'
+        ? {
+            role: 'assistant' as const,
+            content: [{ type: 'text' as const, text: message.content }],
+          }
+        : { role: 'user' as const, content: [{ type: 'text' as const, text: message.content }] },
+    ),
+    {
+      role: 'user',
+      content: [
+        {
+          type: 'text',
+          text: foldInputs(inputs.map(({ author, content }) => ({ author, content }))),
+        },
+      ],
+    },
+  ];
+}
