@@ -105,11 +105,9 @@ describe('configuration (CONFIG.md)', () => {
 
   it('refuses agent settings whose feature is not built yet instead of ignoring them', () => {
     for (const [key, value] of [
-      ['trigger_roles', ['reviewer']],
       ['approver_roles', ['lead']],
       ['tools', { clock: 'allow' }],
       ['gate', { model: 'demo/echo', topic: 'x' }],
-      ['completion_text', 'Done.'],
     ] as const) {
       expect(() => compileConfig({ agents: { a: { [key]: value } } })).toThrow(`agents.a.${key}`);
     }

@@ -24,9 +24,9 @@ const admitBody = z
 
 /** PROTOCOL.md §2: admission answers 202 once the message is durable, before any model work. */
 export function turnRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  const greetings = Object.fromEntries(
-    Object.values(deps.config.agents).map((agent) => [agent.name, agent.greeting]),
-  );
+  const agents = Object.values(deps.config.agents);
+  const greetings = Object.fromEntries(agents.map((agent) => [agent.name, agent.greeting]));
+  const triggerRoles = Object.fromEntries(agents.map((agent) => [agent.name, agent.triggerRoles]));
   app.post('/api/v1/chat/turns', async (request, reply) => {
     const started = process.hrtime.bigint();
     const body = validate(admitBody, request.body);
@@ -55,6 +55,8 @@ export function turnRoutes(app: FastifyInstance, deps: ApiDeps): void {
       greetings,
       message: body.message,
       option: body.option ?? null,
+      roles: request.principal.roles,
+      triggerRoles,
     });
     turnsAdmitted.inc();
     admissionSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);

@@ -5,6 +5,7 @@ import { createLogger } from '../log.js';
 import { migrate } from '../store/migrate.js';
 import { openStore, describeStore } from '../store/open.js';
 import { adminCommand } from './admin.js';
+import { chatCommand } from './chat.js';
 import { describeStartup, startProcess } from './start.js';
 
 const usage = `parley — a durable chat-agent runtime
@@ -17,13 +18,15 @@ Usage:
   parley sessions list         list sessions (through the API: --url, --key)
   parley sessions show ID      one session's projection
   parley sessions unpark ID    resume a parked session
+  parley chat [--session ID] [--agent NAME]
+                               chat in the terminal (through the API: --url, --key)
   parley prune --older-than-days N | --older-than-seconds N
                                delete old journal events (old cursors then answer 410)
 
 Options:
   --config PATH                configuration file (else PARLEY_CONFIG, else ./parley.yaml)
-  --url URL                    server for sessions/prune (default http://127.0.0.1:8080)
-  --key KEY                    API key for sessions/prune (else PARLEY_API_KEY)
+  --url URL                    server for sessions/prune/chat (default http://127.0.0.1:8080)
+  --key KEY                    API key for sessions/prune/chat (else PARLEY_API_KEY)
 `;
 
 async function main(argv: string[]): Promise<number> {
@@ -38,6 +41,8 @@ async function main(argv: string[]): Promise<number> {
       'older-than-days': { type: 'string' },
       'older-than-seconds': { type: 'string' },
       json: { type: 'boolean' },
+      session: { type: 'string' },
+      agent: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -69,6 +74,8 @@ async function main(argv: string[]): Promise<number> {
     case 'sessions':
     case 'prune':
       return adminCommand(command, rest, values);
+    case 'chat':
+      return chatCommand(values);
     default:
       process.stderr.write(`unknown command "${command}"\n\n${usage}`);
       return 2;

@@ -166,11 +166,9 @@ function compileAgents(file: ConfigFile, providers: Record<string, ProviderConfi
     }
     const notYet = (
       [
-        ['trigger_roles', agent.trigger_roles !== null],
         ['approver_roles', agent.approver_roles !== null],
         ['tools', Object.keys(agent.tools).length > 0],
         ['gate', agent.gate !== null],
-        ['completion_text', agent.completion_text !== null],
       ] as const
     ).find(([, set]) => set);
     if (notYet) {

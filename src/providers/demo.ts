@@ -16,6 +16,7 @@ import { unfoldInputs } from './foldedPrompt.js';
  * Commands inside an input:
  * - `/fail transient N`: the next N calls for this prompt fail retryably (like HTTP 429).
  * - `/fail permanent`: every call fails non-retryably (like HTTP 401).
+ * - `/options a|b|c`: the reply offers those options (the built-in `offer_options` call).
  */
 export function createDemoModel(options: { modelId: string; delayMs: number }): LanguageModelV3 {
   // Failures already served per prompt, so that `/fail transient N` fails exactly N calls.
@@ -60,6 +61,15 @@ export function createDemoModel(options: { modelId: string; delayMs: number }): 
             return;
           }
           controller.enqueue({ type: 'text-end', id: 'text-0' });
+          const offered = offeredOptions(inputs.map((input) => input.content));
+          if (offered) {
+            controller.enqueue({
+              type: 'tool-call',
+              toolCallId: 'call-options',
+              toolName: 'offer_options',
+              input: JSON.stringify({ options: offered }),
+            });
+          }
           controller.enqueue({
             type: 'finish',
             finishReason: { unified: 'stop', raw: 'stop' },
@@ -108,6 +118,20 @@ function failIfAsked(contents: string[], prompt: string, served: Map<string, num
       }
     }
   }
+}
+
+function offeredOptions(contents: string[]): string[] | null {
+  for (const content of contents) {
+    const match = /^\s*\/options\s+(.+)$/m.exec(content);
+    if (match) {
+      const choices = (match[1] as string)
+        .split('|')
+        .map((choice) => choice.trim())
+        .filter((choice) => choice.length > 0);
+      if (choices.length > 0) return choices;
+    }
+  }
+  return null;
 }
 
 function textOf(content: LanguageModelV3Prompt[number]['content']): string {

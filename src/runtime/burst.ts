@@ -1,6 +1,6 @@
 import type { LanguageModelV3Prompt } from '@ai-sdk/provider';
 import type { AgentConfig } from '../config/types.js';
-import { newMessageId } from '../ids.js';
+import { newMessageId, newRequestId } from '../ids.js';
 import { turnOutcomes } from '../metrics.js';
 import { foldInputs } from '../providers/foldedPrompt.js';
 import { priceUsage } from '../providers/registry.js';
@@ -130,7 +130,9 @@ export async function answerBurst(
       ...burst,
       messageId: newMessageId(),
       author: agent.name,
-      content: result.text,
+      content: agent.completionText ?? result.text,
+      rawContent: agent.completionText === null ? null : result.text,
+      options: result.options ? { requestId: newRequestId(), choices: result.options } : null,
       usage: [usage],
     });
     turnOutcomes.inc({ outcome: 'done' });
@@ -142,7 +144,7 @@ export async function answerBurst(
  * The model's view: the agent's instructions, the last `history_messages` transcript
  * messages before the burst, and the burst folded into one labelled user message.
  */
-async function buildPrompt(
+export async function buildPrompt(
   deps: RuntimeDeps,
   lease: Lease,
   agent: AgentConfig,
@@ -155,6 +157,13 @@ async function buildPrompt(
     first.admitted_sequence,
     deps.config.runtime.historyMessages,
   );
+  // In a room with several people, the model must know who said what.
+  const authors = new Set(
+    [...history.filter((message) => message.role === 'user'), ...inputs].map(
+      (input) => input.author,
+    ),
+  );
+  const label = (author: string, text: string) => (authors.size > 1 ? `${author}: ${text}` : text);
   return [
     { role: 'system', content: agent.instructions },
     ...history.map((message) =>
@@ -163,16 +172,28 @@ async function buildPrompt(
             role: 'assistant' as const,
             content: [{ type: 'text' as const, text: message.content }],
           }
-        : { role: 'user' as const, content: [{ type: 'text' as const, text: message.content }] },
+        : {
+            role: 'user' as const,
+            content: [{ type: 'text' as const, text: label(message.author, message.content) }],
+          },
     ),
     {
       role: 'user',
       content: [
         {
           type: 'text',
-          text: foldInputs(inputs.map(({ author, content }) => ({ author, content }))),
+          text: foldInputs(
+            inputs.map((input) => ({ author: input.author, content: inputText(input) })),
+          ),
         },
       ],
     },
   ];
+}
+
+/** A pressed option is applied first: the model reads the choice, then any text. */
+function inputText(input: PendingInput): string {
+  if (!input.option) return input.content;
+  const choice = `Selected option: ${input.option.value}`;
+  return input.content.trim() ? `${choice}\n${input.content}` : choice;
 }

@@ -3,6 +3,8 @@ import type { DeltaBuffer } from './deltaBuffer.js';
 
 export interface StepResult {
   text: string;
+  /** Choices the model offered with its reply (the built-in `offer_options` call). */
+  options: string[] | null;
   inputTokens: number;
   outputTokens: number;
   latencyMs: number;
@@ -34,6 +36,7 @@ export async function streamStep(
 ): Promise<StepResult> {
   const started = Date.now();
   let text = '';
+  let options: string[] | null = null;
   let inputTokens = 0;
   let outputTokens = 0;
   try {
@@ -43,6 +46,8 @@ export async function streamStep(
       if (part.type === 'text-delta') {
         text += part.delta;
         buffer.push(part.delta);
+      } else if (part.type === 'tool-call' && part.toolName === offerOptionsTool) {
+        options = parseOptions(part.input);
       } else if (part.type === 'error') {
         throw part.error;
       } else if (part.type === 'finish') {
@@ -56,7 +61,22 @@ export async function streamStep(
   }
   if (signal.aborted) throw signal.reason;
   await buffer.flush();
-  return { text, inputTokens, outputTokens, latencyMs: Date.now() - started };
+  return { text, options, inputTokens, outputTokens, latencyMs: Date.now() - started };
+}
+
+/** The built-in way for a model to offer choices with its reply. */
+export const offerOptionsTool = 'offer_options';
+
+function parseOptions(input: string): string[] | null {
+  try {
+    const parsed = JSON.parse(input) as { options?: unknown };
+    const choices = Array.isArray(parsed.options)
+      ? parsed.options.filter((choice): choice is string => typeof choice === 'string')
+      : [];
+    return choices.length > 0 ? choices.slice(0, 20) : null;
+  } catch {
+    return null;
+  }
 }
 
 function classify(error: unknown): ProviderFailure {

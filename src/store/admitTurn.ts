@@ -19,13 +19,17 @@ export interface AdmitTurnInput {
   greetings: Record<string, string | null>;
   message: string;
   option: { request_id: string; value: string } | null;
+  /** The poster's roles, and each agent's trigger_roles (null = every role triggers). */
+  roles: string[];
+  triggerRoles: Record<string, string[] | null>;
 }
 
 export interface Admission {
   session_id: string;
   turn_id: string;
   sequence: number;
-  state: 'accepted';
+  /** `stored`: journaled and in the transcript, but no turn runs (no trigger role). */
+  state: 'accepted' | 'stored';
 }
 
 /**
@@ -63,6 +67,16 @@ async function admitOnce(
   const existing = await findTurn(tx, input.tenant, input.turnId);
   if (existing) return replayAdmission(input, fingerprint, existing);
 
+  if (input.option && !session) {
+    // Checked after the replay above: a retry of a known turn is answered as such.
+    throw new ParleyError(
+      'invalid_request',
+      'option: needs the session_id the options were offered in',
+      {
+        field: 'session_id',
+      },
+    );
+  }
   if (session) {
     if (input.agent !== null && input.agent !== session.agent) {
       throw new ParleyError('agent_mismatch', `this session belongs to agent "${session.agent}"`, {
@@ -80,25 +94,39 @@ async function admitOnce(
     });
   }
 
+  const triggers = mayTrigger(input.roles, input.triggerRoles[session.agent] ?? null);
+  if (input.option) await lockOption(tx, input, session.session_id);
+  // A stored post takes a sequence but no input position: nothing will answer it.
   const bumped = await tx.query<{ input_count: number; last_sequence: number }>(
     `update sessions
-        set input_count = input_count + 1,
+        set input_count = input_count + $2,
             last_sequence = last_sequence + 1,
-            state = case when state = 'idle' then 'queued' else state end,
+            state = case when state = 'idle' and $2 = 1 then 'queued' else state end,
             updated_at = now()
       where session_id = $1
       returning input_count, last_sequence`,
-    [session.session_id],
+    [session.session_id, triggers ? 1 : 0],
   );
-  const { input_count: position, last_sequence: sequence } = bumped.rows[0] as {
+  const { input_count: count, last_sequence: sequence } = bumped.rows[0] as {
     input_count: number;
     last_sequence: number;
   };
   const messageId = newMessageId();
   await tx.query(
-    `insert into turns (tenant, turn_id, session_id, position, fingerprint, admitted_sequence, message_id)
-     values ($1, $2, $3, $4, $5, $6, $7)`,
-    [input.tenant, input.turnId, session.session_id, position, fingerprint, sequence, messageId],
+    `insert into turns (tenant, turn_id, session_id, position, state, fingerprint, admitted_sequence,
+                        message_id, option)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    [
+      input.tenant,
+      input.turnId,
+      session.session_id,
+      triggers ? count : null,
+      triggers ? 'queued' : 'stored',
+      fingerprint,
+      sequence,
+      messageId,
+      input.option === null ? null : JSON.stringify(input.option),
+    ],
   );
   await tx.query(
     `insert into messages (message_id, tenant, session_id, turn_id, role, author, content, sequence)
@@ -123,8 +151,50 @@ async function admitOnce(
   await insertEvents(tx, input.tenant, session.session_id, sequence - 1, [
     { type: 'message', turn_id: input.turnId, payload: { message } },
   ]);
-  await notifyWakeup(tx, { kind: 'input', sessionId: session.session_id, sequence });
-  return { session_id: session.session_id, turn_id: input.turnId, sequence, state: 'accepted' };
+  await notifyWakeup(tx, {
+    kind: triggers ? 'input' : 'events',
+    sessionId: session.session_id,
+    sequence,
+  });
+  return {
+    session_id: session.session_id,
+    turn_id: input.turnId,
+    sequence,
+    state: triggers ? 'accepted' : 'stored',
+  };
+}
+
+function mayTrigger(roles: string[], triggerRoles: string[] | null): boolean {
+  if (triggerRoles === null || roles.includes('*')) return true;
+  return roles.some((role) => triggerRoles.includes(role));
+}
+
+/**
+ * Applies a pressed option: the offer must exist in this session, the value must be one
+ * of its choices, and the offer must not be locked yet. The first press locks it.
+ */
+async function lockOption(tx: Queryable, input: AdmitTurnInput, sessionId: string): Promise<void> {
+  const option = input.option as { request_id: string; value: string };
+  const offer = (
+    await tx.query<{ choices: string[]; locked: boolean }>(
+      `select choices, locked_at is not null as locked from option_offers
+        where tenant = $1 and session_id = $2 and request_id = $3 for update`,
+      [input.tenant, sessionId, option.request_id],
+    )
+  ).rows[0];
+  if (!offer) throw new ParleyError('option_not_found', 'no such option request in this session');
+  if (offer.locked)
+    throw new ParleyError('option_locked', 'an option was already chosen for this request');
+  if (!offer.choices.includes(option.value)) {
+    throw new ParleyError('invalid_option', 'option.value: not one of the offered choices', {
+      choices: offer.choices,
+    });
+  }
+  await tx.query(
+    `update option_offers set chosen_value = $2, chosen_turn_id = $3, locked_at = now()
+      where request_id = $1`,
+    [option.request_id, option.value, input.turnId],
+  );
 }
 
 interface TurnRow {
@@ -132,11 +202,12 @@ interface TurnRow {
   fingerprint: string;
   admitted_sequence: number;
   agent: string;
+  state: string;
 }
 
 async function findTurn(tx: Queryable, tenant: string, turnId: string): Promise<TurnRow | null> {
   const found = await tx.query<TurnRow>(
-    `select t.session_id, t.fingerprint, t.admitted_sequence, s.agent
+    `select t.session_id, t.fingerprint, t.admitted_sequence, t.state, s.agent
        from turns t join sessions s on s.session_id = t.session_id
       where t.tenant = $1 and t.turn_id = $2`,
     [tenant, turnId],
@@ -166,6 +237,6 @@ function replayAdmission(input: AdmitTurnInput, fingerprint: string, existing: T
     session_id: existing.session_id,
     turn_id: input.turnId,
     sequence: existing.admitted_sequence,
-    state: 'accepted',
+    state: existing.state === 'stored' ? 'stored' : 'accepted',
   };
 }

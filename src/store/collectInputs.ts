@@ -7,6 +7,8 @@ export interface PendingInput {
   message_id: string;
   author: string;
   content: string;
+  /** The option this turn chose, if it answered an options offer. */
+  option: { request_id: string; value: string } | null;
 }
 
 /**
@@ -20,7 +22,7 @@ export async function collectInputs(
   limit: number,
 ): Promise<PendingInput[]> {
   const found = await db.query<PendingInput>(
-    `select t.turn_id, t.position, t.admitted_sequence, t.message_id, m.author, m.content
+    `select t.turn_id, t.position, t.admitted_sequence, t.message_id, m.author, m.content, t.option
        from sessions s
        join turns t on t.session_id = s.session_id and t.position > s.input_cursor
                    and t.state in ('queued', 'running')

@@ -24,7 +24,16 @@ export interface BurstRef {
 export async function commitTurn(
   db: Db,
   lease: Lease,
-  burst: BurstRef & { messageId: string; author: string; content: string; usage: Usage[] },
+  burst: BurstRef & {
+    messageId: string;
+    author: string;
+    /** The visible closing message; `rawContent` is the model's reply when it differs. */
+    content: string;
+    rawContent: string | null;
+    /** Options offered with the reply (request id made by the caller). */
+    options: { requestId: string; choices: string[] } | null;
+    usage: Usage[];
+  },
 ): Promise<number> {
   const lead = burst.turnIds[0] as string;
   return db.transaction(async (tx) => {
@@ -36,17 +45,47 @@ export async function commitTurn(
       type: 'done',
       turn_id: lead,
       payload: {
-        final_message: { id: burst.messageId, role: 'assistant', content: burst.content },
+        final_message: {
+          id: burst.messageId,
+          role: 'assistant',
+          content: burst.content,
+          ...(burst.options
+            ? { options: { request_id: burst.options.requestId, choices: burst.options.choices } }
+            : {}),
+        },
         turn_ids: burst.turnIds,
       },
     });
     const sequence = await appendEvents(tx, lease, events, { progress: true });
     await tx.query(
-      `insert into messages (message_id, tenant, session_id, turn_id, role, author, content, sequence)
-       values ($1, $2, $3, $4, 'assistant', $5, $6, $7)
+      `insert into messages (message_id, tenant, session_id, turn_id, role, author, content,
+                             raw_content, sequence)
+       values ($1, $2, $3, $4, 'assistant', $5, $6, $7, $8)
        on conflict (tenant, session_id, turn_id, role) do nothing`,
-      [burst.messageId, lease.tenant, lease.sessionId, lead, burst.author, burst.content, sequence],
+      [
+        burst.messageId,
+        lease.tenant,
+        lease.sessionId,
+        lead,
+        burst.author,
+        burst.content,
+        burst.rawContent,
+        sequence,
+      ],
     );
+    if (burst.options) {
+      await tx.query(
+        `insert into option_offers (request_id, tenant, session_id, message_id, choices)
+         values ($1, $2, $3, $4, $5)`,
+        [
+          burst.options.requestId,
+          lease.tenant,
+          lease.sessionId,
+          burst.messageId,
+          JSON.stringify(burst.options.choices),
+        ],
+      );
+    }
     const totals = burst.usage.reduce(
       (sum, usage) => ({
         input: sum.input + usage.input_tokens,

@@ -34,7 +34,10 @@ export async function listMessages(
   };
 }
 
-/** The last `limit` messages before a sequence, oldest first: the model's history. */
+/**
+ * The last `limit` messages before a sequence, oldest first: the model's history. The
+ * model sees its raw replies, also where `completion_text` replaced the visible one.
+ */
 export async function recentMessages(
   db: Queryable,
   sessionId: string,
@@ -42,7 +45,8 @@ export async function recentMessages(
   limit: number,
 ): Promise<TranscriptMessage[]> {
   const found = await db.query<MessageRow>(
-    `select message_id, role, author, content, turn_id, sequence, created_at
+    `select message_id, role, author, coalesce(raw_content, content) as content, turn_id, sequence,
+            created_at
        from messages
       where session_id = $1 and sequence < $2
       order by sequence desc

@@ -1,0 +1,167 @@
+import { HttpTransport, type HttpOptions } from './http.js';
+import { newClientKey } from './ids.js';
+import { Subscription, type SubscribeOptions } from './subscription.js';
+import type {
+  Admission,
+  CancelResult,
+  InputAnswer,
+  Page,
+  SessionProjection,
+  TranscriptMessage,
+} from './types.js';
+
+export type ParleyClientOptions = HttpOptions;
+
+export interface AdmitTurnOptions {
+  /** Omit to create a new session (with the agent's greeting first). */
+  sessionId?: string | undefined;
+  message: string;
+  agent?: string | undefined;
+  /** Picks one of the options an assistant message offered. */
+  option?: { request_id: string; value: string } | undefined;
+  /** The idempotency key; made here (once) when omitted. */
+  turnId?: string | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+export interface AnswerInputOptions {
+  /** The sequence of the `input_required` event being answered. */
+  expectedSequence: number;
+  approved: boolean;
+  /** E.g. `{reason}` for an approval, the answer for a question. */
+  response?: Record<string, unknown> | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * The Parley client SDK (PROTOCOL.md §1-§5, behaving as §7 asks). Runs in browsers and
+ * Node alike: fetch, TextDecoder, AbortController, setTimeout and crypto only.
+ */
+export class ParleyClient {
+  readonly http: HttpTransport;
+
+  constructor(options: ParleyClientOptions) {
+    this.http = new HttpTransport(options);
+  }
+
+  /** §1. Not retried: a retry after a lost answer would make a second session. */
+  createSession(
+    options: { agent?: string; title?: string; signal?: AbortSignal } = {},
+  ): Promise<SessionProjection> {
+    const body: Record<string, string> = {};
+    if (options.agent !== undefined) body.agent = options.agent;
+    if (options.title !== undefined) body.title = options.title;
+    return this.http.request('POST', '/api/v1/chat/sessions', {
+      body,
+      idempotent: false,
+      signal: options.signal,
+    });
+  }
+
+  /** §1: newest activity first; pass `next_cursor` back as `cursor` for the next page. */
+  listSessions(
+    options: { limit?: number; cursor?: string | null; signal?: AbortSignal } = {},
+  ): Promise<Page<SessionProjection>> {
+    return this.http.request('GET', '/api/v1/chat/sessions', {
+      query: { limit: options.limit, cursor: options.cursor },
+      signal: options.signal,
+    });
+  }
+
+  getSession(
+    sessionId: string,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<SessionProjection> {
+    return this.http.request('GET', sessionPath(sessionId), { signal: options.signal });
+  }
+
+  /** §1: the durable transcript, newest first; `next_cursor` points further back. */
+  listMessages(
+    sessionId: string,
+    options: { before?: string | null; limit?: number; signal?: AbortSignal } = {},
+  ): Promise<Page<TranscriptMessage>> {
+    return this.http.request('GET', `${sessionPath(sessionId)}/messages`, {
+      query: { before: options.before, limit: options.limit },
+      signal: options.signal,
+    });
+  }
+
+  /**
+   * §2: admits a turn. The turn_id is made once, before the first try, and every retry
+   * sends the same body: the server then answers the same 202 and stores the turn once.
+   */
+  admitTurn(options: AdmitTurnOptions): Promise<Admission> {
+    const body: Record<string, unknown> = {
+      turn_id: options.turnId ?? newClientKey('turn'),
+      message: options.message,
+    };
+    if (options.sessionId !== undefined) body.session_id = options.sessionId;
+    if (options.agent !== undefined) body.agent = options.agent;
+    if (options.option !== undefined) body.option = options.option;
+    return this.http.request('POST', '/api/v1/chat/turns', {
+      body,
+      idempotent: true,
+      signal: options.signal,
+    });
+  }
+
+  /** §3: a durable subscription with reconnect, resync and dedupe (see Subscription). */
+  subscribe(sessionId: string, options: SubscribeOptions): Subscription {
+    const path = `${sessionPath(sessionId)}/events`;
+    return new Subscription(
+      {
+        open: (after, signal) =>
+          this.http.stream(
+            path,
+            { accept: 'text/event-stream', 'last-event-id': String(after) },
+            signal,
+          ),
+        getSession: (signal) => this.getSession(sessionId, { signal }),
+      },
+      options,
+    );
+  }
+
+  /**
+   * §4: answers an `input_required`. Not retried: the answer is single-use, so a retry
+   * after a lost answer would read 409 stale_input; on a network error, read the
+   * projection's `pending_input` to learn whether the answer landed.
+   */
+  answerInput(
+    sessionId: string,
+    requestId: string,
+    options: AnswerInputOptions,
+  ): Promise<InputAnswer> {
+    const body: Record<string, unknown> = {
+      expected_sequence: options.expectedSequence,
+      approved: options.approved,
+    };
+    if (options.response !== undefined) body.response = options.response;
+    return this.http.request(
+      'POST',
+      `${sessionPath(sessionId)}/inputs/${encodeURIComponent(requestId)}`,
+      { body, idempotent: false, signal: options.signal },
+    );
+  }
+
+  /** §5: cancels accepted work; idempotent by command_id, made once and kept across retries. */
+  cancelTurn(
+    sessionId: string,
+    turnId: string,
+    options: { commandId?: string; signal?: AbortSignal } = {},
+  ): Promise<CancelResult> {
+    return this.http.request(
+      'POST',
+      `${sessionPath(sessionId)}/turns/${encodeURIComponent(turnId)}/cancel`,
+      {
+        body: { command_id: options.commandId ?? newClientKey('cancel') },
+        idempotent: true,
+        signal: options.signal,
+      },
+    );
+  }
+}
+
+function sessionPath(sessionId: string): string {
+  return `/api/v1/chat/sessions/${encodeURIComponent(sessionId)}`;
+}

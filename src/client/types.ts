@@ -1,0 +1,63 @@
+/**
+ * Resource shapes of PROTOCOL.md §1, §2, §4 and §5, as the server sends them.
+ */
+
+export type SessionState = 'idle' | 'queued' | 'running' | 'input_required' | 'parked' | 'closed';
+
+export interface PendingInput {
+  request_id: string;
+  kind: string;
+  expected_sequence: number;
+  [field: string]: unknown;
+}
+
+/** The session projection: `latest_sequence` is the resync cursor. */
+export interface SessionProjection {
+  session_id: string;
+  agent: string;
+  title: string | null;
+  state: SessionState;
+  latest_sequence: number;
+  earliest_sequence: number;
+  current_turn: { turn_id: string; state: string } | null;
+  pending_input: PendingInput | null;
+  queued_turns?: number;
+  usage: { input_tokens: number; output_tokens: number; cost_usd: number };
+  created_at: string;
+  updated_at: string;
+}
+
+export interface Page<T> {
+  items: T[];
+  next_cursor: string | null;
+}
+
+/** A durable transcript message (GET …/messages), newest first. */
+export interface TranscriptMessage {
+  id: string;
+  role: 'user' | 'assistant' | 'system';
+  author: string;
+  content: string;
+  turn_id: string | null;
+  sequence: number;
+  created_at: string;
+}
+
+/** The 202 answer of POST /api/v1/chat/turns. `stored`: kept, but no turn runs. */
+export interface Admission {
+  session_id: string;
+  turn_id: string;
+  sequence: number;
+  state: 'accepted' | 'stored';
+}
+
+export interface InputAnswer {
+  state: string;
+  sequence: number;
+}
+
+export interface CancelResult {
+  result: 'cancelled' | 'duplicate' | 'too_late';
+  state: string;
+  sequence: number;
+}
