@@ -341,6 +341,7 @@ describe('health and metadata (§6)', () => {
       '/api/v1/chat/sessions/{session_id}/messages',
       '/api/v1/chat/turns',
       '/api/v1/chat/sessions/{session_id}/events',
+      '/api/v1/chat/sessions/{session_id}/turns/{turn_id}/cancel',
     ]) {
       expect(openapi.body.paths[path], path).toBeDefined();
     }

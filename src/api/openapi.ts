@@ -193,8 +193,8 @@ export const openapiDocument = {
         responses: {
           '202': json({ $ref: '#/components/schemas/Admission' }, 'Accepted'),
           '400': errorResponse('invalid_request, empty_message or malformed_json'),
-          '404': errorResponse('unknown_agent or session_not_found'),
-          '409': errorResponse('turn_conflict or agent_mismatch'),
+          '404': errorResponse('unknown_agent, session_not_found or option_not_found'),
+          '409': errorResponse('turn_conflict, agent_mismatch or option_locked'),
           '413': errorResponse('message_too_long or payload_too_large'),
         },
       },
@@ -218,6 +218,40 @@ export const openapiDocument = {
           '410': errorResponse(
             'resync_required (with earliest_available_sequence, latest_sequence)',
           ),
+        },
+      },
+    },
+    '/api/v1/chat/sessions/{session_id}/turns/{turn_id}/cancel': {
+      post: {
+        summary: 'Cancel accepted work, idempotent by command_id (cooperative for a running turn)',
+        parameters: [
+          sessionIdParam,
+          { name: 'turn_id', in: 'path', required: true, schema: { type: 'string' } },
+        ],
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['command_id'],
+                properties: { command_id: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,128}$' } },
+              },
+            },
+          },
+        },
+        responses: {
+          '200': json({
+            type: 'object',
+            properties: {
+              result: { enum: ['cancelled', 'duplicate', 'too_late'] },
+              state: { enum: ['queued', 'running', 'done', 'error', 'cancelled', 'cancelling'] },
+              sequence: { type: 'integer' },
+            },
+          }),
+          '400': errorResponse('invalid_request'),
+          '404': errorResponse('session_not_found or turn_not_found'),
+          '409': errorResponse('command_conflict'),
         },
       },
     },
