@@ -5,7 +5,7 @@ import { createLogger } from '../log.js';
 import { migrate } from '../store/migrate.js';
 import { openStore, describeStore } from '../store/open.js';
 import { adminCommand } from './admin.js';
-import { chatCommand } from './chat.js';
+import { chatCommand } from './chat/index.js';
 import { describeStartup, startProcess } from './start.js';
 
 const usage = `parley — a durable chat-agent runtime
