@@ -11,24 +11,30 @@ import { notifyWakeup } from './wakeups.js';
 export async function releaseLease(db: Queryable, lease: Lease): Promise<boolean> {
   const released = await db.query<{ pending: boolean; last_sequence: number }>(
     `with remaining as (
-       select exists (select 1 from turns t join sessions s on s.session_id = t.session_id
-                       where s.session_id = $1
+       select s.input_count as seen_count,
+              exists (select 1 from turns t
+                       where t.session_id = s.session_id
                          and t.position > s.input_cursor
                          and t.state in ('queued', 'running')) as pending
+         from sessions s where s.session_id = $1
      )
+     -- "remaining" is read from this statement's snapshot, but the row updated below is
+     -- re-read if a concurrent admission committed meanwhile (PostgreSQL): never move the
+     -- cursor past inputs the snapshot did not see, and treat them as pending.
      update sessions
-        set input_cursor = case when remaining.pending then input_cursor else input_count end,
+        set input_cursor = case when remaining.pending then input_cursor
+                                else greatest(input_cursor, remaining.seen_count) end,
             lease_token = null,
             lease_owner = null,
             lease_expires_at = null,
             state = case
                       when state <> 'running' then state
-                      when remaining.pending then 'queued'
+                      when remaining.pending or input_count > remaining.seen_count then 'queued'
                       else 'idle'
                     end
        from remaining
       where session_id = $1 and lease_token = $2
-      returning remaining.pending as pending, last_sequence`,
+      returning remaining.pending or input_count > remaining.seen_count as pending, last_sequence`,
     [lease.sessionId, lease.token],
   );
   const row = released.rows[0];
