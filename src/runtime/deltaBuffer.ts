@@ -13,6 +13,7 @@ export class DeltaBuffer {
   private timer: NodeJS.Timeout | null = null;
   private chain: Promise<void> = Promise.resolve();
   private failure: Error | null = null;
+  private started = false;
   /** True once any text of this attempt is durable (a retry then needs attempt_reset). */
   wroteText = false;
 
@@ -27,7 +28,11 @@ export class DeltaBuffer {
   push(delta: string): void {
     if (this.failure) throw this.failure;
     this.pending += delta;
-    if (Buffer.byteLength(this.pending) >= this.limits.batchBytes) this.schedule(0);
+    // The first text of a call goes out at once: time to first token is what a person
+    // notices. Later deltas are batched (at most batchMs old or batchBytes large).
+    const first = !this.started;
+    this.started = true;
+    if (first || Buffer.byteLength(this.pending) >= this.limits.batchBytes) this.schedule(0);
     else if (!this.timer) this.schedule(this.limits.batchMs);
   }
 

@@ -1,6 +1,6 @@
 import { newLeaseToken } from '../ids.js';
 import { claimSession } from '../store/claimSession.js';
-import { abortableDelay } from './abortable.js';
+import { abortableDelay, cancellableDelay } from './abortable.js';
 import type { RuntimeDeps } from './deps.js';
 import { drainSession } from './drain.js';
 
@@ -59,7 +59,9 @@ export class Worker {
     const { runtime } = this.deps.config;
     while (!this.shutdown.signal.aborted) {
       if (this.active.size >= runtime.maxParallelTurns) {
-        await Promise.race([...this.active, abortableDelay(runtime.pollMs, this.shutdown.signal)]);
+        const delay = cancellableDelay(runtime.pollMs, this.shutdown.signal);
+        await Promise.race([...this.active, delay.done]);
+        delay.cancel();
         continue;
       }
       // A wake-up that arrives while we claim must not be lost: re-arm before claiming.

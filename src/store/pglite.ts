@@ -30,6 +30,9 @@ export async function openPglite(dataDir: string | null): Promise<Db> {
   }
   const wrap = (target: PGlite | Queryable): Queryable => ({
     async query<Row>(text: string, params: unknown[] = []): Promise<QueryResult<Row>> {
+      // PGlite runs queries on this thread and resolves them without giving the event
+      // loop a turn: without this, a turn's chain of queries starves HTTP and SSE.
+      await new Promise((resolve) => setImmediate(resolve));
       const result = await (target as PGlite).query<Row>(text, params);
       // PGlite reports affectedRows 0 for a SELECT: count the rows of anything that returns rows.
       const rowCount = result.fields.length > 0 ? result.rows.length : (result.affectedRows ?? 0);
