@@ -7,6 +7,7 @@ import type { Config } from '../src/config/types.js';
 import { createLogger } from '../src/log.js';
 import { createModelRegistry } from '../src/providers/registry.js';
 import { Worker } from '../src/runtime/worker.js';
+import { builtInTools } from '../src/tools/registry.js';
 import type { Db, Queryable, QueryResult } from '../src/store/db.js';
 import { migrate } from '../src/store/migrate.js';
 import { openPglite } from '../src/store/pglite.js';
@@ -195,6 +196,7 @@ export async function startBenchServer(storage: {
         resolveModel,
         log,
         owner: `bench:${process.pid}:${generation}`,
+        tools: builtInTools(),
       });
       worker.start();
     },

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/log.js';
 import { createModelRegistry } from '../src/providers/registry.js';
 import { Worker } from '../src/runtime/worker.js';
+import { builtInTools } from '../src/tools/registry.js';
 import { claimSession } from '../src/store/claimSession.js';
 import { startAttempt } from '../src/store/startAttempt.js';
 import { Wakeups } from '../src/store/wakeups.js';
@@ -42,6 +43,7 @@ function startWorker(target: TestServer): { worker: Worker; stop: () => Promise<
     resolveModel: createModelRegistry(target.config),
     log: createLogger({ level: 'silent' }),
     owner: 'test-worker',
+    tools: builtInTools(),
   });
   const started = wakeups.start().then(() => worker.start());
   return {

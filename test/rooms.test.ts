@@ -3,6 +3,7 @@ import { startProcess, type Running } from '../src/cli/start.js';
 import { createLogger } from '../src/log.js';
 import { createModelRegistry } from '../src/providers/registry.js';
 import { buildPrompt } from '../src/runtime/burst.js';
+import { builtInTools } from '../src/tools/registry.js';
 import { Wakeups } from '../src/store/wakeups.js';
 import { collectInputs } from '../src/store/collectInputs.js';
 import { testConfig } from './support/config.js';
@@ -161,6 +162,7 @@ describe('rooms and trigger roles', () => {
       resolveModel: createModelRegistry(config),
       log: createLogger({ level: 'silent' }),
       owner: 'test',
+      tools: builtInTools(),
     };
     const inputs = [
       {

@@ -3,6 +3,7 @@ import { ParleyError } from '../errors.js';
 import { httpRequests } from '../metrics.js';
 import { adminRoutes } from './admin.js';
 import { cancelRoutes } from './cancel.js';
+import { inputRoutes } from './inputs.js';
 import type { ApiDeps } from './deps.js';
 import { installErrorHandler } from './errors.js';
 import { eventRoutes } from './events.js';
@@ -63,6 +64,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   turnRoutes(app, deps);
   eventRoutes(app, deps);
   cancelRoutes(app, deps);
+  inputRoutes(app, deps);
   adminRoutes(app, deps);
   return app;
 }

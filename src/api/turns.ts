@@ -27,6 +27,7 @@ export function turnRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const agents = Object.values(deps.config.agents);
   const greetings = Object.fromEntries(agents.map((agent) => [agent.name, agent.greeting]));
   const triggerRoles = Object.fromEntries(agents.map((agent) => [agent.name, agent.triggerRoles]));
+  const pendingInput = Object.fromEntries(agents.map((agent) => [agent.name, agent.pendingInput]));
   app.post('/api/v1/chat/turns', async (request, reply) => {
     const started = process.hrtime.bigint();
     const body = validate(admitBody, request.body);
@@ -57,6 +58,7 @@ export function turnRoutes(app: FastifyInstance, deps: ApiDeps): void {
       option: body.option ?? null,
       roles: request.principal.roles,
       triggerRoles,
+      pendingInput,
     });
     turnsAdmitted.inc();
     admissionSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);

@@ -7,6 +7,7 @@ import type { Logger } from '../log.js';
 import { createModelRegistry } from '../providers/registry.js';
 import { startRetention } from '../runtime/retention.js';
 import { Worker } from '../runtime/worker.js';
+import { builtInTools } from '../tools/registry.js';
 import type { Db } from '../store/db.js';
 import { describeStore, openStore } from '../store/open.js';
 import { Wakeups } from '../store/wakeups.js';
@@ -45,6 +46,7 @@ export async function startProcess(
       resolveModel,
       log,
       owner: `${hostname()}:${process.pid}`,
+      tools: builtInTools(),
     });
     worker.start();
     stopRetention = startRetention({

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
+import { builtInTools } from '../tools/registry.js';
 import { fileSchema, type ConfigFile } from './schema.js';
 import type { AgentConfig, ApiKey, Config, ProviderConfig } from './types.js';
 
@@ -13,6 +14,9 @@ export class ConfigError extends Error {
 }
 
 type Env = Record<string, string | undefined>;
+
+/** Tools an agent may list: the built-ins and the `ask_user` question. */
+const knownTools = new Set([...builtInTools().keys(), 'ask_user']);
 
 /** Kinds whose protocol this release speaks. Others fail at start, naming the key. */
 const availableProviderKinds = new Set(['demo']);
@@ -164,16 +168,16 @@ function compileAgents(file: ConfigFile, providers: Record<string, ProviderConfi
     if (!providers[provider]) {
       throw new ConfigError(`agents.${name}.model: no provider named "${provider}" in providers`);
     }
-    const notYet = (
-      [
-        ['approver_roles', agent.approver_roles !== null],
-        ['tools', Object.keys(agent.tools).length > 0],
-        ['gate', agent.gate !== null],
-      ] as const
-    ).find(([, set]) => set);
+    const notYet = ([['gate', agent.gate !== null]] as const).find(([, set]) => set);
     if (notYet) {
       // Refused rather than ignored: a rule that silently does nothing is worse than none.
       throw new ConfigError(`agents.${name}.${notYet[0]}: not supported in this release yet`);
+    }
+    const unknownTool = Object.keys(agent.tools).find((tool) => !knownTools.has(tool));
+    if (unknownTool !== undefined) {
+      throw new ConfigError(
+        `agents.${name}.tools.${unknownTool}: no such tool (available: ${[...knownTools].join(', ')})`,
+      );
     }
     agents[name] = {
       name,

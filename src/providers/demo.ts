@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import {
   APICallError,
   type LanguageModelV3,
@@ -17,6 +17,8 @@ import { unfoldInputs } from './foldedPrompt.js';
  * - `/fail transient N`: the next N calls for this prompt fail retryably (like HTTP 429).
  * - `/fail permanent`: every call fails non-retryably (like HTTP 401).
  * - `/options a|b|c`: the reply offers those options (the built-in `offer_options` call).
+ * - `/tool NAME {json}` (one per line): proposes calls of those tools; once the prompt
+ *   ends with their results, it replies quoting each result.
  */
 export function createDemoModel(options: { modelId: string; delayMs: number }): LanguageModelV3 {
   // Failures already served per prompt, so that `/fail transient N` fails exactly N calls.
@@ -39,13 +41,19 @@ export function createDemoModel(options: { modelId: string; delayMs: number }): 
         text,
         failuresServed,
       );
+      const last = call.prompt[call.prompt.length - 1];
+      const results = last?.role === 'tool' ? quoteResults(last.content) : null;
+      const proposed = results === null ? proposedCalls(inputs.map((input) => input.content)) : [];
       const reply =
-        inputs.length === 1
-          ? `You said: ${words(inputs[0]?.content ?? '').join(' ')}`
-          : inputs
-              .map((input, index) => `[${index + 1}] You said: ${words(input.content).join(' ')}`)
-              .join('\n');
-      const replyWords = reply.split(/(?<=\s)/);
+        results ??
+        (proposed.length > 0
+          ? ''
+          : inputs.length === 1
+            ? `You said: ${words(inputs[0]?.content ?? '').join(' ')}`
+            : inputs
+                .map((input, index) => `[${index + 1}] You said: ${words(input.content).join(' ')}`)
+                .join('\n'));
+      const replyWords = reply === '' ? [] : reply.split(/(?<=\s)/);
       const inputTokens = promptWords(call.prompt);
       const stream = new ReadableStream<LanguageModelV3StreamPart>({
         async start(controller) {
@@ -61,6 +69,14 @@ export function createDemoModel(options: { modelId: string; delayMs: number }): 
             return;
           }
           controller.enqueue({ type: 'text-end', id: 'text-0' });
+          for (const [index, proposal] of proposed.entries()) {
+            controller.enqueue({
+              type: 'tool-call',
+              toolCallId: `call_${randomUUID().slice(0, 8)}_${index}`,
+              toolName: proposal.tool,
+              input: proposal.input,
+            });
+          }
           const offered = offeredOptions(inputs.map((input) => input.content));
           if (offered) {
             controller.enqueue({
@@ -118,6 +134,30 @@ function failIfAsked(contents: string[], prompt: string, served: Map<string, num
       }
     }
   }
+}
+
+function proposedCalls(contents: string[]): { tool: string; input: string }[] {
+  const calls: { tool: string; input: string }[] = [];
+  for (const content of contents) {
+    for (const match of content.matchAll(/^\s*\/tool\s+([A-Za-z0-9_-]+)\s*(.*)$/gm)) {
+      const raw = (match[2] ?? '').trim() || '{}';
+      calls.push({ tool: match[1] as string, input: raw });
+    }
+  }
+  return calls;
+}
+
+function quoteResults(content: unknown): string {
+  const parts = Array.isArray(content)
+    ? (content as { toolName?: string; output?: { type: string; value: unknown } }[])
+    : [];
+  return parts
+    .map((part) =>
+      part.output?.type === 'json'
+        ? `Tool ${part.toolName} returned: ${JSON.stringify(part.output.value)}`
+        : `Tool ${part.toolName} failed: ${String(part.output?.value)}`,
+    )
+    .join('\n');
 }
 
 function offeredOptions(contents: string[]): string[] | null {

@@ -14,11 +14,23 @@ import { DeltaBuffer } from './deltaBuffer.js';
 import type { RuntimeDeps } from './deps.js';
 import { backoffMs, ProviderFailure, streamStep, type StepResult } from './modelStep.js';
 import { watchForNewInput } from './watchers.js';
+import {
+  askForBudget,
+  budgetExhausted,
+  recordCalls,
+  resumeBurst,
+  settleCalls,
+} from './toolCalls.js';
+import { continuePrompt, offeredTools, replyText } from './steps.js';
+import { saveBurst, waitForInput } from '../store/burstState.js';
 
 export type BurstOutcome =
-  { kind: 'finished' } | { kind: 'pivot'; attempt: number; partial: boolean } | { kind: 'cancel' };
+  | { kind: 'finished' }
+  | { kind: 'waiting' }
+  | { kind: 'pivot'; attempt: number; partial: boolean }
+  | { kind: 'cancel' };
 
-export interface BurstState {
+export interface BurstControl {
   /** Attempts already made at this burst (0 for a fresh one). */
   attempt: number;
   /** An earlier attempt left partial text: journal `attempt_reset` first. */
@@ -31,28 +43,42 @@ export interface BurstState {
 }
 
 /**
- * Answers one burst: `turn_started`, the model step (with retries), then one token-gated
- * commit of the reply and `done`, or an `error` for a provider failure. Returns early on a
- * pivot (new input mid-generation) or a cancel request; throws when the lease is lost.
+ * Answers one burst (RUNTIME.md, the drain loop's body): `turn_started`, then model steps
+ * until a reply without tool calls, which is committed with `done` in one token-gated
+ * transaction. Tool calls follow the agent's policy (steps.ts, toolCalls.ts); a call that
+ * needs a person stops the turn (`waiting`) until an answer makes the session claimable
+ * again, and the working conversation is saved on the session row between steps. Returns
+ * early on a pivot or a cancel; throws when the lease is lost.
  */
 export async function answerBurst(
   deps: RuntimeDeps,
   lease: Lease,
   agentName: string,
-  inputs: PendingInput[],
-  state: BurstState,
+  collected: PendingInput[],
+  state: BurstControl,
 ): Promise<BurstOutcome> {
   const { runtime } = deps.config;
-  const turnIds = inputs.map((input) => input.turn_id);
-  const lead = turnIds[0] as string;
-  const burst = { turnIds, lastPosition: (inputs[inputs.length - 1] as PendingInput).position };
+  const agent = deps.config.agents[agentName];
+  const resumed = await resumeBurst(deps, lease, agent, collected);
+  if (resumed.kind === 'waiting') return resumed;
+  const { burst, expire, events } = resumed;
+  const inputs = collected.filter((input) => burst.turn_ids.includes(input.turn_id));
+  const turnIds = burst.turn_ids;
+  const lead = burst.lead;
+  const lastPosition = Math.max(...inputs.map((input) => input.position));
+  const ref = { turnIds, lastPosition };
   let attempt = state.attempt + 1;
   await startAttempt(deps.db, lease, { turnIds, attempt, resetPrevious: state.partial });
+  if (expire.length > 0 || events.length > 0) {
+    await saveBurst(deps.db, lease, burst, {
+      events,
+      expire: { requestIds: expire, reason: 'superseded' },
+    });
+  }
 
-  const agent = deps.config.agents[agentName];
   if (!agent) {
     await failTurn(deps.db, lease, {
-      ...burst,
+      ...ref,
       code: 'unknown_agent',
       message: `the agent "${agentName}" is not configured on this server`,
       usage: [],
@@ -62,62 +88,104 @@ export async function answerBurst(
   }
   const modelName = `${agent.model.provider}/${agent.model.modelId}`;
   const model = deps.resolveModel(agent.model.provider, agent.model.modelId);
-  const prompt = await buildPrompt(deps, lease, agent, inputs);
+  const base = await buildPrompt(
+    deps,
+    lease,
+    agent,
+    collected.filter((input) => burst.base_turn_ids.includes(input.turn_id)),
+  );
+  const tools = offeredTools(agent, deps.tools);
 
-  for (let call = 1; ; call++) {
+  for (;;) {
     if (state.cancel.aborted) return { kind: 'cancel' };
-    const buffer = new DeltaBuffer(
-      deps.db,
-      lease,
-      lead,
-      { batchMs: runtime.deltaBatchMs, batchBytes: runtime.deltaBatchBytes },
-      () => {},
-    );
-    let result: StepResult;
-    const pivot = watchForNewInput(deps, lease, inputs, state.allowPivot);
-    try {
-      result = await streamStep(
-        model,
-        prompt,
-        buffer,
-        AbortSignal.any([state.signal, pivot.signal, state.cancel]),
-      );
-    } catch (error) {
-      await buffer.settle();
-      if (state.signal.aborted) throw error;
-      if (state.cancel.aborted) return { kind: 'cancel' };
-      if (pivot.signal.aborted) return { kind: 'pivot', attempt, partial: buffer.wroteText };
-      if (!(error instanceof ProviderFailure)) throw error;
-      const retry = error.isRetryable && call < runtime.retryAttempts;
-      deps.log.warn(
-        { session_id: lease.sessionId, status: error.statusCode, call, retry },
-        'model call failed',
-      );
-      if (!retry) {
-        await failTurn(deps.db, lease, {
-          ...burst,
-          code: error.isRetryable ? 'provider_unavailable' : 'provider_error',
-          message: error.isRetryable
-            ? `the model provider did not answer after ${call} attempts`
-            : 'the model provider refused the request',
-          usage: [],
-        });
-        turnOutcomes.inc({ outcome: 'error' });
-        return { kind: 'finished' };
+    const open = await settleCalls(deps, lease, burst, state.signal);
+    if (open === 'waiting') {
+      await waitForInput(deps.db, lease, {
+        supersede: agent.pendingInput === 'supersede',
+        lastPosition,
+      });
+      return { kind: 'waiting' };
+    }
+    if (state.cancel.aborted) return { kind: 'cancel' };
+    const exhausted = budgetExhausted(burst);
+    if (exhausted) {
+      if (agent.budgets.onExhausted === 'ask' && !exhausted.refused) {
+        await askForBudget(deps, lease, burst, exhausted.reason);
+        continue;
       }
-      await abortableDelay(
-        backoffMs(runtime.retryBaseMs, call, deps.random),
-        AbortSignal.any([state.signal, state.cancel]),
+      await commitTurn(deps.db, lease, {
+        ...ref,
+        messageId: newMessageId(),
+        author: agent.name,
+        content: replyText(burst, `I stopped here: ${exhausted.reason}.`),
+        rawContent: null,
+        options: null,
+        usage: [],
+      });
+      turnOutcomes.inc({ outcome: 'done' });
+      return { kind: 'finished' };
+    }
+
+    const prompt = continuePrompt(base, burst);
+    let result: StepResult | null = null;
+    for (let call = 1; result === null; call++) {
+      const buffer = new DeltaBuffer(
+        deps.db,
+        lease,
+        lead,
+        { batchMs: runtime.deltaBatchMs, batchBytes: runtime.deltaBatchBytes },
+        () => {},
       );
-      if (state.signal.aborted) throw state.signal.reason;
-      if (buffer.wroteText) {
-        // Clients saw part of this call's text: tell them to drop it before the retry.
-        attempt += 1;
-        await startAttempt(deps.db, lease, { turnIds, attempt, resetPrevious: true });
+      const pivot = watchForNewInput(
+        deps,
+        lease,
+        inputs,
+        state.allowPivot && burst.steps.length === 0,
+      );
+      try {
+        result = await streamStep(
+          model,
+          prompt,
+          buffer,
+          AbortSignal.any([state.signal, pivot.signal, state.cancel]),
+          tools,
+        );
+      } catch (error) {
+        await buffer.settle();
+        if (state.signal.aborted) throw error;
+        if (state.cancel.aborted) return { kind: 'cancel' };
+        if (pivot.signal.aborted) return { kind: 'pivot', attempt, partial: buffer.wroteText };
+        if (!(error instanceof ProviderFailure)) throw error;
+        const retry = error.isRetryable && call < runtime.retryAttempts;
+        deps.log.warn(
+          { session_id: lease.sessionId, status: error.statusCode, call, retry },
+          'model call failed',
+        );
+        if (!retry) {
+          await failTurn(deps.db, lease, {
+            ...ref,
+            code: error.isRetryable ? 'provider_unavailable' : 'provider_error',
+            message: error.isRetryable
+              ? `the model provider did not answer after ${call} attempts`
+              : 'the model provider refused the request',
+            usage: [],
+          });
+          turnOutcomes.inc({ outcome: 'error' });
+          return { kind: 'finished' };
+        }
+        await abortableDelay(
+          backoffMs(runtime.retryBaseMs, call, deps.random),
+          AbortSignal.any([state.signal, state.cancel]),
+        );
+        if (state.signal.aborted) throw state.signal.reason;
+        if (buffer.wroteText) {
+          // Clients saw part of this call's text: tell them to drop it before the retry.
+          attempt += 1;
+          await startAttempt(deps.db, lease, { turnIds, attempt, resetPrevious: true });
+        }
+      } finally {
+        pivot.stop();
       }
-      continue;
-    } finally {
-      pivot.stop();
     }
     const usage: Usage = {
       input_tokens: result.inputTokens,
@@ -126,12 +194,17 @@ export async function answerBurst(
       model: modelName,
       latency_ms: result.latencyMs,
     };
+    if (result.calls.length > 0) {
+      await recordCalls(deps, lease, agent, burst, result, usage);
+      continue;
+    }
+    const text = replyText(burst, result.text);
     await commitTurn(deps.db, lease, {
-      ...burst,
+      ...ref,
       messageId: newMessageId(),
       author: agent.name,
-      content: agent.completionText ?? result.text,
-      rawContent: agent.completionText === null ? null : result.text,
+      content: agent.completionText ?? text,
+      rawContent: agent.completionText === null ? null : text,
       options: result.options ? { requestId: newRequestId(), choices: result.options } : null,
       usage: [usage],
     });

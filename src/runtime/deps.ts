@@ -3,6 +3,7 @@ import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
 import type { Db } from '../store/db.js';
 import type { Wakeups } from '../store/wakeups.js';
+import type { Tool } from '../tools/types.js';
 
 /** Everything the worker touches, injected: the loop itself holds no I/O of its own. */
 export interface RuntimeDeps {
@@ -13,5 +14,7 @@ export interface RuntimeDeps {
   log: Logger;
   /** Identifies this worker in `lease_owner` (diagnostics only; the token is the lease). */
   owner: string;
+  /** The tools agents may use, by name (built-ins: tools/registry.ts). */
+  tools: Map<string, Tool>;
   random?: () => number;
 }

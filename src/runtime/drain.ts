@@ -65,6 +65,7 @@ export async function drainSession(
   let partial = session.partial_output;
   let attempt = session.attempt;
   let pivots = 0;
+  let released = false;
   try {
     while (!control.shutdown.aborted) {
       // A cancel requested for the running burst (possibly before a crash) comes first,
@@ -104,6 +105,11 @@ export async function drainSession(
         partial = outcome.partial;
         continue;
       }
+      if (outcome.kind === 'waiting') {
+        // The turn waits for a person; waitForInput already gave the session back.
+        released = true;
+        break;
+      }
       if (outcome.kind === 'cancel') {
         cancel.trigger();
         continue;
@@ -112,7 +118,7 @@ export async function drainSession(
       attempt = 0;
       partial = false;
     }
-    await releaseLease(deps.db, lease);
+    if (!released) await releaseLease(deps.db, lease);
   } catch (error) {
     if (error instanceof LeaseLostError || abort.signal.reason instanceof LeaseLostError) {
       log.warn('lease lost; abandoning the turn to its new owner');

@@ -1,10 +1,17 @@
-import { APICallError, type LanguageModelV3, type LanguageModelV3Prompt } from '@ai-sdk/provider';
+import {
+  APICallError,
+  type LanguageModelV3,
+  type LanguageModelV3FunctionTool,
+  type LanguageModelV3Prompt,
+} from '@ai-sdk/provider';
 import type { DeltaBuffer } from './deltaBuffer.js';
 
 export interface StepResult {
   text: string;
   /** Choices the model offered with its reply (the built-in `offer_options` call). */
   options: string[] | null;
+  /** Tool calls the model proposed (arguments parsed from JSON; unparsable → the raw text). */
+  calls: { call_id: string; tool: string; arguments: unknown }[];
   inputTokens: number;
   outputTokens: number;
   latencyMs: number;
@@ -33,14 +40,20 @@ export async function streamStep(
   prompt: LanguageModelV3Prompt,
   buffer: DeltaBuffer,
   signal: AbortSignal,
+  tools: LanguageModelV3FunctionTool[] = [],
 ): Promise<StepResult> {
   const started = Date.now();
   let text = '';
   let options: string[] | null = null;
+  const calls: StepResult['calls'] = [];
   let inputTokens = 0;
   let outputTokens = 0;
   try {
-    const { stream } = await model.doStream({ prompt, abortSignal: signal });
+    const { stream } = await model.doStream({
+      prompt,
+      abortSignal: signal,
+      ...(tools.length > 0 ? { tools } : {}),
+    });
     for await (const part of stream) {
       if (signal.aborted) break;
       if (part.type === 'text-delta') {
@@ -48,6 +61,12 @@ export async function streamStep(
         buffer.push(part.delta);
       } else if (part.type === 'tool-call' && part.toolName === offerOptionsTool) {
         options = parseOptions(part.input);
+      } else if (part.type === 'tool-call') {
+        calls.push({
+          call_id: part.toolCallId,
+          tool: part.toolName,
+          arguments: parseArguments(part.input),
+        });
       } else if (part.type === 'error') {
         throw part.error;
       } else if (part.type === 'finish') {
@@ -61,7 +80,15 @@ export async function streamStep(
   }
   if (signal.aborted) throw signal.reason;
   await buffer.flush();
-  return { text, options, inputTokens, outputTokens, latencyMs: Date.now() - started };
+  return { text, options, calls, inputTokens, outputTokens, latencyMs: Date.now() - started };
+}
+
+function parseArguments(input: string): unknown {
+  try {
+    return JSON.parse(input) as unknown;
+  } catch {
+    return input;
+  }
 }
 
 /** The built-in way for a model to offer choices with its reply. */

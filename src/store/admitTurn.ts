@@ -22,6 +22,8 @@ export interface AdmitTurnInput {
   /** The poster's roles, and each agent's trigger_roles (null = every role triggers). */
   roles: string[];
   triggerRoles: Record<string, string[] | null>;
+  /** Each agent's `pending_input`: may a new message supersede a waiting approval? */
+  pendingInput: Record<string, 'supersede' | 'queue'>;
 }
 
 export interface Admission {
@@ -101,11 +103,19 @@ async function admitOnce(
     `update sessions
         set input_count = input_count + $2,
             last_sequence = last_sequence + 1,
-            state = case when state = 'idle' and $2 = 1 then 'queued' else state end,
+            state = case
+                      when $2 = 1 and state = 'idle' then 'queued'
+                      when $2 = 1 and state = 'input_required' and $3 then 'queued'
+                      else state
+                    end,
             updated_at = now()
       where session_id = $1
       returning input_count, last_sequence`,
-    [session.session_id, triggers ? 1 : 0],
+    [
+      session.session_id,
+      triggers ? 1 : 0,
+      (input.pendingInput[session.agent] ?? 'supersede') === 'supersede',
+    ],
   );
   const { input_count: count, last_sequence: sequence } = bumped.rows[0] as {
     input_count: number;

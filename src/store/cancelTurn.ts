@@ -96,10 +96,13 @@ async function cancelOnce(
     answer = { result: 'cancelled', state: 'cancelled', sequence };
   } else if (turn.state === 'running') {
     if (session.cancel_command_id === null) {
-      await tx.query('update sessions set cancel_command_id = $2 where session_id = $1', [
-        input.sessionId,
-        input.commandId,
-      ]);
+      await tx.query(
+        `update sessions
+            set cancel_command_id = $2,
+                state = case when state = 'input_required' then 'queued' else state end
+          where session_id = $1`,
+        [input.sessionId, input.commandId],
+      );
       await notifyWakeup(tx, {
         kind: 'cancel',
         sessionId: input.sessionId,

@@ -21,7 +21,7 @@ export async function claimSession(
        from (select session_id
                from sessions
               where input_count > input_cursor
-                and state <> 'parked'
+                and state not in ('parked', 'input_required')
                 and (lease_expires_at is null or lease_expires_at < now())
               order by lease_expires_at nulls first
               limit 1

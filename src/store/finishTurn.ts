@@ -1,5 +1,6 @@
 import type { Db, Queryable } from './db.js';
 import { appendEvents } from './appendEvents.js';
+import { expireRequests } from './burstState.js';
 import { CancelRequestedError, LeaseLostError, type Lease, type NewEvent } from './types.js';
 
 export interface Usage {
@@ -146,7 +147,19 @@ export async function cancelBurst(db: Db, lease: Lease, usage: Usage[]): Promise
     let sequence: number | null = null;
     if (turnIds.length > 0) {
       const lead = turnIds[0] as string;
-      const events = usageEvents(lead, usage);
+      const pending = await tx.query<{ request_id: string }>(
+        `select request_id from input_requests where session_id = $1 and state = 'pending'`,
+        [lease.sessionId],
+      );
+      const events = [
+        ...(await expireRequests(
+          tx,
+          lease,
+          pending.rows.map((row) => row.request_id),
+          'cancelled',
+        )),
+        ...usageEvents(lead, usage),
+      ];
       events.push({
         type: 'cancelled',
         turn_id: lead,
@@ -201,6 +214,7 @@ async function closeBurst(
             attempt = 0,
             partial_output = false,
             current_turn_id = null,
+            burst = null,
             state = case
                       when exists (select 1 from turns t
                                     where t.session_id = $1 and t.position > $2 and t.state = 'queued')

@@ -9,22 +9,35 @@ export interface SessionProjection {
   latest_sequence: number;
   earliest_sequence: number;
   current_turn: { turn_id: string; state: string } | null;
-  pending_input: null;
+  pending_input: Record<string, unknown> | null;
   queued_turns: number;
   usage: { input_tokens: number; output_tokens: number; cost_usd: number };
   created_at: string;
   updated_at: string;
 }
 
-type ProjectionRow = SessionRow & { head_turn_id: string | null; head_turn_state: string | null };
+type ProjectionRow = SessionRow & {
+  head_turn_id: string | null;
+  head_turn_state: string | null;
+  pending_input: Record<string, unknown> | null;
+};
 
 /**
  * The projection's current turn is the one being answered, else the oldest queued one.
  * The same select serves detail and list so both always agree.
  */
 export const projectionSelect = `
-  select s.*, head.turn_id as head_turn_id, head.state as head_turn_state
+  select s.*, head.turn_id as head_turn_id, head.state as head_turn_state, pending.pending_input
     from sessions s
+    left join lateral (
+      select json_build_object('request_id', r.request_id, 'kind', r.kind,
+                               'expected_sequence', r.expected_sequence, 'call_id', r.call_id,
+                               'tool', r.tool, 'arguments', r.arguments) as pending_input
+        from input_requests r
+       where r.session_id = s.session_id and r.state = 'pending'
+       order by r.expected_sequence
+       limit 1
+    ) pending on true
     left join lateral (
       select t.turn_id, t.state from turns t
        where t.session_id = s.session_id
@@ -58,7 +71,7 @@ export function toProjection(row: ProjectionRow): SessionProjection {
       row.head_turn_id === null
         ? null
         : { turn_id: row.head_turn_id, state: row.head_turn_state ?? 'queued' },
-    pending_input: null,
+    pending_input: row.pending_input,
     queued_turns: row.input_count - row.input_cursor,
     usage: {
       input_tokens: row.input_tokens,

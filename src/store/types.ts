@@ -99,3 +99,48 @@ export class CancelRequestedError extends Error {
     this.name = 'CancelRequestedError';
   }
 }
+
+/** A tool call of the burst being answered, with where it stands (docs/design/approvals.md). */
+export type CallStatus =
+  | 'pending'
+  | 'awaiting'
+  | 'approved'
+  | 'rejected'
+  | 'denied'
+  | 'superseded'
+  | 'running'
+  | 'done'
+  | 'failed';
+
+export interface BurstCall {
+  call_id: string;
+  tool: string;
+  arguments: unknown;
+  policy: 'allow' | 'approve' | 'deny';
+  status: CallStatus;
+  request_id?: string;
+  kind?: 'approval' | 'question' | 'budget_extension';
+  /** What the tool returned, or the text the model is told instead (rejected, denied…). */
+  result?: unknown;
+  error?: { code: string; message: string };
+  /** Its `tool_result` is journaled. */
+  reported?: boolean;
+}
+
+export interface BurstStep {
+  /** `model`: one model call (text + calls); `input`: inputs folded in later (supersede). */
+  kind: 'model' | 'input';
+  text: string;
+  calls: BurstCall[];
+}
+
+/** The working conversation of the burst being answered, kept on the session row. */
+export interface BurstState {
+  lead: string;
+  turn_ids: string[];
+  /** The turns folded into the first user message (later ones are `input` steps). */
+  base_turn_ids: string[];
+  steps: BurstStep[];
+  /** Budget granted so far (extended by an approved budget_extension). */
+  budget: { iterations: number; tool_calls: number };
+}

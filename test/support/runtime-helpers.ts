@@ -5,6 +5,7 @@ import type {
 } from '@ai-sdk/provider';
 import type { Config } from '../../src/config/types.js';
 import { createLogger } from '../../src/log.js';
+import { builtInTools } from '../../src/tools/registry.js';
 import { createModelRegistry } from '../../src/providers/registry.js';
 import type { RuntimeDeps } from '../../src/runtime/deps.js';
 import { Worker } from '../../src/runtime/worker.js';
@@ -166,6 +167,7 @@ export async function startTestWorker(
     resolveModel,
     log: createLogger({ level: 'silent' }),
     owner,
+    tools: builtInTools(),
   };
   const worker = new Worker(deps);
   worker.start();
@@ -200,6 +202,7 @@ export function admit(
     option: null,
     roles: ['*'],
     triggerRoles: {},
+    pendingInput: {},
   });
 }
 

@@ -1,0 +1,267 @@
+import type { AgentConfig } from '../config/types.js';
+import { newRequestId } from '../ids.js';
+import type { PendingInput } from '../store/collectInputs.js';
+import { readBurst, readRequests, saveBurst, type NewInputRequest } from '../store/burstState.js';
+import type { BurstCall, BurstState, Lease, NewEvent } from '../store/types.js';
+import { foldInputs } from '../providers/foldedPrompt.js';
+import { runTool } from '../tools/registry.js';
+import type { Usage } from '../store/finishTurn.js';
+import type { RuntimeDeps } from './deps.js';
+import type { StepResult } from './modelStep.js';
+import { askUserTool, isOpen, policyOf } from './steps.js';
+
+const toolTimeoutMs = 30_000;
+const budgetTool = 'budget_extension';
+
+type Resumed =
+  { kind: 'waiting' } | { kind: 'ready'; burst: BurstState; expire: string[]; events: NewEvent[] };
+
+/**
+ * Picks up the burst the session is answering: a fresh one from the collected inputs, or
+ * the saved one, with the answers people gave since. If a call still waits for a person,
+ * a newer message supersedes it (agent `pending_input: supersede`: the request expires,
+ * nothing runs, the message is folded in) or the turn keeps waiting (`queue`).
+ */
+export async function resumeBurst(
+  deps: RuntimeDeps,
+  lease: Lease,
+  agent: AgentConfig | undefined,
+  collected: PendingInput[],
+): Promise<Resumed> {
+  const lead = (collected[0] as PendingInput).turn_id;
+  const saved = await readBurst(deps.db, lease.sessionId);
+  if (!saved || saved.lead !== lead) {
+    const turnIds = collected.map((input) => input.turn_id);
+    const budget = {
+      iterations: agent?.budgets.maxIterations ?? 8,
+      tool_calls: agent?.budgets.maxToolCalls ?? 16,
+    };
+    return {
+      kind: 'ready',
+      burst: { lead, turn_ids: turnIds, base_turn_ids: turnIds, steps: [], budget },
+      expire: [],
+      events: [],
+    };
+  }
+  const burst = saved;
+  const awaiting = burst.steps
+    .flatMap((step) => step.calls)
+    .filter((call) => call.status === 'awaiting');
+  const answers = await readRequests(
+    deps.db,
+    awaiting.map((call) => call.request_id as string),
+  );
+  for (const call of awaiting) {
+    const answer = answers.get(call.request_id as string);
+    if (answer?.state !== 'answered') continue;
+    const reason = typeof answer.response?.reason === 'string' ? `: ${answer.response.reason}` : '';
+    if (call.kind === 'budget_extension') {
+      call.status = 'done';
+      if (answer.approved) {
+        burst.budget.iterations += agent?.budgets.maxIterations ?? 8;
+        burst.budget.tool_calls += agent?.budgets.maxToolCalls ?? 16;
+      } else {
+        call.error = {
+          code: 'budget_refused',
+          message: `more budget was refused by ${answer.actor?.user}`,
+        };
+      }
+      call.reported = true;
+    } else if (!answer.approved) {
+      call.status = 'rejected';
+      call.error = {
+        code: 'rejected',
+        message: `rejected by ${answer.actor?.user ?? 'someone'}${reason}`,
+      };
+    } else if (call.kind === 'question') {
+      call.status = 'done';
+      call.result = { answer: answer.response?.answer ?? null };
+    } else {
+      call.status = 'approved';
+    }
+  }
+  const stillWaiting = awaiting.filter((call) => call.status === 'awaiting');
+  const newInputs = collected.filter((input) => !burst.turn_ids.includes(input.turn_id));
+  if (stillWaiting.length === 0) return { kind: 'ready', burst, expire: [], events: [] };
+  if (newInputs.length === 0 || agent?.pendingInput !== 'supersede') return { kind: 'waiting' };
+  for (const call of stillWaiting) {
+    call.status = 'superseded';
+    call.error = { code: 'superseded', message: 'superseded by a new message; nothing ran' };
+  }
+  burst.turn_ids.push(...newInputs.map((input) => input.turn_id));
+  burst.steps.push({
+    kind: 'input',
+    text: foldInputs(newInputs.map((input) => ({ author: input.author, content: input.content }))),
+    calls: [],
+  });
+  return {
+    kind: 'ready',
+    burst,
+    expire: stillWaiting.map((call) => call.request_id as string),
+    events: [],
+  };
+}
+
+/**
+ * Brings the open calls of the last step forward: runs allowed and approved ones (each
+ * marked `running` first, so a crash mid-tool is never re-run: the next owner records it
+ * as interrupted), and journals a `tool_result` for every call once. A started tool is
+ * not cancelled by a turn's cancel: it finishes and its result is recorded.
+ */
+export async function settleCalls(
+  deps: RuntimeDeps,
+  lease: Lease,
+  burst: BurstState,
+  signal: AbortSignal,
+): Promise<'waiting' | 'settled'> {
+  const calls = burst.steps.flatMap((step) => step.calls);
+  for (const call of calls.filter((call) => call.status === 'running')) {
+    call.status = 'failed';
+    call.error = {
+      code: 'interrupted',
+      message: 'the worker running this tool stopped; it may or may not have run',
+    };
+  }
+  const runnable = calls.filter((call) => call.status === 'pending' || call.status === 'approved');
+  if (runnable.length > 0) {
+    for (const call of runnable) call.status = 'running';
+    await saveBurst(deps.db, lease, burst);
+    await Promise.all(
+      runnable.map(async (call) => {
+        const tool = deps.tools.get(call.tool);
+        const outcome = tool
+          ? await runTool(tool, call.arguments, { signal, timeoutMs: toolTimeoutMs })
+          : {
+              ok: false as const,
+              error: { code: 'unknown_tool', message: `no tool named ${call.tool}` },
+            };
+        if (outcome.ok) {
+          call.status = 'done';
+          call.result = outcome.result;
+        } else {
+          call.status = 'failed';
+          call.error = outcome.error;
+        }
+      }),
+    );
+  }
+  const unreported = calls.filter((call) => !call.reported && !isOpen(call));
+  if (unreported.length > 0) {
+    for (const call of unreported) call.reported = true;
+    await saveBurst(deps.db, lease, burst, {
+      events: unreported.map((call) => ({
+        type: 'tool_result',
+        turn_id: burst.lead,
+        payload: {
+          call_id: call.call_id,
+          tool: call.tool,
+          ok: call.status === 'done',
+          ...(call.status === 'done' ? { result: call.result ?? null } : { error: call.error }),
+        },
+      })),
+    });
+  }
+  return calls.some((call) => call.status === 'awaiting') ? 'waiting' : 'settled';
+}
+
+/**
+ * Records a model step that proposed tool calls: `tool_call` events, and per the agent's
+ * policy a request for each call that needs a person (`input_required`), or `denied`.
+ */
+export async function recordCalls(
+  deps: RuntimeDeps,
+  lease: Lease,
+  agent: AgentConfig,
+  burst: BurstState,
+  result: StepResult,
+  usage: Usage,
+): Promise<void> {
+  const requests: NewInputRequest[] = [];
+  const calls: BurstCall[] = result.calls.map((proposed) => {
+    const policy = policyOf(agent, deps.tools, proposed.tool);
+    const call: BurstCall = { ...proposed, policy, status: 'pending' };
+    if (policy === 'deny') {
+      call.status = 'denied';
+      call.error = {
+        code: 'denied',
+        message: `the tool ${proposed.tool} is not allowed here; nothing ran`,
+      };
+    } else if (proposed.tool === askUserTool || policy === 'approve') {
+      const question = proposed.tool === askUserTool;
+      call.status = 'awaiting';
+      call.kind = question ? 'question' : 'approval';
+      call.request_id = newRequestId();
+      const asked = (proposed.arguments as { question?: unknown } | null)?.question;
+      requests.push({
+        request_id: call.request_id,
+        call_id: call.call_id,
+        kind: call.kind,
+        tool: question ? null : proposed.tool,
+        arguments: proposed.arguments,
+        prompt: question && typeof asked === 'string' ? asked : null,
+      });
+    }
+    return call;
+  });
+  burst.steps.push({ kind: 'model', text: result.text, calls });
+  await saveBurst(deps.db, lease, burst, {
+    events: [
+      { type: 'usage', turn_id: burst.lead, payload: { ...usage } },
+      ...calls.map((call) => ({
+        type: 'tool_call',
+        turn_id: burst.lead,
+        payload: { call_id: call.call_id, tool: call.tool, arguments: call.arguments },
+      })),
+    ],
+    requests,
+    usage,
+  });
+}
+
+/** Over `max_iterations` model steps or `max_tool_calls` calls in this burst? */
+export function budgetExhausted(burst: BurstState): { reason: string; refused: boolean } | null {
+  const steps = burst.steps.filter((step) => step.kind === 'model').length;
+  const calls = burst.steps
+    .flatMap((step) => step.calls)
+    .filter((call) => call.tool !== budgetTool).length;
+  const refused = burst.steps
+    .flatMap((step) => step.calls)
+    .some((call) => call.tool === budgetTool && call.error?.code === 'budget_refused');
+  if (steps >= burst.budget.iterations)
+    return { reason: `the turn used its ${burst.budget.iterations} model steps`, refused };
+  if (calls > burst.budget.tool_calls)
+    return { reason: `the turn used its ${burst.budget.tool_calls} tool calls`, refused };
+  return null;
+}
+
+/** `on_exhausted: ask`: a `budget_extension` request; approval grants one more budget. */
+export async function askForBudget(
+  deps: RuntimeDeps,
+  lease: Lease,
+  burst: BurstState,
+  reason: string,
+): Promise<void> {
+  const call: BurstCall = {
+    call_id: `budget_${burst.steps.length}`,
+    tool: budgetTool,
+    arguments: {},
+    policy: 'approve',
+    status: 'awaiting',
+    kind: 'budget_extension',
+    request_id: newRequestId(),
+    reported: true,
+  };
+  burst.steps.push({ kind: 'input', text: '', calls: [call] });
+  await saveBurst(deps.db, lease, burst, {
+    requests: [
+      {
+        request_id: call.request_id as string,
+        call_id: call.call_id,
+        kind: 'budget_extension',
+        tool: null,
+        arguments: null,
+        prompt: `${reason}. Allow it to continue?`,
+      },
+    ],
+  });
+}

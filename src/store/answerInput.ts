@@ -1,0 +1,91 @@
+import { ParleyError } from '../errors.js';
+import type { Db } from './db.js';
+import { insertEvents } from './appendEvents.js';
+import { notifyWakeup } from './wakeups.js';
+
+export interface AnswerInput {
+  tenant: string;
+  sessionId: string;
+  requestId: string;
+  expectedSequence: number;
+  approved: boolean;
+  response: Record<string, unknown> | null;
+  actor: { user: string; tenant: string };
+  /** Whether this principal may answer requests of this session's agent. */
+  mayAnswer: (agent: string) => boolean;
+}
+
+/**
+ * PROTOCOL.md §4, in the order it prescribes: unknown request or another tenant's session
+ * → 404; a principal who may not answer → 403; a stale `expected_sequence` or a request no
+ * longer pending → 409 `stale_input` (answers are single-use). The answer is journaled as
+ * `input_resolved` with the authenticated actor. When nothing else of the session waits
+ * for a person, the session becomes claimable and the turn resumes on a worker.
+ */
+export async function answerInput(
+  db: Db,
+  input: AnswerInput,
+): Promise<{ state: 'accepted'; sequence: number }> {
+  return db.transaction(async (tx) => {
+    const session = (
+      await tx.query<{ agent: string; last_sequence: number }>(
+        'select agent, last_sequence from sessions where tenant = $1 and session_id = $2 for update',
+        [input.tenant, input.sessionId],
+      )
+    ).rows[0];
+    const request = session
+      ? (
+          await tx.query<{ state: string; expected_sequence: number; turn_id: string }>(
+            `select state, expected_sequence, turn_id from input_requests
+              where tenant = $1 and session_id = $2 and request_id = $3`,
+            [input.tenant, input.sessionId, input.requestId],
+          )
+        ).rows[0]
+      : undefined;
+    if (!session || !request) throw new ParleyError('input_not_found', 'no such input request');
+    if (!input.mayAnswer(session.agent)) {
+      throw new ParleyError('forbidden', 'your roles may not answer this request');
+    }
+    if (request.state !== 'pending' || request.expected_sequence !== input.expectedSequence) {
+      throw new ParleyError('stale_input', 'this request is no longer pending at that sequence', {
+        request_state: request.state,
+      });
+    }
+    await tx.query(
+      `update input_requests
+          set state = 'answered', approved = $2, response = $3, actor = $4, answered_at = now()
+        where request_id = $1`,
+      [
+        input.requestId,
+        input.approved,
+        JSON.stringify(input.response),
+        JSON.stringify(input.actor),
+      ],
+    );
+    const sequence = session.last_sequence + 1;
+    const others = await tx.query(
+      `select 1 from input_requests where session_id = $1 and state = 'pending' limit 1`,
+      [input.sessionId],
+    );
+    await tx.query(
+      `update sessions
+          set last_sequence = $2, updated_at = now(),
+              state = case when state = 'input_required' and $3 then 'queued' else state end
+        where session_id = $1`,
+      [input.sessionId, sequence, others.rowCount === 0],
+    );
+    await insertEvents(tx, input.tenant, input.sessionId, sequence - 1, [
+      {
+        type: 'input_resolved',
+        turn_id: request.turn_id,
+        payload: { request_id: input.requestId, approved: input.approved, actor: input.actor },
+      },
+    ]);
+    await notifyWakeup(tx, {
+      kind: others.rowCount === 0 ? 'input' : 'events',
+      sessionId: input.sessionId,
+      sequence,
+    });
+    return { state: 'accepted', sequence };
+  });
+}
