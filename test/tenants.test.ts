@@ -90,6 +90,16 @@ describe('principals and tenants', () => {
         { session_id: sessionId, turn_id: 'bob_1', message: 'let me in' },
       ],
       ['POST', `/api/v1/admin/sessions/${sessionId}/unpark`, undefined],
+      [
+        'POST',
+        `/api/v1/chat/sessions/${sessionId}/turns/tenant_1/cancel`,
+        { command_id: 'bob_cancel' },
+      ],
+      [
+        'POST',
+        `/api/v1/chat/sessions/${sessionId}/inputs/req_any`,
+        { expected_sequence: 1, approved: true },
+      ],
     ];
     for (const [method, path, body] of probes) {
       const foreign = await request(url, method, path, body, as(bobKey));
