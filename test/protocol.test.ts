@@ -342,6 +342,7 @@ describe('health and metadata (§6)', () => {
       '/api/v1/chat/turns',
       '/api/v1/chat/sessions/{session_id}/events',
       '/api/v1/chat/sessions/{session_id}/turns/{turn_id}/cancel',
+      '/api/v1/chat/sessions/{session_id}/inputs/{request_id}',
     ]) {
       expect(openapi.body.paths[path], path).toBeDefined();
     }

@@ -255,6 +255,40 @@ export const openapiDocument = {
         },
       },
     },
+    '/api/v1/chat/sessions/{session_id}/inputs/{request_id}': {
+      post: {
+        summary: 'Answer an input request (approval, question, budget extension); single-use',
+        parameters: [
+          sessionIdParam,
+          { name: 'request_id', in: 'path', required: true, schema: { type: 'string' } },
+        ],
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['expected_sequence', 'approved'],
+                properties: {
+                  expected_sequence: { type: 'integer' },
+                  approved: { type: 'boolean' },
+                  response: { type: 'object' },
+                },
+              },
+            },
+          },
+        },
+        responses: {
+          '200': json({
+            type: 'object',
+            properties: { state: { const: 'accepted' }, sequence: { type: 'integer' } },
+          }),
+          '403': errorResponse('forbidden (not one of the agent approver_roles)'),
+          '404': errorResponse('input_not_found'),
+          '409': errorResponse('stale_input'),
+        },
+      },
+    },
     '/api/v1/admin/sessions/{session_id}/unpark': {
       post: {
         summary: 'Resume a parked session (admin role)',
