@@ -73,7 +73,11 @@ describe('cancel (§5)', () => {
     expect(typeof first.body.sequence).toBe('number');
     await stream.waitForType('cancelled');
     const cancelled = stream.events.find((event) => event.type === 'cancelled');
-    expect(cancelled).toMatchObject({ command_id: 'cmd_1', turn_ids: ['c_stream'] });
+    expect(cancelled).toMatchObject({
+      command_id: 'cmd_1',
+      turn_ids: ['c_stream'],
+      actor: { user: 'local', tenant: 'default' },
+    });
     await new Promise((resolve) => setTimeout(resolve, 500));
     stream.close();
     expect(stream.events.some((event) => event.type === 'done')).toBe(false);
@@ -182,7 +186,11 @@ describe('cancel (§5)', () => {
       await stream.waitForType('done');
       stream.close();
       const cancelled = stream.events.find((event) => event.type === 'cancelled');
-      expect(cancelled).toMatchObject({ command_id: 'cmd_q', turn_ids: ['q_b'] });
+      expect(cancelled).toMatchObject({
+        command_id: 'cmd_q',
+        turn_ids: ['q_b'],
+        actor: { user: 'local', tenant: 'default' },
+      });
       const done = stream.events.find((event) => event.type === 'done');
       expect(done.turn_ids).toEqual(['q_a', 'q_c']);
       expect(done.final_message.content).not.toContain('second');

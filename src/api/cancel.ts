@@ -22,6 +22,7 @@ export function cancelRoutes(app: FastifyInstance, deps: ApiDeps): void {
         sessionId: request.params.sessionId,
         turnId: request.params.turnId,
         commandId: body.command_id,
+        actor: { user: request.principal.user, tenant: request.principal.tenant },
       });
     },
   );

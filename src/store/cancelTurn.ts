@@ -4,6 +4,15 @@ import { insertEvents } from './appendEvents.js';
 import type { TurnState } from './types.js';
 import { notifyWakeup } from './wakeups.js';
 
+export interface CancelInput {
+  tenant: string;
+  sessionId: string;
+  turnId: string;
+  commandId: string;
+  /** The authenticated principal: recorded with the command and in `cancelled`. */
+  actor: { user: string; tenant: string };
+}
+
 export interface CancelAnswer {
   result: 'cancelled' | 'duplicate' | 'too_late';
   /** The turn's state; `cancelling` while its worker has yet to stop (cooperative). */
@@ -20,10 +29,7 @@ export interface CancelAnswer {
  *   stream, lets a running tool finish, and journals `cancelled` naming the whole burst;
  * - finished turn: `too_late`.
  */
-export async function cancelTurn(
-  db: Db,
-  input: { tenant: string; sessionId: string; turnId: string; commandId: string },
-): Promise<CancelAnswer> {
+export async function cancelTurn(db: Db, input: CancelInput): Promise<CancelAnswer> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await db.transaction((tx) => cancelOnce(tx, input));
@@ -33,10 +39,7 @@ export async function cancelTurn(
   }
 }
 
-async function cancelOnce(
-  tx: Queryable,
-  input: { tenant: string; sessionId: string; turnId: string; commandId: string },
-): Promise<CancelAnswer> {
+async function cancelOnce(tx: Queryable, input: CancelInput): Promise<CancelAnswer> {
   const session = (
     await tx.query<{ last_sequence: number; cancel_command_id: string | null }>(
       `select last_sequence, cancel_command_id from sessions
@@ -89,7 +92,7 @@ async function cancelOnce(
       {
         type: 'cancelled',
         turn_id: input.turnId,
-        payload: { command_id: input.commandId, turn_ids: [input.turnId] },
+        payload: { command_id: input.commandId, turn_ids: [input.turnId], actor: input.actor },
       },
     ]);
     await notifyWakeup(tx, { kind: 'events', sessionId: input.sessionId, sequence });
@@ -114,8 +117,8 @@ async function cancelOnce(
     answer = { result: 'too_late', state: turn.state, sequence: session.last_sequence };
   }
   await tx.query(
-    `insert into commands (tenant, command_id, session_id, turn_id, result, state, sequence)
-     values ($1, $2, $3, $4, $5, $6, $7)`,
+    `insert into commands (tenant, command_id, session_id, turn_id, result, state, sequence, actor)
+     values ($1, $2, $3, $4, $5, $6, $7, $8)`,
     [
       input.tenant,
       input.commandId,
@@ -124,6 +127,7 @@ async function cancelOnce(
       answer.result,
       answer.state,
       answer.sequence,
+      JSON.stringify(input.actor),
     ],
   );
   return answer;

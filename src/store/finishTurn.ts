@@ -160,10 +160,18 @@ export async function cancelBurst(db: Db, lease: Lease, usage: Usage[]): Promise
         )),
         ...usageEvents(lead, usage),
       ];
+      const command = await tx.query<{ actor: unknown }>(
+        'select actor from commands where tenant = $1 and command_id = $2',
+        [lease.tenant, session.cancel_command_id],
+      );
       events.push({
         type: 'cancelled',
         turn_id: lead,
-        payload: { command_id: session.cancel_command_id, turn_ids: turnIds },
+        payload: {
+          command_id: session.cancel_command_id,
+          turn_ids: turnIds,
+          actor: command.rows[0]?.actor ?? null,
+        },
       });
       sequence = await appendEvents(tx, lease, events);
       const lastPosition = (running.rows[running.rows.length - 1] as { position: number }).position;
