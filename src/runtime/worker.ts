@@ -41,11 +41,11 @@ export class Worker {
     this.unsubscribe?.();
     await this.loop;
     const drained = Promise.all(this.active).then(() => true);
-    const timedOut = abortableDelay(
-      this.deps.config.runtime.shutdownGraceMs,
-      new AbortController().signal,
-    ).then(() => false);
-    if (!(await Promise.race([drained, timedOut]))) {
+    // Cancelled once drained: a pending grace timer would keep the process alive.
+    const grace = cancellableDelay(this.deps.config.runtime.shutdownGraceMs, this.hardStop.signal);
+    const inTime = await Promise.race([drained, grace.done.then(() => false)]);
+    grace.cancel();
+    if (!inTime) {
       this.deps.log.warn(
         { sessions: this.active.size },
         'grace period over; aborting running turns',
