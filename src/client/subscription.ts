@@ -284,8 +284,10 @@ export class Subscription {
   private async settled(signal: AbortSignal): Promise<boolean> {
     try {
       const projection = await this.io.getSession(signal);
+      if (projection.latest_sequence > this.cursor) return false;
+      // The waiting turn itself counts in queued_turns: a person must act before it goes on.
+      if (projection.state === 'input_required') return true;
       return (
-        projection.latest_sequence <= this.cursor &&
         projection.state !== 'queued' &&
         projection.state !== 'running' &&
         (projection.queued_turns ?? 0) === 0

@@ -67,7 +67,9 @@ export async function answerBurst(
   const lead = burst.lead;
   const lastPosition = Math.max(...inputs.map((input) => input.position));
   const ref = { turnIds, lastPosition };
-  let attempt = state.attempt + 1;
+  // Resuming after a person answered continues the same attempt; only a new owner of
+  // partial output (or a fresh burst) starts a new one.
+  let attempt = resumed.resumed && !state.partial ? Math.max(state.attempt, 1) : state.attempt + 1;
   await startAttempt(deps.db, lease, { turnIds, attempt, resetPrevious: state.partial });
   if (expire.length > 0 || events.length > 0) {
     await saveBurst(deps.db, lease, burst, {

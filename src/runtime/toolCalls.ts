@@ -14,7 +14,8 @@ const toolTimeoutMs = 30_000;
 const budgetTool = 'budget_extension';
 
 type Resumed =
-  { kind: 'waiting' } | { kind: 'ready'; burst: BurstState; expire: string[]; events: NewEvent[] };
+  | { kind: 'waiting' }
+  | { kind: 'ready'; burst: BurstState; expire: string[]; events: NewEvent[]; resumed: boolean };
 
 /**
  * Picks up the burst the session is answering: a fresh one from the collected inputs, or
@@ -41,6 +42,7 @@ export async function resumeBurst(
       burst: { lead, turn_ids: turnIds, base_turn_ids: turnIds, steps: [], budget },
       expire: [],
       events: [],
+      resumed: false,
     };
   }
   const burst = saved;
@@ -82,7 +84,9 @@ export async function resumeBurst(
   }
   const stillWaiting = awaiting.filter((call) => call.status === 'awaiting');
   const newInputs = collected.filter((input) => !burst.turn_ids.includes(input.turn_id));
-  if (stillWaiting.length === 0) return { kind: 'ready', burst, expire: [], events: [] };
+  if (stillWaiting.length === 0) {
+    return { kind: 'ready', burst, expire: [], events: [], resumed: true };
+  }
   if (newInputs.length === 0 || agent?.pendingInput !== 'supersede') return { kind: 'waiting' };
   for (const call of stillWaiting) {
     call.status = 'superseded';
@@ -99,6 +103,7 @@ export async function resumeBurst(
     burst,
     expire: stillWaiting.map((call) => call.request_id as string),
     events: [],
+    resumed: true,
   };
 }
 
