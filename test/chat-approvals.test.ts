@@ -1,9 +1,23 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { resolve } from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { checkJournalInvariants } from './support/invariants.js';
 import { request, startTestServer, type TestServer } from './support/server.js';
+import { chatTerminals } from './support/terminal.js';
+
+const {
+  socket: tmuxSocket,
+  terminals,
+  tmux,
+  alive,
+  screen,
+  startChat,
+  type,
+  until,
+} = chatTerminals({
+  prefix: 'parley-approvals',
+  width: 160,
+  height: 50,
+});
 
 /**
  * `parley chat` answering approvals and questions (PROTOCOL.md §4, §7.6) in a real
@@ -13,56 +27,12 @@ import { request, startTestServer, type TestServer } from './support/server.js';
  * every answer is given by the principal `local`.
  */
 
-const tmuxSocket = `parley-approvals-${process.pid}-${randomBytes(4).toString('hex')}`;
-const mainJs = resolve(import.meta.dirname, '..', 'dist', 'cli', 'main.js');
 const approvalPrompt = 'approve? y/n, optionally followed by a reason:';
 const questionPrompt = 'your answer:';
 const calculate = '/tool calculator {"expression": "6*7"}';
 /** The demo model quotes the tool's result as it was recorded. */
 const reply42 = 'assistant: Tool calculator returned: {"expression":"6*7","result":42}';
 let server: TestServer;
-let terminalCount = 0;
-const terminals: string[] = [];
-
-function tmux(...args: string[]): string {
-  return execFileSync('tmux', ['-L', tmuxSocket, ...args], { encoding: 'utf8' });
-}
-
-function alive(name: string): boolean {
-  return spawnSync('tmux', ['-L', tmuxSocket, 'has-session', '-t', name]).status === 0;
-}
-
-function screen(name: string): string {
-  try {
-    return tmux('capture-pane', '-p', '-J', '-S', '-1000', '-t', name);
-  } catch {
-    return '';
-  }
-}
-
-/** Starts `parley chat ARGS` in a new detached 160x50 terminal; returns its name. */
-function startChat(args: string[]): string {
-  const name = `chat${terminalCount++}`;
-  const command = ['exec', process.execPath, mainJs, 'chat', ...args].join(' ');
-  tmux('new-session', '-d', '-s', name, '-x', '160', '-y', '50', command);
-  terminals.push(name);
-  return name;
-}
-
-function type(name: string, text: string): void {
-  tmux('send-keys', '-t', name, '-l', text);
-  tmux('send-keys', '-t', name, 'Enter');
-}
-
-async function until(condition: () => boolean, what: string, name: string): Promise<void> {
-  const deadline = Date.now() + 45_000;
-  while (!condition()) {
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}; the screen:\n${screen(name)}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 function waitForText(name: string, text: string): Promise<void> {
   return until(() => screen(name).includes(text), `"${text}"`, name);

@@ -1,9 +1,23 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import net from 'node:net';
-import { resolve } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { request, startTestServer, type TestServer } from './support/server.js';
+import { chatTerminals } from './support/terminal.js';
+
+const {
+  socket: tmuxSocket,
+  terminals,
+  tmux,
+  alive,
+  screen,
+  startChat,
+  type,
+  until,
+} = chatTerminals({
+  prefix: 'parley-chat',
+  width: 120,
+  height: 40,
+});
 
 /**
  * `parley chat` driven through a real pseudo-terminal: tmux runs the built command
@@ -14,53 +28,9 @@ import { request, startTestServer, type TestServer } from './support/server.js';
  * what a user sees when the connection drops.
  */
 
-const tmuxSocket = `parley-chat-${process.pid}-${randomBytes(4).toString('hex')}`;
-const mainJs = resolve(import.meta.dirname, '..', 'dist', 'cli', 'main.js');
 let server: TestServer;
 let proxy: CuttableProxy;
 let proxyUrl: string;
-let terminalCount = 0;
-const terminals: string[] = [];
-
-function tmux(...args: string[]): string {
-  return execFileSync('tmux', ['-L', tmuxSocket, ...args], { encoding: 'utf8' });
-}
-
-function alive(name: string): boolean {
-  return spawnSync('tmux', ['-L', tmuxSocket, 'has-session', '-t', name]).status === 0;
-}
-
-function screen(name: string): string {
-  try {
-    return tmux('capture-pane', '-p', '-J', '-S', '-1000', '-t', name);
-  } catch {
-    return '';
-  }
-}
-
-/** Starts `parley chat ARGS` in a new detached 120x40 terminal; returns its name. */
-function startChat(args: string[]): string {
-  const name = `chat${terminalCount++}`;
-  const command = ['exec', process.execPath, mainJs, 'chat', ...args].join(' ');
-  tmux('new-session', '-d', '-s', name, '-x', '120', '-y', '40', command);
-  terminals.push(name);
-  return name;
-}
-
-function type(name: string, text: string): void {
-  tmux('send-keys', '-t', name, '-l', text);
-  tmux('send-keys', '-t', name, 'Enter');
-}
-
-async function until(condition: () => boolean, what: string, name: string): Promise<void> {
-  const deadline = Date.now() + 45_000;
-  while (!condition()) {
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}; the screen:\n${screen(name)}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 function waitForText(name: string, text: string | RegExp): Promise<void> {
   const matches = (screenText: string) =>
