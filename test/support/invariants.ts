@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import type { Queryable } from '../../src/store/db.js';
+import type { Db, Queryable } from '../../src/store/db.js';
 
 /**
  * The journal invariants of RUNTIME.md, checked over a whole database:
@@ -7,8 +7,18 @@ import type { Queryable } from '../../src/store/db.js';
  * - every admitted turn is named by exactly one terminal event (done/cancelled/error);
  * - no duplicate transcript rows (one user message per turn, at most one reply per lead);
  * - finished turns and the session cursor agree.
+ * All reads see one snapshot (REPEATABLE READ): a worker may still be writing while the
+ * check runs, and a check that read sessions and events at different moments would see
+ * events past the counter it read first.
  */
-export async function checkJournalInvariants(db: Queryable): Promise<void> {
+export async function checkJournalInvariants(db: Db): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx.query('set transaction isolation level repeatable read');
+    await checkSnapshot(tx);
+  });
+}
+
+async function checkSnapshot(db: Queryable): Promise<void> {
   const sessions = await db.query<{
     session_id: string;
     last_sequence: number;
