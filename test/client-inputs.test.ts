@@ -9,6 +9,7 @@ import {
 } from '../src/client/index.js';
 import { checkJournalInvariants } from './support/invariants.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { until } from './support/poll.js';
 
 /**
  * The SDK's §4 and §5 calls (answerInput, cancelTurn) against a real server in single-user
@@ -44,22 +45,6 @@ afterAll(async () => {
 
 function newClient(options: { fetch?: typeof fetch } = {}): ParleyClient {
   return new ParleyClient({ baseUrl: server.url, fetch: options.fetch, backoff: quickBackoff });
-}
-
-/** Polls until `ok(value)`; fails with `what` after a generous time (the machine is shared). */
-async function until<T>(
-  probe: () => T | Promise<T>,
-  ok: (value: T) => boolean,
-  what: string,
-  timeoutMs = 45_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 /** A default (stopOnTerminal) subscription that records its events and state changes. */

@@ -16,6 +16,7 @@ import { testConfig } from './support/config.js';
 import { freshStorage } from './support/db.js';
 import { checkJournalInvariants } from './support/invariants.js';
 import { request, startTestServer, type TestServer } from './support/server.js';
+import { until } from './support/poll.js';
 
 /** The SDK (src/client) against a real server: HTTP calls, subscription, reconnect, resync. */
 
@@ -49,22 +50,6 @@ function newClient(options: { fetch?: typeof fetch; apiKey?: string | null } = {
     fetch: options.fetch,
     backoff: quickBackoff,
   });
-}
-
-/** Polls until `ok(value)`; fails with `what` after a generous time (the machine is shared). */
-async function until<T>(
-  probe: () => T | Promise<T>,
-  ok: (value: T) => boolean,
-  what: string,
-  timeoutMs = 45_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 /** A subscription that records everything it is told, for assertions. */
