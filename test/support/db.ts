@@ -47,8 +47,20 @@ export async function freshStorage(): Promise<{
       rmSync(dataDir, { recursive: true, force: true });
       const client = new pg.Client({ connectionString: adminUrl() });
       await client.connect();
-      await client.query(`drop database if exists ${name} with (force)`);
-      await client.end();
+      try {
+        // A background worker (autovacuum) on the database can make one attempt fail.
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await client.query(`drop database if exists ${name} with (force)`);
+            break;
+          } catch (error) {
+            if (attempt >= 5) throw error;
+            await new Promise((resolve) => setTimeout(resolve, 500));
+          }
+        }
+      } finally {
+        await client.end();
+      }
     },
   };
 }
