@@ -55,11 +55,26 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': ['error', { patterns: ['**/api/**', '**/runtime/**'] }] },
   },
   {
+    files: ['src/protocol/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: ['../*', 'node:*'] }] },
+  },
+  {
     files: ['src/client/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: ['../*', 'node:*', 'fastify', 'pg', '@electric-sql/*'] },
+        // The wire types in src/protocol/ are shared on purpose; nothing else server-side.
+        {
+          patterns: [
+            '../*',
+            '!../protocol',
+            '!../protocol/*',
+            'node:*',
+            'fastify',
+            'pg',
+            '@electric-sql/*',
+          ],
+        },
       ],
     },
   },

@@ -6,6 +6,7 @@
 export const errorCodes = {
   unsupported_protocol_version: 400,
   invalid_request: 400,
+  invalid_url: 400,
   malformed_json: 400,
   empty_message: 400,
   invalid_option: 400,
@@ -25,10 +26,14 @@ export const errorCodes = {
   command_conflict: 409,
   option_locked: 409,
   stale_input: 409,
+  request_timeout: 408,
   resync_required: 410,
   payload_too_large: 413,
   message_too_long: 413,
+  uri_too_long: 414,
   unsupported_media_type: 415,
+  too_many_streams: 429,
+  headers_too_large: 431,
   internal_error: 500,
   not_ready: 503,
 } as const;

@@ -1,3 +1,4 @@
+import { readEvents } from '../src/store/readEvents.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openPostgres } from '../src/store/postgres.js';
 import { freshStorage } from './support/db.js';
@@ -40,13 +41,7 @@ describe('approval survives a worker crash', () => {
     });
     expect(admitted.status).toBe(202);
     const sessionId = admitted.body.session_id as string;
-    const journal = async () =>
-      (
-        await db.query<{ sequence: number; type: string; payload: any }>(
-          'select sequence, type, payload from events where session_id = $1 order by sequence',
-          [sessionId],
-        )
-      ).rows.map((row) => ({ sequence: row.sequence, type: row.type, ...row.payload }));
+    const journal = async (): Promise<any[]> => readEvents(db, sessionId, 0, 100_000);
     const until = async (done: (events: any[]) => boolean) => {
       const deadline = Date.now() + 60_000;
       for (;;) {

@@ -1,3 +1,4 @@
+import { readEvents } from '../src/store/readEvents.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProcess, type Running } from '../src/cli/start.js';
 import { createLogger } from '../src/log.js';
@@ -53,21 +54,7 @@ afterAll(async () => {
 });
 
 async function journal(sessionId: string): Promise<any[]> {
-  const result = await running.db.query<{
-    sequence: number;
-    type: string;
-    payload: any;
-    turn_id: string | null;
-  }>(
-    'select sequence, type, payload, turn_id from events where session_id = $1 order by sequence',
-    [sessionId],
-  );
-  return result.rows.map((row) => ({
-    sequence: row.sequence,
-    type: row.type,
-    turn_id: row.turn_id,
-    ...row.payload,
-  }));
+  return readEvents(running.db, sessionId, 0, 100_000);
 }
 
 async function until(sessionId: string, done: (events: any[]) => boolean): Promise<any[]> {

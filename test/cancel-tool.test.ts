@@ -1,3 +1,4 @@
+import { readEvents } from '../src/store/readEvents.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/log.js';
 import { createModelRegistry } from '../src/providers/registry.js';
@@ -65,13 +66,7 @@ describe('cancel while a tool runs', () => {
       message: '/tool calculator {"expression": "1"}',
     });
     const sessionId = admitted.body.session_id;
-    const journal = async () =>
-      (
-        await server.db.query<{ type: string; payload: any }>(
-          'select type, payload from events where session_id = $1 order by sequence',
-          [sessionId],
-        )
-      ).rows.map((row) => ({ type: row.type, ...row.payload }));
+    const journal = async (): Promise<any[]> => readEvents(server.db, sessionId, 0, 100_000);
     const deadline = Date.now() + 30_000;
     while (executions.length === 0 && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 20));

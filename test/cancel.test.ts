@@ -210,12 +210,20 @@ describe('cancel (§5)', () => {
       token: 'dead-token',
       owner: 'dead',
       ttlMs: 600,
+      maxTurns: 50,
     });
     expect(claimed?.session_id).toBe(sessionId);
     await startAttempt(
       apiOnly.db,
       { sessionId, tenant: 'default', token: 'dead-token' },
-      { turnIds: ['dead_1'], attempt: 1, resetPrevious: false },
+      {
+        turnIds: ['dead_1'],
+        attempt: 1,
+        resetPrevious: false,
+        seenSequence: null,
+        historyBefore: 0,
+        historyLimit: 0,
+      },
     );
     const answer = await cancel(apiOnly, sessionId, 'dead_1', 'cmd_dead');
     expect(answer.body).toMatchObject({ result: 'cancelled', state: 'cancelling' });

@@ -1,3 +1,4 @@
+import { readEvents } from '../src/store/readEvents.js';
 import { spawnSync } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { checkJournalInvariants } from './support/invariants.js';
@@ -72,11 +73,7 @@ function waitForCount(name: string, text: string, count: number): Promise<void> 
 }
 
 async function journal(sessionId: string): Promise<Record<string, any>[]> {
-  const result = await server.db.query<{ sequence: number; type: string; payload: any }>(
-    'select sequence, type, payload from events where session_id = $1 order by sequence',
-    [sessionId],
-  );
-  return result.rows.map((row) => ({ sequence: row.sequence, type: row.type, ...row.payload }));
+  return readEvents(server.db, sessionId, 0, 100_000) as Promise<Record<string, any>[]>;
 }
 
 async function waitIdle(sessionId: string): Promise<Record<string, any>> {

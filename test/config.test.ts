@@ -144,16 +144,32 @@ describe('configuration (CONFIG.md)', () => {
     );
   });
 
-  it('refuses to listen beyond loopback without API keys', () => {
-    expect(() => assertBindAllowed(compileConfig({ server: { host: '0.0.0.0' } }))).toThrow(
+  it('refuses to listen beyond loopback without API keys, judging by the resolved address', async () => {
+    const dev = (host: string) => compileConfig({ server: { host } });
+    await expect(assertBindAllowed(dev('0.0.0.0'))).rejects.toThrow('without API keys');
+    await expect(assertBindAllowed(dev('127.0.0.1'))).resolves.toBeUndefined();
+    await expect(assertBindAllowed(dev('127.0.0.2'))).resolves.toBeUndefined();
+    await expect(assertBindAllowed(dev('::1'))).resolves.toBeUndefined();
+    await expect(assertBindAllowed(dev('[::1]'))).resolves.toBeUndefined();
+    await expect(assertBindAllowed(dev('localhost'))).resolves.toBeUndefined();
+    // A name is judged by what it resolves to, not by how it starts.
+    const dns = async (host: string) =>
+      ({ '127.evil.example': ['203.0.113.5'], 'mixed.example': ['127.0.0.1', '10.0.0.1'] })[host] ??
+      [];
+    await expect(assertBindAllowed(dev('127.evil.example'), dns)).rejects.toThrow(
       'without API keys',
     );
-    expect(() => assertBindAllowed(compileConfig({ server: { host: '127.0.0.1' } }))).not.toThrow();
-    expect(() => assertBindAllowed(compileConfig({ server: { host: '::1' } }))).not.toThrow();
+    await expect(assertBindAllowed(dev('mixed.example'), dns)).rejects.toThrow('without API keys');
+    const failing = async () => {
+      throw new Error('ENOTFOUND');
+    };
+    await expect(assertBindAllowed(dev('nowhere.invalid'), failing)).rejects.toThrow(
+      'cannot resolve',
+    );
     const withKeys = compileConfig(
       { server: { host: '0.0.0.0' }, auth: { keys: [{ key_env: 'K', tenant: 't', user: 'u' }] } },
       { K: 'k' },
     );
-    expect(() => assertBindAllowed(withKeys)).not.toThrow();
+    await expect(assertBindAllowed(withKeys)).resolves.toBeUndefined();
   });
 });

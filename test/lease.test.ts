@@ -1,9 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { appendEvents } from '../src/store/appendEvents.js';
 import { claimSession } from '../src/store/claimSession.js';
-import { collectInputs } from '../src/store/collectInputs.js';
+import { collectTurns } from '../src/store/collectTurns.js';
 import type { Db } from '../src/store/db.js';
-import { failTurn } from '../src/store/finishTurn.js';
+import { failTurn } from '../src/store/failTurn.js';
+import { newEvent } from '../src/protocol/events.js';
 import { releaseLease } from '../src/store/releaseLease.js';
 import { renewLease } from '../src/store/renewLease.js';
 import { startAttempt } from '../src/store/startAttempt.js';
@@ -55,22 +56,20 @@ afterAll(async () => {
 });
 
 const claim = (token: string, ttlMs = 10_000) =>
-  claimSession(db, { token, owner: `owner_${token}`, ttlMs });
+  claimSession(db, { token, owner: `owner_${token}`, ttlMs, maxTurns: 50 });
 const leaseOf = (row: SessionRow): Lease => ({
   sessionId: row.session_id,
   tenant: row.tenant,
   token: row.lease_token as string,
 });
-const textDelta = (turn: string) => [
-  { type: 'text_delta', turn_id: turn, payload: { delta: 'x' } },
-];
+const textDelta = (turn: string) => [newEvent('text_delta', turn, { delta: 'x' })];
 
 describe('claimSession', () => {
   it('gives a session to exactly one of several concurrent claimers', async () => {
     const { session_id: sessionId } = await admit(db, { turnId: turnId(), message: 'hello' });
     const tokens = Array.from({ length: 8 }, (_unused, index) => `concurrent_${index}`);
     const claims = await Promise.all(tokens.map((token) => claim(token)));
-    const winners = claims.filter((row): row is SessionRow => row !== null);
+    const winners = claims.filter((row): row is NonNullable<typeof row> => row !== null);
     expect(winners).toHaveLength(1);
     const winner = winners[0] as SessionRow;
     expect(winner.session_id).toBe(sessionId);
@@ -93,7 +92,7 @@ describe('claimSession', () => {
     const claims = await Promise.all(
       Array.from({ length: 7 }, (_unused, index) => claim(`spread_${index}`)),
     );
-    const claimed = claims.filter((row): row is SessionRow => row !== null);
+    const claimed = claims.filter((row): row is NonNullable<typeof row> => row !== null);
     expect(claimed.map((row) => row.session_id).sort()).toEqual([...sessions].sort());
     expect(claims.filter((row) => row === null)).toHaveLength(4);
   });
@@ -139,7 +138,14 @@ describe('releaseLease', () => {
     const t1 = turnId();
     const { session_id: sessionId } = await admit(db, { turnId: t1, message: 'first' });
     const lease = leaseOf((await claim('releaser')) as SessionRow);
-    await startAttempt(db, lease, { turnIds: [t1], attempt: 1, resetPrevious: false });
+    await startAttempt(db, lease, {
+      turnIds: [t1],
+      attempt: 1,
+      resetPrevious: false,
+      seenSequence: null,
+      historyBefore: 0,
+      historyLimit: 0,
+    });
     await failTurn(db, lease, {
       turnIds: [t1],
       lastPosition: 1,
@@ -154,15 +160,19 @@ describe('releaseLease', () => {
     let commit = () => {};
     const gate = new Promise<void>((resolve) => (commit = resolve));
     let holding = false;
+    const hold = <T>(work: (tx: Db) => Promise<T>) =>
+      db.transaction(async (tx) => {
+        const result = await work(tx as Db);
+        holding = true;
+        await gate;
+        return result;
+      });
+    // Whether the admission is one statement or several, it runs in a transaction that
+    // stays open (holding the session row) until the gate opens.
     const slowDb: Db = {
       ...db,
-      transaction: (work) =>
-        db.transaction(async (tx) => {
-          const result = await work(tx);
-          holding = true;
-          await gate;
-          return result;
-        }),
+      query: (statement, params) => hold((tx) => tx.query(statement, params)),
+      transaction: (work) => hold(work),
     };
     const t2 = turnId();
     const admission = admit(slowDb, { sessionId, turnId: t2, message: 'second' });
@@ -178,7 +188,9 @@ describe('releaseLease', () => {
     expect(row.input_count).toBe(2);
     expect(row.input_cursor).toBe(1);
     expect(row.state).toBe('queued');
-    expect((await collectInputs(db, sessionId, 10)).map((input) => input.turn_id)).toEqual([t2]);
+    expect((await collectTurns(db, sessionId, 10)).queued.map((turn) => turn.turn_id)).toEqual([
+      t2,
+    ]);
     expect((await claim('next'))?.session_id).toBe(sessionId);
   });
 });

@@ -63,13 +63,21 @@ describe('parking after claims without progress', () => {
         token: `crashed_${claim}`,
         owner: `crashed_${claim}`,
         ttlMs: 100,
+        maxTurns: 50,
       })) as SessionRow;
       expect(claimed?.session_id).toBe(sessionId);
       expect(claimed.claim_count).toBe(claim);
       await startAttempt(
         server.db,
         { sessionId, tenant: claimed.tenant, token: claimed.lease_token as string },
-        { turnIds: [t1], attempt: claimed.attempt + 1, resetPrevious: claimed.partial_output },
+        {
+          turnIds: [t1],
+          attempt: claimed.attempt + 1,
+          resetPrevious: claimed.partial_output,
+          seenSequence: null,
+          historyBefore: 0,
+          historyLimit: 0,
+        },
       );
       await waitForLeaseExpiry(server.db, sessionId);
     }
@@ -96,9 +104,9 @@ describe('parking after claims without progress', () => {
     const t2 = turnId();
     await admit({ session_id: sessionId, turn_id: t2, message: 'anyone there' });
     await sleep(server.config.runtime.pollMs * 4);
-    expect(await claimSession(server.db, { token: 'probe', owner: 'probe', ttlMs: 1000 })).toBe(
-      null,
-    );
+    expect(
+      await claimSession(server.db, { token: 'probe', owner: 'probe', ttlMs: 1000, maxTurns: 50 }),
+    ).toBe(null);
     expect((await journal(server.db, sessionId)).map((event) => event.type)).toEqual([
       ...types,
       'message',
@@ -138,6 +146,7 @@ describe('parking after claims without progress', () => {
         token: `dead_${claim}`,
         owner: 'dead',
         ttlMs: 100,
+        maxTurns: 50,
       });
       expect(claimed?.claim_count).toBe(claim);
       await waitForLeaseExpiry(server.db, sessionId);

@@ -1,10 +1,10 @@
+import { newEvent } from '../src/protocol/events.js';
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appendEvents } from '../src/store/appendEvents.js';
 import type { Admission } from '../src/store/admitTurn.js';
 import { claimSession } from '../src/store/claimSession.js';
-import { collectInputs } from '../src/store/collectInputs.js';
 import type { Db } from '../src/store/db.js';
 import { unparkSession } from '../src/store/parkSession.js';
 import { startAttempt } from '../src/store/startAttempt.js';
@@ -121,6 +121,7 @@ async function crash(stage: 0 | 1 | 2): Promise<string | null> {
     token: `crash_${randomBytes(6).toString('hex')}`,
     owner: 'crashed-worker',
     ttlMs: crashTtlMs,
+    maxTurns: 50,
   });
   if (!claimed) return null;
   if (stage === 0) return claimed.session_id;
@@ -130,21 +131,23 @@ async function crash(stage: 0 | 1 | 2): Promise<string | null> {
     token: claimed.lease_token as string,
   };
   try {
-    const inputs = await collectInputs(db, lease.sessionId, 50);
-    const turnIds = inputs.map((input) => input.turn_id);
+    const turnIds = claimed.queued.map((turn) => turn.turn_id);
     if (turnIds.length === 0) return lease.sessionId;
     // Exactly what a real worker journals first, then (stage 2) some streamed text.
     await startAttempt(db, lease, {
       turnIds,
       attempt: claimed.attempt + 1,
       resetPrevious: claimed.partial_output,
+      seenSequence: claimed.last_sequence,
+      historyBefore: 0,
+      historyLimit: 0,
     });
     if (stage === 2) {
       await db.transaction((tx) =>
         appendEvents(
           tx,
           lease,
-          [{ type: 'text_delta', turn_id: turnIds[0], payload: { delta: 'You said: half a' } }],
+          [newEvent('text_delta', turnIds[0] as string, { delta: 'You said: half a' })],
           { progress: true, partialOutput: true },
         ),
       );
@@ -269,14 +272,14 @@ async function runScenario(actions: Action[]): Promise<void> {
           text = '';
           break;
         case 'text_delta':
-          text += event.delta as string;
+          text += event.delta;
           break;
         case 'done': {
           const content = (event.final_message as { content: string }).content;
           expect(text, `${sessionId}@${event.sequence}: streamed text = final message`).toBe(
             content,
           );
-          const turnIds = event.turn_ids as string[];
+          const turnIds = event.turn_ids;
           expect(content).toBe(expectedReply(turnIds.map((id) => messageOf.get(id) ?? '?')));
           text = '';
           break;

@@ -1,11 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProcess, type Running } from '../src/cli/start.js';
 import { createLogger } from '../src/log.js';
-import { createModelRegistry } from '../src/providers/registry.js';
-import { buildPrompt } from '../src/runtime/burst.js';
-import { builtInTools } from '../src/tools/registry.js';
-import { Wakeups } from '../src/store/wakeups.js';
-import { collectInputs } from '../src/store/collectInputs.js';
+import { basePrompt } from '../src/runtime/basePrompt.js';
+import { collectTurns } from '../src/store/collectTurns.js';
+import { readEvents } from '../src/store/readEvents.js';
 import { testConfig } from './support/config.js';
 import { freshStorage } from './support/db.js';
 import { checkJournalInvariants } from './support/invariants.js';
@@ -51,11 +49,7 @@ afterAll(async () => {
 });
 
 async function events(sessionId: string): Promise<any[]> {
-  const result = await running.db.query<{ type: string; payload: any; turn_id: string | null }>(
-    'select type, payload, turn_id from events where session_id = $1 order by sequence',
-    [sessionId],
-  );
-  return result.rows.map((row) => ({ type: row.type, turn_id: row.turn_id, ...row.payload }));
+  return readEvents(running.db, sessionId, 0, 100_000);
 }
 
 async function waitFor<T>(probe: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
@@ -153,18 +147,16 @@ describe('rooms and trigger roles', () => {
       { session_id: sessionId, turn_id: 'p_o', message: 'I agree' },
       observer,
     );
-    // Build the prompt the worker would build for a pending turn (no worker involved).
-    const wakeups = new Wakeups(running.db);
-    const deps = {
-      db: running.db,
-      wakeups,
-      config,
-      resolveModel: createModelRegistry(config),
-      log: createLogger({ level: 'silent' }),
-      owner: 'test',
-      tools: builtInTools(),
-    };
-    const inputs = [
+    // Build the prompt the worker would build for a pending turn (no worker involved):
+    // the history its attempt reads, then the folded turn.
+    const history = (
+      await running.db.query<any>(
+        `select role, author, coalesce(raw_content, content) as content, turn_id, sequence
+           from messages where session_id = $1 order by sequence`,
+        [sessionId],
+      )
+    ).rows;
+    const turns = [
       {
         turn_id: 'x',
         position: 99,
@@ -175,12 +167,7 @@ describe('rooms and trigger roles', () => {
         option: null,
       },
     ];
-    const prompt = await buildPrompt(
-      deps,
-      { sessionId, tenant: 'acme', token: 't' },
-      config.agents.default!,
-      inputs,
-    );
+    const prompt = basePrompt(config.agents.default!, history, turns);
     const texts = prompt.map((message) =>
       typeof message.content === 'string'
         ? message.content
@@ -189,7 +176,7 @@ describe('rooms and trigger roles', () => {
     expect(texts).toContain('oscar: I agree');
     expect(texts).toContain('rita: hello');
     expect(texts[texts.length - 1]).toBe('next');
-    expect(await collectInputs(running.db, sessionId, 10)).toEqual([]);
+    expect((await collectTurns(running.db, sessionId, 10)).queued).toEqual([]);
   });
 });
 

@@ -406,9 +406,9 @@ describe('typing', () => {
     await stream.waitForType('done');
     stream.close();
     // Every frame with an id is a durable event; typing never is.
-    expect(stream.events.some((event) => event.type === 'typing')).toBe(false);
+    expect(stream.events.some((event) => (event.type as string) === 'typing')).toBe(false);
     const stored = await journal(server.db, sessionId);
-    expect(stored.some((event) => event.type === 'typing')).toBe(false);
+    expect(stored.some((event) => (event.type as string) === 'typing')).toBe(false);
     expect(stream.events.map((event) => event.sequence)).toEqual(
       stored.map((event) => event.sequence),
     );

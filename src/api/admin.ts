@@ -6,12 +6,12 @@ import { unparkSession } from '../store/parkSession.js';
 import { pruneEvents } from '../store/pruneEvents.js';
 import type { ApiDeps } from './deps.js';
 import { hasRole } from './principal.js';
-import { validate } from './validate.js';
+import { pathId, validate } from './validate.js';
 
 const pruneBody = z
   .object({
-    older_than_days: z.number().nonnegative().optional(),
-    older_than_seconds: z.number().nonnegative().optional(),
+    older_than_days: z.number().nonnegative().max(1_000_000).optional(),
+    older_than_seconds: z.number().nonnegative().max(100_000_000_000).optional(),
   })
   .strict()
   .refine(
@@ -24,11 +24,15 @@ const pruneBody = z
 /**
  * Operator endpoints behind `parley sessions unpark` and `parley prune`. They go through
  * the API (not the database) so they work on embedded storage, which one process owns.
- * They need the `admin` role (the dev principal has every role); scoped to the tenant.
+ * Scoped to the principal's tenant.
+ *
+ * Registered as their own plugin: the `admin` role is checked by a hook encapsulated with
+ * these routes, so it applies to them however their URL was spelled (`/api/v1/%61dmin/...`
+ * reaches the same route and the same check). The dev principal has every role.
  */
-export function adminRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  app.addHook('preHandler', async (request) => {
-    if (request.url.startsWith('/api/v1/admin/') && !hasRole(request.principal, 'admin')) {
+export async function adminPlugin(app: FastifyInstance, deps: ApiDeps): Promise<void> {
+  app.addHook('onRequest', async (request) => {
+    if (!hasRole(request.principal, 'admin')) {
       throw new ParleyError('forbidden', 'this needs the admin role');
     }
   });
@@ -37,7 +41,8 @@ export function adminRoutes(app: FastifyInstance, deps: ApiDeps): void {
     '/api/v1/admin/sessions/:sessionId/unpark',
     async (request) => {
       const tenant = request.principal.tenant;
-      const session = await getSession(deps.db, tenant, request.params.sessionId);
+      const sessionId = pathId(request.params.sessionId, 'session_id');
+      const session = await getSession(deps.db, tenant, sessionId);
       if (!session) throw new ParleyError('session_not_found', 'no such session');
       if (!(await unparkSession(deps.db, tenant, session.session_id))) {
         throw new ParleyError('session_not_parked', `the session is ${session.state}, not parked`);
@@ -56,6 +61,6 @@ export function adminRoutes(app: FastifyInstance, deps: ApiDeps): void {
       olderThan: new Date(Date.now() - ageMs),
       tenant: request.principal.tenant,
     });
-    return { pruned_events: pruned.events, sessions: pruned.sessions };
+    return { pruned_events: pruned.events, sessions: pruned.sessions, skipped: pruned.skipped };
   });
 }

@@ -1,11 +1,11 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { ParleyError } from '../errors.js';
 import { httpRequests } from '../metrics.js';
-import { adminRoutes } from './admin.js';
+import { adminPlugin } from './admin.js';
 import { cancelRoutes } from './cancel.js';
 import { inputRoutes } from './inputs.js';
 import type { ApiDeps } from './deps.js';
-import { installErrorHandler } from './errors.js';
+import { clientErrorHandler, frameworkErrors, installErrorHandler } from './errors.js';
 import { eventRoutes } from './events.js';
 import { healthRoutes } from './health.js';
 import { openapiRoutes } from './openapi.js';
@@ -26,6 +26,7 @@ declare module 'fastify' {
  */
 export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   const logger: FastifyBaseLogger = deps.log;
+  const timeoutMs = deps.config.server.requestTimeoutMs;
   const app: FastifyInstance = Fastify({
     loggerInstance: logger,
     bodyLimit: deps.config.server.bodyLimitBytes,
@@ -33,20 +34,38 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     // Logs method, route and status only: bodies and headers may carry secrets.
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
+    // Slow clients (a half-sent body, a drip of headers) are cut off: the whole request
+    // must arrive within request_timeout_ms, its headers within 10 s of that. Node checks
+    // these every connectionsCheckingInterval. An SSE response is not limited by them.
+    requestTimeout: timeoutMs,
+    http: {
+      requestTimeout: timeoutMs,
+      headersTimeout: Math.min(timeoutMs, 10_000),
+      connectionsCheckingInterval: Math.min(1000, Math.max(100, Math.floor(timeoutMs / 4))),
+    },
+    frameworkErrors,
+    clientErrorHandler,
   });
   app.decorateRequest('principal', undefined as never);
   installErrorHandler(app);
+  // Only JSON bodies: anything else (text/plain included) is 415 before a route runs.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(
+    'application/json',
+    { parseAs: 'string', bodyLimit: deps.config.server.bodyLimitBytes },
+    app.getDefaultJsonParser('error', 'error'),
+  );
 
   app.addHook('onRequest', async (request, reply) => {
     void reply.header('parley-protocol-version', '1');
+    void reply.header('x-content-type-options', 'nosniff');
+    void reply.header('cache-control', 'no-store');
     const version = request.headers['parley-protocol-version'];
     if (version !== undefined && version !== '1') {
       throw new ParleyError(
         'unsupported_protocol_version',
         'this server speaks protocol version 1',
-        {
-          supported: [1],
-        },
+        { supported: [1] },
       );
     }
     if (!request.routeOptions.config.public) request.principal = authenticate(deps.config, request);
@@ -65,6 +84,6 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   eventRoutes(app, deps);
   cancelRoutes(app, deps);
   inputRoutes(app, deps);
-  adminRoutes(app, deps);
+  await app.register(async (admin) => adminPlugin(admin, deps));
   return app;
 }

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { clientKeyPattern } from '../ids.js';
 import { cancelTurn } from '../store/cancelTurn.js';
 import type { ApiDeps } from './deps.js';
-import { validate } from './validate.js';
+import { pathId, validate } from './validate.js';
 
 const cancelBody = z
   .object({
@@ -16,11 +16,13 @@ export function cancelRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.post<{ Params: { sessionId: string; turnId: string } }>(
     '/api/v1/chat/sessions/:sessionId/turns/:turnId/cancel',
     async (request) => {
+      const sessionId = pathId(request.params.sessionId, 'session_id');
+      const turnId = pathId(request.params.turnId, 'turn_id');
       const body = validate(cancelBody, request.body);
       return cancelTurn(deps.db, {
         tenant: request.principal.tenant,
-        sessionId: request.params.sessionId,
-        turnId: request.params.turnId,
+        sessionId,
+        turnId,
         commandId: body.command_id,
         actor: { user: request.principal.user, tenant: request.principal.tenant },
       });

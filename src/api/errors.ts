@@ -1,10 +1,13 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { Socket } from 'node:net';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ParleyError } from '../errors.js';
 
 /**
- * Every error leaves as `{"error": code, "message": ...}` from the one registry. Fastify's
- * own errors (body too large, bad JSON, wrong media type) are mapped to Parley codes;
- * anything unexpected is a generic 500 whose details go only to the log.
+ * Every error leaves as `{"error": code, "message": ...}` from the one registry, whoever
+ * raised it: a route, Fastify's router (a bad URL, an over-long parameter), its body
+ * parser, or Node's HTTP parser before Fastify saw the request (a slow or oversized
+ * request). Nothing of the request is echoed back. Anything unexpected is a generic 500
+ * whose details go only to the log.
  */
 export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | ParleyError, request, reply) => {
@@ -23,6 +26,51 @@ export function installErrorHandler(app: FastifyInstance): void {
   });
 }
 
+/** Fastify's `frameworkErrors`: errors of the router, before any route runs. */
+export function frameworkErrors(
+  error: FastifyError,
+  _request: FastifyRequest,
+  reply: FastifyReply,
+): void {
+  const parley =
+    error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? new ParleyError('uri_too_long', 'a path segment of the URL is too long')
+      : error.code === 'FST_ERR_BAD_URL'
+        ? new ParleyError('invalid_url', 'the URL is not validly encoded')
+        : new ParleyError('invalid_request', 'the request is not valid');
+  void reply.status(parley.status).send(parley.toBody());
+}
+
+/**
+ * Node's `clientError`: the request never became one (headers or body too slow, headers
+ * too large, unparsable HTTP). Answered on the socket, which is then closed.
+ */
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const parley =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? new ParleyError('request_timeout', 'the request did not arrive in time')
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? new ParleyError('headers_too_large', 'the request headers are too large')
+        : new ParleyError('invalid_request', 'the request is not valid HTTP');
+  const body = JSON.stringify(parley.toBody());
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${parley.status} ${statusText[parley.status] ?? 'Error'}\r\n` +
+        `content-type: application/json; charset=utf-8\r\n` +
+        `content-length: ${Buffer.byteLength(body)}\r\n` +
+        `x-content-type-options: nosniff\r\ncache-control: no-store\r\nconnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}
+
+const statusText: Record<number, string> = {
+  400: 'Bad Request',
+  408: 'Request Timeout',
+  431: 'Request Header Fields Too Large',
+};
+
 function fromFastify(error: FastifyError): ParleyError {
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
@@ -38,6 +86,9 @@ function fromFastify(error: FastifyError): ParleyError {
     default:
       if (error.statusCode === 400 && error instanceof SyntaxError) {
         return new ParleyError('malformed_json', 'the request body is not valid JSON');
+      }
+      if (error.statusCode === 408) {
+        return new ParleyError('request_timeout', 'the request did not arrive in time');
       }
       if (error.statusCode && error.statusCode < 500) {
         return new ParleyError('invalid_request', 'the request is not valid');

@@ -2,31 +2,47 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { ParleyError } from '../errors.js';
 import { sseConnections } from '../metrics.js';
+import type { ParleyEvent } from '../protocol/events.js';
 import { getSession } from '../store/getSession.js';
 import { readEvents } from '../store/readEvents.js';
-import type { JournalEvent } from '../store/types.js';
 import type { ApiDeps } from './deps.js';
+import { JournalFeed, type FeedSubscriber } from './feed.js';
+import { pathId } from './validate.js';
 
 /** Events read per query while catching up; a reader far behind pages through the journal. */
 const pageSize = 200;
+/** Events a stream keeps from wake-ups while it is busy; past this it reads the journal. */
+const maxQueued = 500;
 
 /**
  * PROTOCOL.md §3: replay everything after the cursor, then live, without a gap and
- * without a duplicate. Each reader reads the journal itself at its own pace: a slow
- * reader never slows the worker or other readers. Wake-ups make it prompt; polling makes
- * it correct when one is lost.
+ * without a duplicate. The process's feed tells each stream what is new (feed.ts); a
+ * stream writes at its client's pace and catches up from the journal when it fell behind,
+ * so a slow reader never slows the worker or other readers. A client that stops reading
+ * costs at most `limits.stream_buffer_bytes` of unflushed output, then its connection is
+ * closed (it resumes with Last-Event-ID). Each principal may hold
+ * `limits.streams_per_principal` streams on this process at once.
  */
 export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  const feed = new JournalFeed(deps.db, deps.wakeups, deps.config.runtime.pollMs);
   const open = new Set<ServerResponse>();
+  const streams = new Map<string, number>();
   app.addHook('onClose', async () => {
+    feed.stop();
     for (const response of open) response.end();
   });
 
   app.get<{ Params: { sessionId: string }; Querystring: { after?: string } }>(
     '/api/v1/chat/sessions/:sessionId/events',
     async (request, reply) => {
-      const tenant = request.principal.tenant;
-      const sessionId = request.params.sessionId;
+      const { tenant, user } = request.principal;
+      const sessionId = pathId(request.params.sessionId, 'session_id');
+      const principalKey = `${tenant}\u0000${user}`;
+      if ((streams.get(principalKey) ?? 0) >= deps.config.limits.streamsPerPrincipal) {
+        throw new ParleyError('too_many_streams', 'this key has too many open event streams', {
+          limit: deps.config.limits.streamsPerPrincipal,
+        });
+      }
       const session = await getSession(deps.db, tenant, sessionId);
       if (!session) throw new ParleyError('session_not_found', 'no such session');
       // Last-Event-ID wins over ?after= (a browser's EventSource reconnecting sends both).
@@ -35,7 +51,7 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
         typeof header === 'string' && header.trim() !== ''
           ? header.trim()
           : (request.query.after ?? '0');
-      if (!/^\d{1,15}$/.test(raw)) {
+      if (typeof raw !== 'string' || !/^\d{1,15}$/.test(raw)) {
         throw new ParleyError(
           'invalid_cursor',
           'the cursor (Last-Event-ID or after) must be a sequence number',
@@ -55,21 +71,29 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
       const response = reply.raw;
       response.writeHead(200, {
         'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache, no-transform',
+        'cache-control': 'no-store, no-transform',
+        'x-content-type-options': 'nosniff',
         connection: 'keep-alive',
         'x-accel-buffering': 'no',
         'parley-protocol-version': '1',
       });
       response.flushHeaders();
       open.add(response);
+      streams.set(principalKey, (streams.get(principalKey) ?? 0) + 1);
       sseConnections.inc();
-      const stream = new EventStream(deps, response, sessionId, after);
+      const stream = new EventStream(deps, response, sessionId, after, session.latest_sequence);
+      const unsubscribe = feed.subscribe(sessionId, stream);
       request.raw.on('close', () => stream.close());
       response.on('close', () => stream.close());
       try {
-        await stream.run(session.state === 'running');
+        if (session.state === 'running') stream.typing();
+        await stream.run();
       } finally {
+        unsubscribe();
         open.delete(response);
+        const left = (streams.get(principalKey) ?? 1) - 1;
+        if (left === 0) streams.delete(principalKey);
+        else streams.set(principalKey, left);
         sseConnections.dec();
         if (!response.writableEnded) response.end();
       }
@@ -89,8 +113,16 @@ function resyncRequired(requested: number, earliest: number, latest: number): Pa
   );
 }
 
-class EventStream {
+/**
+ * One client's stream. `cursor` is the last sequence written to it; `known` the latest
+ * sequence the session is known to have; `queue` the events wake-ups carried beyond the
+ * cursor, contiguous. The loop writes the queue when it continues the cursor, else reads
+ * the journal after the cursor, else waits for the feed. A wake-up that arrives while the
+ * loop reads or writes only raises `known`, so it is never lost.
+ */
+class EventStream implements FeedSubscriber {
   private closed = false;
+  private queue: ParleyEvent[] = [];
   private wake: (() => void) | null = null;
   private lastTyping = 0;
 
@@ -99,66 +131,27 @@ class EventStream {
     private readonly response: ServerResponse,
     private readonly sessionId: string,
     private cursor: number,
+    private known: number,
   ) {}
 
-  close(): void {
-    this.closed = true;
+  offer(latest: number, events: ParleyEvent[] | null): void {
+    if (latest > this.known) this.known = latest;
+    if (events && events.length > 0) {
+      const tail = this.queue.at(-1)?.sequence ?? this.cursor;
+      const fresh = events.filter((event) => event.sequence > tail);
+      if (
+        fresh.length > 0 &&
+        fresh[0]?.sequence === tail + 1 &&
+        this.queue.length + fresh.length <= maxQueued
+      ) {
+        this.queue.push(...fresh);
+      }
+    }
     this.wake?.();
   }
 
-  async run(workerActive: boolean): Promise<void> {
-    const unsubscribe = this.deps.wakeups.subscribe((wakeup) => {
-      if (wakeup.sessionId !== this.sessionId) return;
-      if (wakeup.kind === 'typing') this.typing();
-      else if (wakeup.sequence > this.cursor) this.wake?.();
-    });
-    const keepalive = setInterval(
-      () => this.write(': keep-alive\n\n'),
-      this.deps.config.server.keepaliveMs,
-    );
-    try {
-      if (workerActive) this.typing();
-      while (!this.closed) {
-        const events = await readEvents(this.deps.db, this.sessionId, this.cursor, pageSize);
-        if (events.length > 0 && (events[0] as JournalEvent).sequence !== this.cursor + 1) {
-          // Pruned under our feet: end the stream; the reconnect gets 410 and resyncs.
-          break;
-        }
-        for (const event of events) {
-          if (this.closed) break;
-          await this.send(event);
-          this.cursor = event.sequence;
-        }
-        if (events.length === pageSize) continue;
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, this.deps.config.runtime.pollMs);
-          this.wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        this.wake = null;
-      }
-    } finally {
-      unsubscribe();
-      clearInterval(keepalive);
-    }
-  }
-
-  private async send(event: JournalEvent): Promise<void> {
-    const ok = this.write(
-      `id: ${event.sequence}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`,
-    );
-    if (!ok && !this.closed) {
-      await new Promise<void>((resolve) => {
-        this.response.once('drain', resolve);
-        this.wake = resolve;
-      });
-    }
-  }
-
-  /** Live-only: no `id:`, never journaled, throttled to one per second. */
-  private typing(): void {
+  /** Live-only: no `id:`, never journaled, at most one per second. */
+  typing(): void {
     const now = Date.now();
     if (now - this.lastTyping < 1000) return;
     this.lastTyping = now;
@@ -167,8 +160,86 @@ class EventStream {
     );
   }
 
+  close(): void {
+    this.closed = true;
+    this.wake?.();
+  }
+
+  async run(): Promise<void> {
+    const keepalive = setInterval(
+      () => this.write(': keep-alive\n\n'),
+      this.deps.config.server.keepaliveMs,
+    );
+    try {
+      while (!this.closed) {
+        this.queue = this.queue.filter((event) => event.sequence > this.cursor);
+        if (this.queue.length > 0 && this.queue[0]?.sequence !== this.cursor + 1) this.queue = [];
+        if (this.queue.length > 0) {
+          const events = this.queue;
+          this.queue = [];
+          await this.sendAll(events);
+        } else if (this.known > this.cursor) {
+          const events = await readEvents(this.deps.db, this.sessionId, this.cursor, pageSize);
+          if (events.length === 0) {
+            // Nothing past the cursor after all (the session's counter was read ahead).
+            this.known = this.cursor;
+            continue;
+          }
+          if (events[0]?.sequence !== this.cursor + 1) {
+            // Pruned under our feet: end the stream; the reconnect gets 410 and resyncs.
+            break;
+          }
+          await this.sendAll(events);
+        } else {
+          await new Promise<void>((resolve) => {
+            this.wake = resolve;
+          });
+          this.wake = null;
+        }
+      }
+    } finally {
+      clearInterval(keepalive);
+    }
+  }
+
+  private async sendAll(events: ParleyEvent[]): Promise<void> {
+    for (const event of events) {
+      if (this.closed) return;
+      if (event.sequence !== this.cursor + 1) continue;
+      const flushed = this.write(
+        `id: ${event.sequence}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`,
+      );
+      this.cursor = event.sequence;
+      if (!flushed) await this.drained();
+    }
+  }
+
+  /** Waits until the client has read what is buffered (one listener, however long). */
+  private drained(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      if (this.closed) return resolve();
+      const done = () => {
+        this.response.off('drain', done);
+        this.response.off('close', done);
+        resolve();
+      };
+      this.response.on('drain', done);
+      this.response.on('close', done);
+    });
+  }
+
+  /**
+   * Writes a frame; returns false when the socket's buffer is full (wait for `drain`).
+   * A client that leaves more than the configured bound unread is disconnected.
+   */
   private write(chunk: string): boolean {
     if (this.closed || this.response.writableEnded || this.response.destroyed) return true;
-    return this.response.write(chunk);
+    const flushed = this.response.write(chunk);
+    if (this.response.writableLength > this.deps.config.limits.streamBufferBytes) {
+      this.response.destroy();
+      this.close();
+      return true;
+    }
+    return flushed;
   }
 }

@@ -1,9 +1,14 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import { ParleyError } from '../errors.js';
 import { registry } from '../metrics.js';
 import { migrationsApplied } from '../store/migrate.js';
 import type { ApiDeps } from './deps.js';
 
-/** PROTOCOL.md §6. These answer without a principal: probes and scrapers carry no key. */
+/**
+ * PROTOCOL.md §6. These answer without a principal: probes and scrapers carry no API key.
+ * `/metrics` needs its own bearer key when `server.metrics_key_env` is set.
+ */
 export function healthRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.get('/healthz', { config: { public: true } }, async () => ({ status: 'ok' }));
 
@@ -25,7 +30,20 @@ export function healthRoutes(app: FastifyInstance, deps: ApiDeps): void {
     return { status: 'ready', engine: deps.db.engine, checks };
   });
 
-  app.get('/metrics', { config: { public: true } }, async (_request, reply) => {
+  const metricsKey = deps.config.server.metricsKeySha256;
+  app.get('/metrics', { config: { public: true } }, async (request, reply) => {
+    if (metricsKey !== null && !bearerMatches(request.headers.authorization, metricsKey)) {
+      throw new ParleyError('unauthorized', 'the metrics need their key (Authorization: Bearer)');
+    }
     return reply.type(registry.contentType).send(await registry.metrics());
   });
+}
+
+function bearerMatches(header: string | undefined, sha256: string): boolean {
+  const match = typeof header === 'string' ? /^Bearer\s+(\S+)$/i.exec(header) : null;
+  if (!match) return false;
+  const digest = createHash('sha256')
+    .update(match[1] as string)
+    .digest();
+  return timingSafeEqual(digest, Buffer.from(sha256, 'hex'));
 }

@@ -1,4 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
 import type { FastifyRequest } from 'fastify';
 import { devPrincipal, type Config, type Principal } from '../config/types.js';
 import { ParleyError } from '../errors.js';
@@ -9,15 +11,32 @@ declare module 'fastify' {
   }
 }
 
-const loopbackHosts = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
-
-export function isLoopback(host: string): boolean {
-  return loopbackHosts.has(host) || host.startsWith('127.');
+/** Is this IP address a loopback address (127.0.0.0/8, ::1, or ::ffff:127.x.y.z)? */
+export function isLoopbackAddress(address: string): boolean {
+  const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
+  if (isIP(v4) === 4) return v4.startsWith('127.');
+  return address === '::1' || address === '0:0:0:0:0:0:0:1';
 }
 
-/** PROTOCOL.md, "Principals": no keys is allowed only on loopback. Checked before listening. */
-export function assertBindAllowed(config: Config): void {
-  if (config.auth.mode === 'dev' && !isLoopback(config.server.host)) {
+/**
+ * PROTOCOL.md, "Principals": no keys is allowed only on loopback. Decided from the
+ * addresses the host resolves to, not from its name (`127.evil.example` may resolve
+ * anywhere). Checked before listening; an unresolvable host fails start-up.
+ */
+export async function assertBindAllowed(
+  config: Config,
+  resolve: (host: string) => Promise<string[]> = async (host) =>
+    (await lookup(host, { all: true })).map((found) => found.address),
+): Promise<void> {
+  if (config.auth.mode !== 'dev') return;
+  const host = config.server.host.replace(/^\[(.*)\]$/, '$1');
+  let addresses: string[];
+  try {
+    addresses = isIP(host) ? [host] : await resolve(host);
+  } catch {
+    throw new Error(`cannot resolve server.host ${config.server.host}`);
+  }
+  if (addresses.length === 0 || !addresses.every(isLoopbackAddress)) {
     throw new Error(
       `refusing to listen on ${config.server.host} without API keys: configure auth.keys, or bind to 127.0.0.1`,
     );

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { defaultAgentName } from '../config/load.js';
+import { agentNamed } from '../config/types.js';
 import { ParleyError } from '../errors.js';
 import { newSessionId } from '../ids.js';
 import { createSession } from '../store/createSession.js';
@@ -8,15 +9,15 @@ import { getSession } from '../store/getSession.js';
 import { listMessages } from '../store/listMessages.js';
 import { decodeCursor, listSessions } from '../store/listSessions.js';
 import type { ApiDeps } from './deps.js';
-import { validate } from './validate.js';
+import { pathId, text, validate } from './validate.js';
 
 const createBody = z
-  .object({ agent: z.string().min(1).max(128).optional(), title: z.string().max(500).optional() })
+  .object({ agent: text().min(1).max(128).optional(), title: text().max(500).optional() })
   .strict();
 const pageQuery = z.object({
   limit: z.coerce.number().int().min(1).max(200).default(50),
-  cursor: z.string().max(500).optional(),
-  before: z.string().max(500).optional(),
+  cursor: text().max(500).optional(),
+  before: text().max(500).optional(),
 });
 
 /** PROTOCOL.md §1: create, list (cursor), detail projection, transcript (backward cursor). */
@@ -24,7 +25,7 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.post('/api/v1/chat/sessions', async (request, reply) => {
     const body = validate(createBody, request.body);
     const agent = body.agent ?? defaultAgentName(deps.config);
-    const agentConfig = deps.config.agents[agent];
+    const agentConfig = agentNamed(deps.config, agent);
     if (!agentConfig) throw new ParleyError('unknown_agent', `no agent named "${agent}"`);
     const tenant = request.principal.tenant;
     const sessionId = newSessionId();
@@ -45,10 +46,16 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
     let cursor = null;
     if (query.cursor !== undefined) {
       const parts = decodeCursor(query.cursor);
-      if (!parts || typeof parts[0] !== 'string' || typeof parts[1] !== 'string') {
+      const [updatedAt, sessionId] = parts ?? [];
+      if (
+        typeof updatedAt !== 'string' ||
+        typeof sessionId !== 'string' ||
+        Number.isNaN(Date.parse(updatedAt)) ||
+        !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(updatedAt)
+      ) {
         throw new ParleyError('invalid_cursor', 'cursor: not a cursor this server made');
       }
-      cursor = { updatedAt: parts[0], sessionId: parts[1] };
+      cursor = { updatedAt, sessionId: pathId(sessionId, 'cursor') };
     }
     return listSessions(deps.db, request.principal.tenant, { limit: query.limit, cursor });
   });
@@ -56,7 +63,8 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.get<{ Params: { sessionId: string } }>(
     '/api/v1/chat/sessions/:sessionId',
     async (request) => {
-      const session = await getSession(deps.db, request.principal.tenant, request.params.sessionId);
+      const sessionId = pathId(request.params.sessionId, 'session_id');
+      const session = await getSession(deps.db, request.principal.tenant, sessionId);
       if (!session) throw new ParleyError('session_not_found', 'no such session');
       return session;
     },
@@ -65,20 +73,20 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.get<{ Params: { sessionId: string } }>(
     '/api/v1/chat/sessions/:sessionId/messages',
     async (request) => {
+      const sessionId = pathId(request.params.sessionId, 'session_id');
       const query = validate(pageQuery, request.query);
       const tenant = request.principal.tenant;
       let before: number | null = null;
       if (query.before !== undefined) {
-        before = Number(query.before);
-        if (!/^\d+$/.test(query.before))
+        // A sequence: at most 15 digits, so it stays an exact integer and a valid bigint.
+        if (!/^\d{1,15}$/.test(query.before)) {
           throw new ParleyError('invalid_cursor', 'before: not a cursor');
+        }
+        before = Number(query.before);
       }
-      const session = await getSession(deps.db, tenant, request.params.sessionId);
+      const session = await getSession(deps.db, tenant, sessionId);
       if (!session) throw new ParleyError('session_not_found', 'no such session');
-      return listMessages(deps.db, tenant, request.params.sessionId, {
-        before,
-        limit: query.limit,
-      });
+      return listMessages(deps.db, tenant, sessionId, { before, limit: query.limit });
     },
   );
 }

@@ -1,21 +1,22 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { defaultAgentName } from '../config/load.js';
+import { agentNamed, type Principal } from '../config/types.js';
 import { ParleyError } from '../errors.js';
 import { clientKeyPattern } from '../ids.js';
 import { admissionSeconds, turnsAdmitted } from '../metrics.js';
 import { admitTurn } from '../store/admitTurn.js';
 import type { ApiDeps } from './deps.js';
-import { validate } from './validate.js';
+import { text, validate } from './validate.js';
 
 const admitBody = z
   .object({
-    session_id: z.string().min(1).max(128).optional(),
+    session_id: text().min(1).max(128).optional(),
     turn_id: z.string().regex(clientKeyPattern, 'must be 1-128 characters of A-Z a-z 0-9 _ -'),
-    agent: z.string().min(1).max(128).optional(),
-    message: z.string().default(''),
+    agent: text().min(1).max(128).optional(),
+    message: text().default(''),
     option: z
-      .object({ request_id: z.string().min(1).max(128), value: z.string().max(1000) })
+      .object({ request_id: text().min(1).max(128), value: text().max(1000) })
       .strict()
       .optional(),
     attachments: z.array(z.unknown()).max(0, 'attachments are not supported yet').optional(),
@@ -25,9 +26,19 @@ const admitBody = z
 /** PROTOCOL.md §2: admission answers 202 once the message is durable, before any model work. */
 export function turnRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const agents = Object.values(deps.config.agents);
-  const greetings = Object.fromEntries(agents.map((agent) => [agent.name, agent.greeting]));
-  const triggerRoles = Object.fromEntries(agents.map((agent) => [agent.name, agent.triggerRoles]));
-  const pendingInput = Object.fromEntries(agents.map((agent) => [agent.name, agent.pendingInput]));
+  const greetings = new Map(agents.map((agent) => [agent.name, agent.greeting]));
+  const pendingInput = new Map(agents.map((agent) => [agent.name, agent.pendingInput]));
+  /** Whether this principal's roles trigger turns of each agent (trigger_roles). */
+  const triggersFor = (principal: Principal) =>
+    new Map(
+      agents.map((agent) => [
+        agent.name,
+        agent.triggerRoles === null ||
+          principal.roles.includes('*') ||
+          principal.roles.some((role) => agent.triggerRoles?.includes(role)),
+      ]),
+    );
+
   app.post('/api/v1/chat/turns', async (request, reply) => {
     const started = process.hrtime.bigint();
     const body = validate(admitBody, request.body);
@@ -38,12 +49,10 @@ export function turnRoutes(app: FastifyInstance, deps: ApiDeps): void {
       throw new ParleyError(
         'message_too_long',
         `message: longer than ${deps.config.server.maxMessageBytes} bytes`,
-        {
-          limit_bytes: deps.config.server.maxMessageBytes,
-        },
+        { limit_bytes: deps.config.server.maxMessageBytes },
       );
     }
-    if (body.agent !== undefined && !deps.config.agents[body.agent]) {
+    if (body.agent !== undefined && !agentNamed(deps.config, body.agent)) {
       throw new ParleyError('unknown_agent', `no agent named "${body.agent}"`);
     }
     const admission = await admitTurn(deps.db, {
@@ -56,8 +65,7 @@ export function turnRoutes(app: FastifyInstance, deps: ApiDeps): void {
       greetings,
       message: body.message,
       option: body.option ?? null,
-      roles: request.principal.roles,
-      triggerRoles,
+      triggers: triggersFor(request.principal),
       pendingInput,
     });
     turnsAdmitted.inc();

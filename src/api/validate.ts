@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import { ParleyError } from '../errors.js';
 
 /** Parses a body or query with a zod schema; failures name the field, never its value. */
@@ -8,4 +8,43 @@ export function validate<T>(schema: z.ZodType<T>, value: unknown): T {
   const issue = parsed.error.issues[0];
   const field = issue?.path.map(String).join('.') || '(body)';
   throw new ParleyError('invalid_request', `${field}: ${issue?.message ?? 'invalid'}`, { field });
+}
+
+/**
+ * Text the database can store: no NUL (PostgreSQL text refuses it) and no unpaired
+ * surrogate (jsonb refuses it, and it is not Unicode text).
+ */
+export function isStorableText(text: string): boolean {
+  return !text.includes('\u0000') && (text as string & { isWellFormed(): boolean }).isWellFormed();
+}
+
+const storable = 'must not contain NUL characters or unpaired surrogates';
+
+/** A string field of a request: storable text. */
+export function text(): z.ZodString {
+  return z.string().refine(isStorableText, storable);
+}
+
+/**
+ * Every string anywhere in an arbitrary JSON value (an answer's `response`) is storable,
+ * keys included.
+ */
+export function storableJson(value: unknown): boolean {
+  if (typeof value === 'string') return isStorableText(value);
+  if (Array.isArray(value)) return value.every(storableJson);
+  if (value !== null && typeof value === 'object') {
+    return Object.entries(value).every(([key, item]) => isStorableText(key) && storableJson(item));
+  }
+  return true;
+}
+
+/**
+ * A path segment naming a resource (a session, a turn, a request): storable text of at
+ * most 128 characters, else 400 before any query runs.
+ */
+export function pathId(value: string, name: string): string {
+  if (value.length === 0 || value.length > 128 || !isStorableText(value)) {
+    throw new ParleyError('invalid_request', `${name}: not a valid identifier`, { field: name });
+  }
+  return value;
 }

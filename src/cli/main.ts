@@ -123,6 +123,7 @@ main(process.argv.slice(2)).then(
     const message =
       error instanceof ConfigError || error instanceof Error ? error.message : String(error);
     process.stderr.write(`parley: ${message}\n`);
-    process.exitCode = 1;
+    // Exit now: a half-started process must not linger (timers, sockets, the data dir).
+    process.exit(1);
   },
 );

@@ -10,6 +10,7 @@ import { Worker } from '../runtime/worker.js';
 import { builtInTools } from '../tools/registry.js';
 import type { Db } from '../store/db.js';
 import { describeStore, openStore } from '../store/open.js';
+import { releaseDeadLeases } from '../store/releaseLease.js';
 import { Wakeups } from '../store/wakeups.js';
 
 export interface Running {
@@ -30,56 +31,72 @@ export async function startProcess(
   role: { api: boolean; worker: boolean },
   log: Logger,
 ): Promise<Running> {
-  if (role.api) assertBindAllowed(config);
+  if (role.api) await assertBindAllowed(config);
   const db = await openStore(config);
-  const wakeups = new Wakeups(db);
-  await wakeups.start();
-  const resolveModel = createModelRegistry(config);
+  const stops: (() => Promise<void> | void)[] = [() => db.close()];
+  const stopAll = async () => {
+    for (const stop of stops.reverse()) await stop();
+  };
+  try {
+    if (db.engine === 'pglite' && role.worker) {
+      // The data-directory lock proves no other process lives: leases left by one that
+      // died are dead, and their sessions can be claimed at once instead of after a ttl.
+      const released = await releaseDeadLeases(db);
+      if (released > 0) log.info({ sessions: released }, 'released the leases of a previous run');
+    }
+    const wakeups = new Wakeups(db);
+    await wakeups.start();
+    stops.push(() => wakeups.stop());
+    const resolveModel = createModelRegistry(config);
 
-  let worker: Worker | null = null;
-  let stopRetention = () => {};
-  if (role.worker) {
-    worker = new Worker({
-      db,
-      wakeups,
-      config,
-      resolveModel,
-      log,
-      owner: `${hostname()}:${process.pid}`,
-      tools: builtInTools(),
-    });
-    worker.start();
-    stopRetention = startRetention({
-      db,
-      keepEventsDays: config.retention.keepEventsDays,
-      intervalMs: config.retention.pruneIntervalMs,
-      log,
-    });
+    let worker: Worker | null = null;
+    if (role.worker) {
+      const started = new Worker({
+        db,
+        wakeups,
+        config,
+        resolveModel,
+        log,
+        owner: `${hostname()}:${process.pid}`,
+        tools: builtInTools(),
+      });
+      worker = started;
+      started.start();
+      stops.push(() => started.stop());
+      stops.push(
+        startRetention({
+          db,
+          keepEventsDays: config.retention.keepEventsDays,
+          intervalMs: config.retention.pruneIntervalMs,
+          log,
+        }),
+      );
+    }
+
+    let app: FastifyInstance | null = null;
+    let url: string | null = null;
+    if (role.api) {
+      const built = await buildApp({
+        db,
+        wakeups,
+        config,
+        log,
+        providersReady: () => providersReady(config, resolveModel),
+      });
+      app = built;
+      stops.push(() => built.close());
+      url = await built.listen({ host: config.server.host, port: config.server.port });
+    }
+
+    let stopping: Promise<void> | null = null;
+    const stop = () => (stopping ??= stopAll());
+    return { db, app, worker, url, stop };
+  } catch (error) {
+    // A failed start (the port is taken, say) must not leave a worker running without an
+    // API, holding the data directory: stop whatever started, then fail.
+    await stopAll().catch(() => {});
+    throw error;
   }
-
-  let app: FastifyInstance | null = null;
-  let url: string | null = null;
-  if (role.api) {
-    app = await buildApp({
-      db,
-      wakeups,
-      config,
-      log,
-      providersReady: () => providersReady(config, resolveModel),
-    });
-    url = await app.listen({ host: config.server.host, port: config.server.port });
-  }
-
-  let stopping: Promise<void> | null = null;
-  const stop = () =>
-    (stopping ??= (async () => {
-      stopRetention();
-      await app?.close();
-      await worker?.stop();
-      await wakeups.stop();
-      await db.close();
-    })());
-  return { db, app, worker, url, stop };
 }
 
 function providersReady(config: Config, resolve: ReturnType<typeof createModelRegistry>): boolean {

@@ -61,8 +61,19 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
   const agents = compileAgents(file, providers);
   const keys = compileKeys(file, env);
   const runtime = file.runtime;
-  if (runtime.heartbeat_ms >= runtime.lease_ttl_ms) {
+  const heartbeatMs = runtime.heartbeat_ms ?? Math.max(1, Math.floor(runtime.lease_ttl_ms / 3));
+  if (heartbeatMs >= runtime.lease_ttl_ms) {
     throw new ConfigError(`${source}: runtime.heartbeat_ms must be below runtime.lease_ttl_ms`);
+  }
+  let metricsKeySha256: string | null = null;
+  if (file.server.metrics_key_env !== null) {
+    const value = env[file.server.metrics_key_env];
+    if (!value) {
+      throw new ConfigError(
+        `server.metrics_key_env: the variable ${file.server.metrics_key_env} is not set`,
+      );
+    }
+    metricsKeySha256 = createHash('sha256').update(value).digest('hex');
   }
   const demoDelay = env.PARLEY_DEMO_DELAY_MS === undefined ? 20 : Number(env.PARLEY_DEMO_DELAY_MS);
   if (!Number.isInteger(demoDelay) || demoDelay < 0) {
@@ -75,6 +86,12 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
       keepaliveMs: file.server.keepalive_ms,
       bodyLimitBytes: file.server.body_limit_bytes,
       maxMessageBytes: file.server.max_message_bytes,
+      requestTimeoutMs: file.server.request_timeout_ms,
+      metricsKeySha256,
+    },
+    limits: {
+      streamsPerPrincipal: file.limits.streams_per_principal,
+      streamBufferBytes: file.limits.stream_buffer_bytes,
     },
     storage: {
       dataDir: file.storage.data_dir,
@@ -83,7 +100,7 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
     },
     runtime: {
       leaseTtlMs: runtime.lease_ttl_ms,
-      heartbeatMs: runtime.heartbeat_ms,
+      heartbeatMs,
       maxParallelTurns: runtime.max_parallel_turns,
       parkAfterAttempts: runtime.park_after_attempts,
       pollMs: runtime.poll_ms,
@@ -99,9 +116,9 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
       pruneIntervalMs: file.retention.prune_interval_ms,
     },
     auth: { mode: keys.length === 0 ? 'dev' : 'keys', keys },
-    providers,
-    pricing: file.pricing,
-    agents,
+    providers: nullPrototype(providers),
+    pricing: nullPrototype(file.pricing),
+    agents: nullPrototype(agents),
     demo: { delayMs: demoDelay },
     source,
   };
@@ -219,6 +236,14 @@ function compileKeys(file: ConfigFile, env: Env): ApiKey[] {
       principal: { tenant: key.tenant, user: key.user, roles: key.roles },
     };
   });
+}
+
+/**
+ * Maps keyed by names users choose have no prototype: `agents["constructor"]` is
+ * undefined, not Object's constructor. (Lookups use `Object.hasOwn` as well.)
+ */
+function nullPrototype<T>(record: Record<string, T>): Record<string, T> {
+  return Object.assign(Object.create(null) as Record<string, T>, record);
 }
 
 /** The agent a request names, or the default one (the first agent when none is called `default`). */

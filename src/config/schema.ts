@@ -70,6 +70,8 @@ export const fileSchema = z
           .int()
           .positive()
           .default(32 * 1024),
+        request_timeout_ms: durationMs.default(30_000),
+        metrics_key_env: z.string().nullable().default(null),
       })
       .strict()
       .prefault({}),
@@ -84,7 +86,8 @@ export const fileSchema = z
     runtime: z
       .object({
         lease_ttl_ms: durationMs.default(15000),
-        heartbeat_ms: durationMs.default(5000),
+        // Default: a third of the lease ttl (compileConfig), so setting the ttl alone works.
+        heartbeat_ms: durationMs.optional(),
         max_parallel_turns: z.number().int().positive().default(8),
         park_after_attempts: z.number().int().positive().default(5),
         poll_ms: durationMs.default(2000),
@@ -101,6 +104,18 @@ export const fileSchema = z
       .object({
         keep_events_days: z.number().positive().nullable().default(null),
         prune_interval_ms: durationMs.default(60 * 60 * 1000),
+      })
+      .strict()
+      .prefault({}),
+    limits: z
+      .object({
+        streams_per_principal: z.number().int().positive().default(100),
+        /** Unflushed SSE bytes past which a connection that does not read is closed. */
+        stream_buffer_bytes: z
+          .number()
+          .int()
+          .positive()
+          .default(1024 * 1024),
       })
       .strict()
       .prefault({}),

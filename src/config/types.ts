@@ -55,6 +55,16 @@ export interface Config {
     keepaliveMs: number;
     bodyLimitBytes: number;
     maxMessageBytes: number;
+    /** Headers and body of a request must arrive within this (slow clients). */
+    requestTimeoutMs: number;
+    /** When set, GET /metrics needs this bearer key (its sha256; the key is never kept). */
+    metricsKeySha256: string | null;
+  };
+  limits: {
+    /** Open SSE streams per principal (per API process); more → 429 too_many_streams. */
+    streamsPerPrincipal: number;
+    /** A stream whose client leaves this many bytes unread is closed (it resumes later). */
+    streamBufferBytes: number;
   };
   storage: { dataDir: string; url: string | null; poolSize: number };
   runtime: RuntimeConfig;
@@ -70,3 +80,11 @@ export interface Config {
 }
 
 export const devPrincipal: Principal = { tenant: 'default', user: 'local', roles: ['*'] };
+
+/**
+ * The agent of that name, if configured. Never a plain `agents[name]`: a name such as
+ * `constructor` or `__proto__` must not reach an object's prototype.
+ */
+export function agentNamed(config: Config, name: string): AgentConfig | undefined {
+  return Object.hasOwn(config.agents, name) ? config.agents[name] : undefined;
+}

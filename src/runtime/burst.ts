@@ -1,19 +1,19 @@
-import type { LanguageModelV3Prompt } from '@ai-sdk/provider';
 import type { AgentConfig } from '../config/types.js';
 import { newMessageId, newRequestId } from '../ids.js';
 import { turnOutcomes } from '../metrics.js';
-import { foldInputs } from '../providers/foldedPrompt.js';
 import { priceUsage } from '../providers/registry.js';
-import type { PendingInput } from '../store/collectInputs.js';
-import { commitTurn, failTurn, type Usage } from '../store/finishTurn.js';
-import { recentMessages } from '../store/listMessages.js';
+import type { QueuedTurn, SessionTurns } from '../store/collectTurns.js';
+import { commitTurn, type BurstRef, type Usage } from '../store/commitTurn.js';
+import { failTurn } from '../store/failTurn.js';
 import { startAttempt } from '../store/startAttempt.js';
-import type { Lease } from '../store/types.js';
+import type { BurstState, Lease } from '../store/types.js';
+import { waitForInput } from '../store/waitForInput.js';
 import { abortableDelay } from './abortable.js';
+import { basePrompt } from './basePrompt.js';
 import { DeltaBuffer } from './deltaBuffer.js';
 import type { RuntimeDeps } from './deps.js';
 import { backoffMs, ProviderFailure, streamStep, type StepResult } from './modelStep.js';
-import { watchForNewInput } from './watchers.js';
+import { continuePrompt, offeredTools, replyText } from './steps.js';
 import {
   askForBudget,
   budgetExhausted,
@@ -21,11 +21,11 @@ import {
   resumeBurst,
   settleCalls,
 } from './toolCalls.js';
-import { continuePrompt, offeredTools, replyText } from './steps.js';
-import { saveBurst, waitForInput } from '../store/burstState.js';
+import { watchForNewInput } from './watchers.js';
 
 export type BurstOutcome =
-  | { kind: 'finished' }
+  /** `holding`: the commit kept the lease because more turns are queued. */
+  | { kind: 'finished'; holding: boolean }
   | { kind: 'waiting' }
   | { kind: 'pivot'; attempt: number; partial: boolean }
   | { kind: 'cancel' };
@@ -45,7 +45,7 @@ export interface BurstControl {
 /**
  * Answers one burst (RUNTIME.md, the drain loop's body): `turn_started`, then model steps
  * until a reply without tool calls, which is committed with `done` in one token-gated
- * transaction. Tool calls follow the agent's policy (steps.ts, toolCalls.ts); a call that
+ * statement. Tool calls follow the agent's policy (steps.ts, toolCalls.ts); a call that
  * needs a person stops the turn (`waiting`) until an answer makes the session claimable
  * again, and the working conversation is saved on the session row between steps. Returns
  * early on a pivot or a cancel; throws when the lease is lost.
@@ -54,29 +54,37 @@ export async function answerBurst(
   deps: RuntimeDeps,
   lease: Lease,
   agentName: string,
-  collected: PendingInput[],
+  turns: SessionTurns,
   state: BurstControl,
 ): Promise<BurstOutcome> {
-  const { runtime } = deps.config;
-  const agent = deps.config.agents[agentName];
-  const resumed = await resumeBurst(deps, lease, agent, collected);
-  if (resumed.kind === 'waiting') return resumed;
-  const { burst, expire, events } = resumed;
-  const inputs = collected.filter((input) => burst.turn_ids.includes(input.turn_id));
-  const turnIds = burst.turn_ids;
-  const lead = burst.lead;
-  const lastPosition = Math.max(...inputs.map((input) => input.position));
-  const ref = { turnIds, lastPosition };
+  const agent = Object.hasOwn(deps.config.agents, agentName)
+    ? deps.config.agents[agentName]
+    : undefined;
+  const resumed = await resumeBurst(deps, agent, turns.burst, turns.queued);
+  const supersede = (agent?.pendingInput ?? 'supersede') === 'supersede';
+  if (resumed.kind === 'waiting') {
+    const lastPosition = Math.max(...turns.queued.map((turn) => turn.position));
+    await waitForInput(deps.db, lease, { supersede, lastPosition });
+    return { kind: 'waiting' };
+  }
+  const { burst } = resumed;
+  const inBurst = turns.queued.filter((turn) => burst.turn_ids.includes(turn.turn_id));
+  const base = turns.queued.filter((turn) => burst.base_turn_ids.includes(turn.turn_id));
+  const ref: BurstRef = {
+    turnIds: burst.turn_ids,
+    lastPosition: Math.max(...inBurst.map((turn) => turn.position)),
+  };
   // Resuming after a person answered continues the same attempt; only a new owner of
   // partial output (or a fresh burst) starts a new one.
   let attempt = resumed.resumed && !state.partial ? Math.max(state.attempt, 1) : state.attempt + 1;
-  await startAttempt(deps.db, lease, { turnIds, attempt, resetPrevious: state.partial });
-  if (expire.length > 0 || events.length > 0) {
-    await saveBurst(deps.db, lease, burst, {
-      events,
-      expire: { requestIds: expire, reason: 'superseded' },
-    });
-  }
+  const started = await startAttempt(deps.db, lease, {
+    turnIds: burst.turn_ids,
+    attempt,
+    resetPrevious: state.partial,
+    seenSequence: turns.last_sequence,
+    historyBefore: (base[0] as QueuedTurn).admitted_sequence,
+    historyLimit: deps.config.runtime.historyMessages,
+  });
 
   if (!agent) {
     await failTurn(deps.db, lease, {
@@ -86,26 +94,16 @@ export async function answerBurst(
       usage: [],
     });
     turnOutcomes.inc({ outcome: 'error' });
-    return { kind: 'finished' };
+    return { kind: 'finished', holding: true };
   }
-  const modelName = `${agent.model.provider}/${agent.model.modelId}`;
-  const model = deps.resolveModel(agent.model.provider, agent.model.modelId);
-  const base = await buildPrompt(
-    deps,
-    lease,
-    agent,
-    collected.filter((input) => burst.base_turn_ids.includes(input.turn_id)),
-  );
+  const prompt = basePrompt(agent, started.history, base);
   const tools = offeredTools(agent, deps.tools);
 
   for (;;) {
     if (state.cancel.aborted) return { kind: 'cancel' };
     const open = await settleCalls(deps, lease, burst, state.signal);
     if (open === 'waiting') {
-      await waitForInput(deps.db, lease, {
-        supersede: agent.pendingInput === 'supersede',
-        lastPosition,
-      });
+      await waitForInput(deps.db, lease, { supersede, lastPosition: ref.lastPosition });
       return { kind: 'waiting' };
     }
     if (state.cancel.aborted) return { kind: 'cancel' };
@@ -115,80 +113,37 @@ export async function answerBurst(
         await askForBudget(deps, lease, burst, exhausted.reason);
         continue;
       }
-      await commitTurn(deps.db, lease, {
-        ...ref,
-        messageId: newMessageId(),
-        author: agent.name,
-        content: replyText(burst, `I stopped here: ${exhausted.reason}.`),
-        rawContent: null,
+      return finish(deps, lease, agent, burst, ref, {
+        text: `I stopped here: ${exhausted.reason}.`,
         options: null,
         usage: [],
+        tail: '',
       });
-      turnOutcomes.inc({ outcome: 'done' });
-      return { kind: 'finished' };
     }
 
-    const prompt = continuePrompt(base, burst);
-    let result: StepResult | null = null;
-    for (let call = 1; result === null; call++) {
-      const buffer = new DeltaBuffer(
-        deps.db,
-        lease,
-        lead,
-        { batchMs: runtime.deltaBatchMs, batchBytes: runtime.deltaBatchBytes },
-        () => {},
-      );
-      const pivot = watchForNewInput(
-        deps,
-        lease,
-        inputs,
-        state.allowPivot && burst.steps.length === 0,
-      );
-      try {
-        result = await streamStep(
-          model,
-          prompt,
-          buffer,
-          AbortSignal.any([state.signal, pivot.signal, state.cancel]),
-          tools,
-        );
-      } catch (error) {
-        await buffer.settle();
-        if (state.signal.aborted) throw error;
-        if (state.cancel.aborted) return { kind: 'cancel' };
-        if (pivot.signal.aborted) return { kind: 'pivot', attempt, partial: buffer.wroteText };
-        if (!(error instanceof ProviderFailure)) throw error;
-        const retry = error.isRetryable && call < runtime.retryAttempts;
-        deps.log.warn(
-          { session_id: lease.sessionId, status: error.statusCode, call, retry },
-          'model call failed',
-        );
-        if (!retry) {
-          await failTurn(deps.db, lease, {
-            ...ref,
-            code: error.isRetryable ? 'provider_unavailable' : 'provider_error',
-            message: error.isRetryable
-              ? `the model provider did not answer after ${call} attempts`
-              : 'the model provider refused the request',
-            usage: [],
-          });
-          turnOutcomes.inc({ outcome: 'error' });
-          return { kind: 'finished' };
-        }
-        await abortableDelay(
-          backoffMs(runtime.retryBaseMs, call, deps.random),
-          AbortSignal.any([state.signal, state.cancel]),
-        );
-        if (state.signal.aborted) throw state.signal.reason;
-        if (buffer.wroteText) {
-          // Clients saw part of this call's text: tell them to drop it before the retry.
-          attempt += 1;
-          await startAttempt(deps.db, lease, { turnIds, attempt, resetPrevious: true });
-        }
-      } finally {
-        pivot.stop();
+    const step = await modelStep(deps, lease, agent, burst, {
+      prompt: continuePrompt(prompt, burst),
+      tools,
+      turns: inBurst,
+      attempt,
+      state,
+    });
+    if (step.kind !== 'result') {
+      if (step.kind === 'failed') {
+        await failTurn(deps.db, lease, {
+          ...ref,
+          code: step.code,
+          message: step.message,
+          usage: [],
+        });
+        turnOutcomes.inc({ outcome: 'error' });
+        return { kind: 'finished', holding: true };
       }
+      return step;
     }
+    attempt = step.attempt;
+    const { result, tail } = step;
+    const modelName = `${agent.model.provider}/${agent.model.modelId}`;
     const usage: Usage = {
       input_tokens: result.inputTokens,
       output_tokens: result.outputTokens,
@@ -197,78 +152,132 @@ export async function answerBurst(
       latency_ms: result.latencyMs,
     };
     if (result.calls.length > 0) {
-      await recordCalls(deps, lease, agent, burst, result, usage);
+      await recordCalls(deps, lease, agent, burst, result, usage, tail);
       continue;
     }
-    const text = replyText(burst, result.text);
-    await commitTurn(deps.db, lease, {
-      ...ref,
-      messageId: newMessageId(),
-      author: agent.name,
-      content: agent.completionText ?? text,
-      rawContent: agent.completionText === null ? null : text,
-      options: result.options ? { requestId: newRequestId(), choices: result.options } : null,
+    return finish(deps, lease, agent, burst, ref, {
+      text: result.text,
+      options: result.options,
       usage: [usage],
+      tail,
     });
-    turnOutcomes.inc({ outcome: 'done' });
-    return { kind: 'finished' };
   }
 }
 
-/**
- * The model's view: the agent's instructions, the last `history_messages` transcript
- * messages before the burst, and the burst folded into one labelled user message.
- */
-export async function buildPrompt(
+async function finish(
   deps: RuntimeDeps,
   lease: Lease,
   agent: AgentConfig,
-  inputs: PendingInput[],
-): Promise<LanguageModelV3Prompt> {
-  const first = inputs[0] as PendingInput;
-  const history = await recentMessages(
-    deps.db,
-    lease.sessionId,
-    first.admitted_sequence,
-    deps.config.runtime.historyMessages,
-  );
-  // In a room with several people, the model must know who said what.
-  const authors = new Set(
-    [...history.filter((message) => message.role === 'user'), ...inputs].map(
-      (input) => input.author,
-    ),
-  );
-  const label = (author: string, text: string) => (authors.size > 1 ? `${author}: ${text}` : text);
-  return [
-    { role: 'system', content: agent.instructions },
-    ...history.map((message) =>
-      message.role === 'assistant'
-        ? {
-            role: 'assistant' as const,
-            content: [{ type: 'text' as const, text: message.content }],
-          }
-        : {
-            role: 'user' as const,
-            content: [{ type: 'text' as const, text: label(message.author, message.content) }],
-          },
-    ),
-    {
-      role: 'user',
-      content: [
-        {
-          type: 'text',
-          text: foldInputs(
-            inputs.map((input) => ({ author: input.author, content: inputText(input) })),
-          ),
-        },
-      ],
-    },
-  ];
+  burst: BurstState,
+  ref: BurstRef,
+  reply: { text: string; options: string[] | null; usage: Usage[]; tail: string },
+): Promise<BurstOutcome> {
+  const text = replyText(burst, reply.text);
+  const committed = await commitTurn(deps.db, lease, {
+    ...ref,
+    messageId: newMessageId(),
+    author: agent.name,
+    content: agent.completionText ?? text,
+    rawContent: agent.completionText === null ? null : text,
+    options: reply.options ? { request_id: newRequestId(), choices: reply.options } : null,
+    usage: reply.usage,
+    tail: reply.tail,
+  });
+  turnOutcomes.inc({ outcome: 'done' });
+  return { kind: 'finished', holding: committed.pending };
 }
 
-/** A pressed option is applied first: the model reads the choice, then any text. */
-function inputText(input: PendingInput): string {
-  if (!input.option) return input.content;
-  const choice = `Selected option: ${input.option.value}`;
-  return input.content.trim() ? `${choice}\n${input.content}` : choice;
+type StepOutcome =
+  | { kind: 'result'; result: StepResult; tail: string; attempt: number }
+  | { kind: 'failed'; code: string; message: string }
+  | { kind: 'pivot'; attempt: number; partial: boolean }
+  | { kind: 'cancel' };
+
+/**
+ * One model step with its retries: transient provider failures are retried with backoff
+ * and full jitter (a retry after some text was journaled starts a new attempt, so clients
+ * drop that text first); a pivot or a cancel aborts the stream at once.
+ */
+async function modelStep(
+  deps: RuntimeDeps,
+  lease: Lease,
+  agent: AgentConfig,
+  burst: BurstState,
+  step: {
+    prompt: ReturnType<typeof continuePrompt>;
+    tools: ReturnType<typeof offeredTools>;
+    turns: QueuedTurn[];
+    attempt: number;
+    state: BurstControl;
+  },
+): Promise<StepOutcome> {
+  const { runtime } = deps.config;
+  const { state } = step;
+  const model = deps.resolveModel(agent.model.provider, agent.model.modelId);
+  let attempt = step.attempt;
+  for (let call = 1; ; call++) {
+    const buffer = new DeltaBuffer(deps.db, lease, burst.lead, {
+      batchMs: runtime.deltaBatchMs,
+      batchBytes: runtime.deltaBatchBytes,
+    });
+    const pivot = watchForNewInput(
+      deps,
+      lease,
+      step.turns,
+      state.allowPivot && burst.steps.length === 0,
+    );
+    try {
+      const result = await streamStep(
+        model,
+        step.prompt,
+        buffer,
+        AbortSignal.any([state.signal, pivot.signal, state.cancel]),
+        step.tools,
+      );
+      return { kind: 'result', result, tail: await buffer.tail(), attempt };
+    } catch (error) {
+      await buffer.settle();
+      if (state.signal.aborted) throw error;
+      if (state.cancel.aborted) return { kind: 'cancel' };
+      if (pivot.signal.aborted) return { kind: 'pivot', attempt, partial: buffer.wroteText };
+      if (!(error instanceof ProviderFailure)) throw error;
+      const retry = error.isRetryable && call < runtime.retryAttempts;
+      deps.log.warn(
+        { session_id: lease.sessionId, status: error.statusCode, call, retry },
+        'model call failed',
+      );
+      if (!retry) {
+        return error.isRetryable
+          ? {
+              kind: 'failed',
+              code: 'provider_unavailable',
+              message: `the model provider did not answer after ${call} attempts`,
+            }
+          : {
+              kind: 'failed',
+              code: 'provider_error',
+              message: 'the model provider refused the request',
+            };
+      }
+      await abortableDelay(
+        backoffMs(runtime.retryBaseMs, call, deps.random),
+        AbortSignal.any([state.signal, state.cancel]),
+      );
+      if (state.signal.aborted) throw state.signal.reason;
+      if (buffer.wroteText) {
+        // Clients saw part of this call's text: tell them to drop it before the retry.
+        attempt += 1;
+        await startAttempt(deps.db, lease, {
+          turnIds: burst.turn_ids,
+          attempt,
+          resetPrevious: true,
+          seenSequence: null,
+          historyBefore: 0,
+          historyLimit: 0,
+        });
+      }
+    } finally {
+      pivot.stop();
+    }
+  }
 }

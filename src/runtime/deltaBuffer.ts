@@ -1,16 +1,23 @@
-import type { Db } from '../store/db.js';
+import { newEvent } from '../protocol/events.js';
 import { appendEvents } from '../store/appendEvents.js';
+import type { Db } from '../store/db.js';
 import type { Lease } from '../store/types.js';
+import { wellFormed } from './text.js';
 
 /**
  * Journals text deltas in small batches (RUNTIME.md: at most 50 ms or 4 KiB), each batch
- * one `text_delta` event in one token-gated transaction, committed before it is published.
- * Writes are chained so batches land in order; the first failure (a lost lease) is kept
- * and rethrown to the producer at its next push or flush.
+ * one `text_delta` event in one token-gated statement, committed before it is published.
+ * The first text of a call is written on the next turn of the event loop (time to first
+ * token is what a person notices); later text is batched. Whatever is still pending when
+ * the step ends is not written here: the caller takes it (`tail`) into the statement that
+ * closes the step, so a short reply costs no write of its own. Writes are chained so
+ * batches land in order; the first failure (a lost lease) is kept and rethrown to the
+ * producer at its next push, tail or settle.
  */
 export class DeltaBuffer {
   private pending = '';
   private timer: NodeJS.Timeout | null = null;
+  private immediate: NodeJS.Immediate | null = null;
   private chain: Promise<void> = Promise.resolve();
   private failure: Error | null = null;
   private started = false;
@@ -22,25 +29,32 @@ export class DeltaBuffer {
     private readonly lease: Lease,
     private readonly turnId: string,
     private readonly limits: { batchMs: number; batchBytes: number },
-    private readonly onFailure: (error: unknown) => void,
   ) {}
 
   push(delta: string): void {
     if (this.failure) throw this.failure;
-    this.pending += delta;
-    // The first text of a call goes out at once: time to first token is what a person
-    // notices. Later deltas are batched (at most batchMs old or batchBytes large).
-    const first = !this.started;
-    this.started = true;
-    if (first || Buffer.byteLength(this.pending) >= this.limits.batchBytes) this.schedule(0);
-    else if (!this.timer) this.schedule(this.limits.batchMs);
+    this.pending += wellFormed(delta);
+    if (!this.started) {
+      this.started = true;
+      this.immediate = setImmediate(() => this.writePending());
+    } else if (Buffer.byteLength(this.pending) >= this.limits.batchBytes) {
+      this.writePending();
+    } else if (!this.timer && !this.immediate) {
+      this.timer = setTimeout(() => this.writePending(), this.limits.batchMs);
+    }
   }
 
-  /** Writes whatever is pending and waits for every earlier batch. */
-  async flush(): Promise<void> {
-    this.writePending();
+  /**
+   * Waits for every batch already on its way and hands over the text not written yet
+   * (the caller journals it in the statement that closes the step).
+   */
+  async tail(): Promise<string> {
+    this.cancelTimers();
     await this.chain;
     if (this.failure) throw this.failure;
+    const tail = this.pending;
+    this.pending = '';
+    return tail;
   }
 
   /**
@@ -48,42 +62,34 @@ export class DeltaBuffer {
    * batches already on their way, so `wroteText` is final. A lost lease still throws.
    */
   async settle(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    this.cancelTimers();
     this.pending = '';
     await this.chain;
     if (this.failure) throw this.failure;
   }
 
-  private schedule(ms: number): void {
+  private cancelTimers(): void {
     if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.writePending(), ms);
+    if (this.immediate) clearImmediate(this.immediate);
+    this.timer = null;
+    this.immediate = null;
   }
 
   private writePending(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    this.cancelTimers();
     if (this.pending.length === 0 || this.failure) return;
     const delta = this.pending;
     this.pending = '';
     this.chain = this.chain.then(async () => {
       if (this.failure) return;
       try {
-        await this.db.transaction((tx) =>
-          appendEvents(
-            tx,
-            this.lease,
-            [{ type: 'text_delta', turn_id: this.turnId, payload: { delta } }],
-            {
-              progress: true,
-              partialOutput: true,
-            },
-          ),
-        );
+        await appendEvents(this.db, this.lease, [newEvent('text_delta', this.turnId, { delta })], {
+          progress: true,
+          partialOutput: true,
+        });
         this.wroteText = true;
       } catch (error) {
         this.failure = error instanceof Error ? error : new Error(String(error));
-        this.onFailure(error);
       }
     });
   }

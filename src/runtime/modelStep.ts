@@ -31,8 +31,9 @@ export class ProviderFailure extends Error {
 }
 
 /**
- * One streaming call to the model. Text deltas go to the buffer (which journals them);
- * the whole text and usage come back at the end. Aborting `signal` aborts the provider
+ * One streaming call to the model. Text deltas go to the buffer (which journals them; the
+ * caller takes its tail into the statement that closes the step); the whole text and
+ * usage come back at the end. Aborting `signal` aborts the provider
  * stream at once. Provider errors are classified and never carry the provider's body.
  */
 export async function streamStep(
@@ -79,7 +80,6 @@ export async function streamStep(
     throw classify(error);
   }
   if (signal.aborted) throw signal.reason;
-  await buffer.flush();
   return { text, options, calls, inputTokens, outputTokens, latencyMs: Date.now() - started };
 }
 

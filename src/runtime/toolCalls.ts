@@ -1,38 +1,41 @@
 import type { AgentConfig } from '../config/types.js';
 import { newRequestId } from '../ids.js';
-import type { PendingInput } from '../store/collectInputs.js';
-import { readBurst, readRequests, saveBurst, type NewInputRequest } from '../store/burstState.js';
-import type { BurstCall, BurstState, Lease, NewEvent } from '../store/types.js';
+import { newEvent } from '../protocol/events.js';
+import type { QueuedTurn } from '../store/collectTurns.js';
+import type { Usage } from '../store/commitTurn.js';
+import { readRequests } from '../store/readRequests.js';
+import { saveBurst, type NewInputRequest } from '../store/saveBurst.js';
+import type { BurstCall, BurstState, Lease } from '../store/types.js';
 import { foldInputs } from '../providers/foldedPrompt.js';
 import { runTool } from '../tools/registry.js';
-import type { Usage } from '../store/finishTurn.js';
 import type { RuntimeDeps } from './deps.js';
 import type { StepResult } from './modelStep.js';
 import { askUserTool, isOpen, policyOf } from './steps.js';
+import { wellFormed, wellFormedJson } from './text.js';
 
 const toolTimeoutMs = 30_000;
 const budgetTool = 'budget_extension';
 
-type Resumed =
-  | { kind: 'waiting' }
-  | { kind: 'ready'; burst: BurstState; expire: string[]; events: NewEvent[]; resumed: boolean };
+type Resumed = { kind: 'waiting' } | { kind: 'ready'; burst: BurstState; resumed: boolean };
 
 /**
- * Picks up the burst the session is answering: a fresh one from the collected inputs, or
- * the saved one, with the answers people gave since. If a call still waits for a person,
- * a newer message supersedes it (agent `pending_input: supersede`: the request expires,
- * nothing runs, the message is folded in) or the turn keeps waiting (`queue`).
+ * Picks up the burst the session is answering: a fresh one from the queued turns, or the
+ * saved one (`saved`, from the session row), with what happened to its requests since.
+ * The requests' rows decide (an admission or waitForInput expired them, or a person
+ * answered): answered → the answer applies; expired by a newer message → the call is
+ * superseded (nothing ran) and the newer turns are folded in; still pending → the turn
+ * keeps waiting. Nothing is written here: the next save or the commit records it, and a
+ * new owner after a crash derives the same from the same rows.
  */
 export async function resumeBurst(
   deps: RuntimeDeps,
-  lease: Lease,
   agent: AgentConfig | undefined,
-  collected: PendingInput[],
+  saved: BurstState | null,
+  queued: QueuedTurn[],
 ): Promise<Resumed> {
-  const lead = (collected[0] as PendingInput).turn_id;
-  const saved = await readBurst(deps.db, lease.sessionId);
+  const lead = (queued[0] as QueuedTurn).turn_id;
   if (!saved || saved.lead !== lead) {
-    const turnIds = collected.map((input) => input.turn_id);
+    const turnIds = queued.map((turn) => turn.turn_id);
     const budget = {
       iterations: agent?.budgets.maxIterations ?? 8,
       tool_calls: agent?.budgets.maxToolCalls ?? 16,
@@ -40,8 +43,6 @@ export async function resumeBurst(
     return {
       kind: 'ready',
       burst: { lead, turn_ids: turnIds, base_turn_ids: turnIds, steps: [], budget },
-      expire: [],
-      events: [],
       resumed: false,
     };
   }
@@ -53,8 +54,15 @@ export async function resumeBurst(
     deps.db,
     awaiting.map((call) => call.request_id as string),
   );
+  let superseded = false;
   for (const call of awaiting) {
     const answer = answers.get(call.request_id as string);
+    if (answer?.state === 'expired') {
+      call.status = 'superseded';
+      call.error = { code: 'superseded', message: 'superseded by a new message; nothing ran' };
+      superseded = true;
+      continue;
+    }
     if (answer?.state !== 'answered') continue;
     const reason = typeof answer.response?.reason === 'string' ? `: ${answer.response.reason}` : '';
     if (call.kind === 'budget_extension') {
@@ -82,29 +90,17 @@ export async function resumeBurst(
       call.status = 'approved';
     }
   }
-  const stillWaiting = awaiting.filter((call) => call.status === 'awaiting');
-  const newInputs = collected.filter((input) => !burst.turn_ids.includes(input.turn_id));
-  if (stillWaiting.length === 0) {
-    return { kind: 'ready', burst, expire: [], events: [], resumed: true };
+  if (awaiting.some((call) => call.status === 'awaiting')) return { kind: 'waiting' };
+  const newer = queued.filter((turn) => !burst.turn_ids.includes(turn.turn_id));
+  if (superseded && newer.length > 0) {
+    burst.turn_ids.push(...newer.map((turn) => turn.turn_id));
+    burst.steps.push({
+      kind: 'input',
+      text: foldInputs(newer.map((turn) => ({ author: turn.author, content: turn.content }))),
+      calls: [],
+    });
   }
-  if (newInputs.length === 0 || agent?.pendingInput !== 'supersede') return { kind: 'waiting' };
-  for (const call of stillWaiting) {
-    call.status = 'superseded';
-    call.error = { code: 'superseded', message: 'superseded by a new message; nothing ran' };
-  }
-  burst.turn_ids.push(...newInputs.map((input) => input.turn_id));
-  burst.steps.push({
-    kind: 'input',
-    text: foldInputs(newInputs.map((input) => ({ author: input.author, content: input.content }))),
-    calls: [],
-  });
-  return {
-    kind: 'ready',
-    burst,
-    expire: stillWaiting.map((call) => call.request_id as string),
-    events: [],
-    resumed: true,
-  };
+  return { kind: 'ready', burst, resumed: true };
 }
 
 /**
@@ -154,16 +150,14 @@ export async function settleCalls(
   if (unreported.length > 0) {
     for (const call of unreported) call.reported = true;
     await saveBurst(deps.db, lease, burst, {
-      events: unreported.map((call) => ({
-        type: 'tool_result',
-        turn_id: burst.lead,
-        payload: {
+      events: unreported.map((call) =>
+        newEvent('tool_result', burst.lead, {
           call_id: call.call_id,
           tool: call.tool,
           ok: call.status === 'done',
           ...(call.status === 'done' ? { result: call.result ?? null } : { error: call.error }),
-        },
-      })),
+        }),
+      ),
     });
   }
   return calls.some((call) => call.status === 'awaiting') ? 'waiting' : 'settled';
@@ -180,11 +174,17 @@ export async function recordCalls(
   burst: BurstState,
   result: StepResult,
   usage: Usage,
+  tail: string,
 ): Promise<void> {
   const requests: NewInputRequest[] = [];
   const calls: BurstCall[] = result.calls.map((proposed) => {
     const policy = policyOf(agent, deps.tools, proposed.tool);
-    const call: BurstCall = { ...proposed, policy, status: 'pending' };
+    const call: BurstCall = {
+      ...proposed,
+      arguments: wellFormedJson(proposed.arguments),
+      policy,
+      status: 'pending',
+    };
     if (policy === 'deny') {
       call.status = 'denied';
       call.error = {
@@ -196,30 +196,34 @@ export async function recordCalls(
       call.status = 'awaiting';
       call.kind = question ? 'question' : 'approval';
       call.request_id = newRequestId();
-      const asked = (proposed.arguments as { question?: unknown } | null)?.question;
+      const asked = (call.arguments as { question?: unknown } | null)?.question;
       requests.push({
         request_id: call.request_id,
         call_id: call.call_id,
         kind: call.kind,
         tool: question ? null : proposed.tool,
-        arguments: proposed.arguments,
+        arguments: call.arguments,
         prompt: question && typeof asked === 'string' ? asked : null,
       });
     }
     return call;
   });
-  burst.steps.push({ kind: 'model', text: result.text, calls });
+  burst.steps.push({ kind: 'model', text: wellFormed(result.text), calls });
   await saveBurst(deps.db, lease, burst, {
     events: [
-      { type: 'usage', turn_id: burst.lead, payload: { ...usage } },
-      ...calls.map((call) => ({
-        type: 'tool_call',
-        turn_id: burst.lead,
-        payload: { call_id: call.call_id, tool: call.tool, arguments: call.arguments },
-      })),
+      ...(tail === '' ? [] : [newEvent('text_delta', burst.lead, { delta: tail })]),
+      newEvent('usage', burst.lead, { ...usage }),
+      ...calls.map((call) =>
+        newEvent('tool_call', burst.lead, {
+          call_id: call.call_id,
+          tool: call.tool,
+          arguments: call.arguments,
+        }),
+      ),
     ],
     requests,
     usage,
+    partialOutput: tail !== '',
   });
 }
 

@@ -1,4 +1,4 @@
-import type { PendingInput } from '../store/collectInputs.js';
+import type { QueuedTurn } from '../store/collectTurns.js';
 import type { Lease } from '../store/types.js';
 import type { RuntimeDeps } from './deps.js';
 
@@ -15,12 +15,12 @@ export interface Watch {
 export function watchForNewInput(
   deps: RuntimeDeps,
   lease: Lease,
-  inputs: PendingInput[],
+  turns: QueuedTurn[],
   enabled: boolean,
 ): Watch {
   const controller = new AbortController();
   if (!enabled) return { signal: controller.signal, stop: () => {} };
-  const newest = (inputs[inputs.length - 1] as PendingInput).admitted_sequence;
+  const newest = (turns[turns.length - 1] as QueuedTurn).admitted_sequence;
   const unsubscribe = deps.wakeups.subscribe((wakeup) => {
     if (
       wakeup.kind === 'input' &&

@@ -2,7 +2,7 @@ import { newLeaseToken } from '../ids.js';
 import { claimSession } from '../store/claimSession.js';
 import { abortableDelay, cancellableDelay } from './abortable.js';
 import type { RuntimeDeps } from './deps.js';
-import { drainSession } from './drain.js';
+import { drainSession, maxBurst } from './drain.js';
 
 /**
  * The claim loop. States: `running` (claiming while below max_parallel_turns, else
@@ -72,6 +72,7 @@ export class Worker {
           token: newLeaseToken(),
           owner: this.deps.owner,
           ttlMs: runtime.leaseTtlMs,
+          maxTurns: maxBurst,
         });
       } catch (error) {
         this.deps.log.error(

@@ -1,11 +1,14 @@
 import { createHash } from 'node:crypto';
 import { ParleyError } from '../errors.js';
 import { newMessageId, newSessionId } from '../ids.js';
-import { isUniqueViolation, type Db, type Queryable } from './db.js';
+import { newEvent, type NewEvent } from '../protocol/events.js';
+import { isUniqueViolation, type Db, type Queryable, type Statement } from './db.js';
 import { createSession } from './createSession.js';
-import { insertEvents } from './appendEvents.js';
+import { journalEvents } from './appendEvents.js';
+import { liveEvents } from './eventRows.js';
+import { expirePendingRequests } from './expireRequests.js';
 import type { SessionRow } from './types.js';
-import { notifyWakeup } from './wakeups.js';
+import { notifySql } from './wakeups.js';
 
 export interface AdmitTurnInput {
   tenant: string;
@@ -16,14 +19,13 @@ export interface AdmitTurnInput {
   agent: string | null;
   defaultAgent: string;
   /** Greeting of each known agent, for a session this admission creates. */
-  greetings: Record<string, string | null>;
+  greetings: ReadonlyMap<string, string | null>;
   message: string;
   option: { request_id: string; value: string } | null;
-  /** The poster's roles, and each agent's trigger_roles (null = every role triggers). */
-  roles: string[];
-  triggerRoles: Record<string, string[] | null>;
-  /** Each agent's `pending_input`: may a new message supersede a waiting approval? */
-  pendingInput: Record<string, 'supersede' | 'queue'>;
+  /** Whether the poster triggers a turn of each agent (its roles against trigger_roles). */
+  triggers: ReadonlyMap<string, boolean>;
+  /** Each agent's `pending_input`: may a new message supersede a waiting request? */
+  pendingInput: ReadonlyMap<string, 'supersede' | 'queue'>;
 }
 
 export interface Admission {
@@ -40,6 +42,10 @@ export interface Admission {
  * retry with the same input gets the same answer and writes nothing; a retry with other
  * input is a `turn_conflict`. Two concurrent first attempts race on the turns primary
  * key; the loser rolls back whole (including a session it created) and re-reads.
+ *
+ * The common case (a message to an existing session that waits for nobody) is one
+ * statement; a new session, a pressed option or a session waiting for a person take the
+ * general path.
  */
 export async function admitTurn(db: Db, input: AdmitTurnInput): Promise<Admission> {
   const fingerprint = createHash('sha256')
@@ -47,6 +53,10 @@ export async function admitTurn(db: Db, input: AdmitTurnInput): Promise<Admissio
     .digest('hex');
   for (let attempt = 0; ; attempt++) {
     try {
+      if (input.sessionId !== null && input.option === null) {
+        const fast = await admitToSession(db, input, input.sessionId, fingerprint);
+        if (fast) return fast;
+      }
       return await db.transaction((tx) => admitOnce(tx, input, fingerprint));
     } catch (error) {
       if (!isUniqueViolation(error) || attempt >= 3) throw error;
@@ -54,6 +64,130 @@ export async function admitTurn(db: Db, input: AdmitTurnInput): Promise<Admissio
   }
 }
 
+function messageEvent(input: AdmitTurnInput, messageId: string): NewEvent<'message'> {
+  return newEvent('message', input.turnId, {
+    message: {
+      id: messageId,
+      role: 'user',
+      author: input.author,
+      content: input.message,
+      ...(input.option ? { option: input.option } : {}),
+    },
+  });
+}
+
+const admitStatement: Statement = {
+  name: 'admit_turn',
+  text: `
+    with found as (
+      select session_id, agent, state from sessions where tenant = $1 and session_id = $2
+    ), known as (
+      select t.session_id, t.fingerprint, t.admitted_sequence, t.state, s.agent
+        from turns t join sessions s on s.session_id = t.session_id
+       where t.tenant = $1 and t.turn_id = $3
+    ), bumped as (
+      update sessions s
+         set input_count = s.input_count
+                           + case when coalesce(($8::jsonb ->> s.agent)::boolean, true) then 1 else 0 end,
+             last_sequence = s.last_sequence + 1,
+             state = case when coalesce(($8::jsonb ->> s.agent)::boolean, true) and s.state = 'idle'
+                          then 'queued' else s.state end,
+             updated_at = now()
+       where s.tenant = $1 and s.session_id = $2 and s.state <> 'input_required'
+         and ($4::text is null or s.agent = $4)
+         and not exists (select 1 from known)
+       returning s.tenant, s.session_id, s.input_count, s.last_sequence,
+                 coalesce(($8::jsonb ->> s.agent)::boolean, true) as triggers
+    ), turn as (
+      insert into turns (tenant, turn_id, session_id, position, state, fingerprint,
+                         admitted_sequence, message_id)
+      select b.tenant, $3, b.session_id, case when b.triggers then b.input_count end,
+             case when b.triggers then 'queued' else 'stored' end, $6, b.last_sequence, $7
+        from bumped b
+    ), message as (
+      insert into messages (message_id, tenant, session_id, turn_id, role, author, content, sequence)
+      select $7, b.tenant, b.session_id, $3, 'user', $5, $9, b.last_sequence from bumped b
+    ), event as (
+      insert into events (tenant, session_id, sequence, type, turn_id, payload, message_id)
+      select b.tenant, b.session_id, b.last_sequence, 'message', $3, '{}'::jsonb, $7 from bumped b
+    ), woken as (
+      select b.last_sequence, b.triggers,
+             ${notifySql("case when b.triggers then 'input' else 'events' end", 'b.session_id', 'b.last_sequence', '$10::text')} as notified
+        from bumped b
+    )
+    select w.last_sequence, w.triggers, w.notified,
+           k.session_id as known_session, k.fingerprint as known_fingerprint,
+           k.admitted_sequence as known_sequence, k.state as known_state, k.agent as known_agent,
+           f.session_id as found_session, f.agent as found_agent
+      from (select 1) as one
+      left join woken w on true
+      left join known k on true
+      left join found f on true`,
+};
+
+interface AdmitRow {
+  last_sequence: number | null;
+  triggers: boolean | null;
+  known_session: string | null;
+  known_fingerprint: string | null;
+  known_sequence: number | null;
+  known_state: string | null;
+  known_agent: string | null;
+  found_session: string | null;
+  found_agent: string | null;
+}
+
+/**
+ * The one-statement admission to an existing session. Returns null when the general path
+ * must decide (the session waits for a person, so the message may supersede a request).
+ */
+async function admitToSession(
+  db: Db,
+  input: AdmitTurnInput,
+  sessionId: string,
+  fingerprint: string,
+): Promise<Admission | null> {
+  const messageId = newMessageId();
+  const result = await db.query<AdmitRow>(admitStatement, [
+    input.tenant,
+    sessionId,
+    input.turnId,
+    input.agent,
+    input.author,
+    fingerprint,
+    messageId,
+    JSON.stringify(Object.fromEntries(input.triggers)),
+    input.message,
+    liveEvents([messageEvent(input, messageId)]),
+  ]);
+  const row = result.rows[0] as AdmitRow;
+  if (row.last_sequence !== null) {
+    return {
+      session_id: sessionId,
+      turn_id: input.turnId,
+      sequence: row.last_sequence,
+      state: row.triggers ? 'accepted' : 'stored',
+    };
+  }
+  if (row.known_session !== null) {
+    return replayAdmission(input, fingerprint, {
+      session_id: row.known_session,
+      fingerprint: row.known_fingerprint as string,
+      admitted_sequence: row.known_sequence as number,
+      state: row.known_state as string,
+      agent: row.known_agent as string,
+    });
+  }
+  if (row.found_session === null) throw new ParleyError('session_not_found', 'no such session');
+  if (input.agent !== null && input.agent !== row.found_agent) throw agentMismatch(row.found_agent);
+  return null;
+}
+
+function agentMismatch(agent: string | null): ParleyError {
+  return new ParleyError('agent_mismatch', `this session belongs to agent "${agent}"`, { agent });
+}
+
+/** The general path: one transaction that locks the session row first. */
 async function admitOnce(
   tx: Queryable,
   input: AdmitTurnInput,
@@ -74,17 +208,11 @@ async function admitOnce(
     throw new ParleyError(
       'invalid_request',
       'option: needs the session_id the options were offered in',
-      {
-        field: 'session_id',
-      },
+      { field: 'session_id' },
     );
   }
   if (session) {
-    if (input.agent !== null && input.agent !== session.agent) {
-      throw new ParleyError('agent_mismatch', `this session belongs to agent "${session.agent}"`, {
-        agent: session.agent,
-      });
-    }
+    if (input.agent !== null && input.agent !== session.agent) throw agentMismatch(session.agent);
   } else {
     const agent = input.agent ?? input.defaultAgent;
     session = await createSession(tx, {
@@ -92,35 +220,41 @@ async function admitOnce(
       sessionId: newSessionId(),
       agent,
       title: null,
-      greeting: input.greetings[agent] ?? null,
+      greeting: input.greetings.get(agent) ?? null,
     });
   }
 
-  const triggers = mayTrigger(input.roles, input.triggerRoles[session.agent] ?? null);
+  const triggers = input.triggers.get(session.agent) ?? true;
   if (input.option) await lockOption(tx, input, session.session_id);
+  // A message that runs a turn while a request waits for a person supersedes it (agent
+  // `pending_input: supersede`), decided here under the session lock: an answer that
+  // committed first has left nothing pending (its call runs, this message is answered
+  // after it); an answer after this one finds the request expired (409 stale_input).
+  const supersede =
+    triggers &&
+    session.state === 'input_required' &&
+    (input.pendingInput.get(session.agent) ?? 'supersede') === 'supersede';
+  const expired = supersede
+    ? await expirePendingRequests(tx, session.session_id, 'superseded')
+    : [];
   // A stored post takes a sequence but no input position: nothing will answer it.
   const bumped = await tx.query<{ input_count: number; last_sequence: number }>(
     `update sessions
         set input_count = input_count + $2,
-            last_sequence = last_sequence + 1,
             state = case
                       when $2 = 1 and state = 'idle' then 'queued'
                       when $2 = 1 and state = 'input_required' and $3 then 'queued'
                       else state
-                    end,
-            updated_at = now()
+                    end
       where session_id = $1
       returning input_count, last_sequence`,
-    [
-      session.session_id,
-      triggers ? 1 : 0,
-      (input.pendingInput[session.agent] ?? 'supersede') === 'supersede',
-    ],
+    [session.session_id, triggers ? 1 : 0, supersede],
   );
-  const { input_count: count, last_sequence: sequence } = bumped.rows[0] as {
+  const { input_count: count, last_sequence: last } = bumped.rows[0] as {
     input_count: number;
     last_sequence: number;
   };
+  const sequence = last + 1;
   const messageId = newMessageId();
   await tx.query(
     `insert into turns (tenant, turn_id, session_id, position, state, fingerprint, admitted_sequence,
@@ -151,32 +285,18 @@ async function admitOnce(
       sequence,
     ],
   );
-  const message: Record<string, unknown> = {
-    id: messageId,
-    role: 'user',
-    author: input.author,
-    content: input.message,
-  };
-  if (input.option) message.option = input.option;
-  await insertEvents(tx, input.tenant, session.session_id, sequence - 1, [
-    { type: 'message', turn_id: input.turnId, payload: { message } },
-  ]);
-  await notifyWakeup(tx, {
-    kind: triggers ? 'input' : 'events',
-    sessionId: session.session_id,
-    sequence,
-  });
+  await journalEvents(
+    tx,
+    session.session_id,
+    [messageEvent(input, messageId), ...expired],
+    triggers ? 'input' : 'events',
+  );
   return {
     session_id: session.session_id,
     turn_id: input.turnId,
     sequence,
     state: triggers ? 'accepted' : 'stored',
   };
-}
-
-function mayTrigger(roles: string[], triggerRoles: string[] | null): boolean {
-  if (triggerRoles === null || roles.includes('*')) return true;
-  return roles.some((role) => triggerRoles.includes(role));
 }
 
 /**

@@ -1,7 +1,7 @@
 import { ParleyError } from '../errors.js';
 import type { Db } from './db.js';
-import { insertEvents } from './appendEvents.js';
-import { notifyWakeup } from './wakeups.js';
+import { newEvent, type Actor } from '../protocol/events.js';
+import { journalEvents } from './appendEvents.js';
 
 export interface AnswerInput {
   tenant: string;
@@ -10,7 +10,7 @@ export interface AnswerInput {
   expectedSequence: number;
   approved: boolean;
   response: Record<string, unknown> | null;
-  actor: { user: string; tenant: string };
+  actor: Actor;
   /** Whether this principal may answer requests of this session's agent. */
   mayAnswer: (agent: string) => boolean;
 }
@@ -62,30 +62,30 @@ export async function answerInput(
         JSON.stringify(input.actor),
       ],
     );
-    const sequence = session.last_sequence + 1;
     const others = await tx.query(
       `select 1 from input_requests where session_id = $1 and state = 'pending' limit 1`,
       [input.sessionId],
     );
-    await tx.query(
-      `update sessions
-          set last_sequence = $2, updated_at = now(),
-              state = case when state = 'input_required' and $3 then 'queued' else state end
-        where session_id = $1`,
-      [input.sessionId, sequence, others.rowCount === 0],
+    // The last answer a waiting turn needed makes it claimable again; while a worker still
+    // holds the session (it is about to wait), waitForInput sees the answer and requeues.
+    if (others.rowCount === 0) {
+      await tx.query(
+        `update sessions set state = 'queued' where session_id = $1 and state = 'input_required'`,
+        [input.sessionId],
+      );
+    }
+    const sequence = await journalEvents(
+      tx,
+      input.sessionId,
+      [
+        newEvent('input_resolved', request.turn_id, {
+          request_id: input.requestId,
+          approved: input.approved,
+          actor: input.actor,
+        }),
+      ],
+      others.rowCount === 0 ? 'input' : 'events',
     );
-    await insertEvents(tx, input.tenant, input.sessionId, sequence - 1, [
-      {
-        type: 'input_resolved',
-        turn_id: request.turn_id,
-        payload: { request_id: input.requestId, approved: input.approved, actor: input.actor },
-      },
-    ]);
-    await notifyWakeup(tx, {
-      kind: others.rowCount === 0 ? 'input' : 'events',
-      sessionId: input.sessionId,
-      sequence,
-    });
     return { state: 'accepted', sequence };
   });
 }

@@ -1,6 +1,7 @@
 import { ParleyError } from '../errors.js';
 import { isUniqueViolation, type Db, type Queryable } from './db.js';
-import { insertEvents } from './appendEvents.js';
+import { newEvent, type Actor } from '../protocol/events.js';
+import { journalEvents } from './appendEvents.js';
 import type { TurnState } from './types.js';
 import { notifyWakeup } from './wakeups.js';
 
@@ -10,7 +11,7 @@ export interface CancelInput {
   turnId: string;
   commandId: string;
   /** The authenticated principal: recorded with the command and in `cancelled`. */
-  actor: { user: string; tenant: string };
+  actor: Actor;
 }
 
 export interface CancelAnswer {
@@ -79,23 +80,17 @@ async function cancelOnce(tx: Queryable, input: CancelInput): Promise<CancelAnsw
 
   let answer: CancelAnswer;
   if (turn.state === 'queued') {
-    const sequence = session.last_sequence + 1;
-    await tx.query(
-      'update sessions set last_sequence = $2, updated_at = now() where session_id = $1',
-      [input.sessionId, sequence],
-    );
     await tx.query(
       `update turns set state = 'cancelled', completed_at = now() where tenant = $1 and turn_id = $2`,
       [input.tenant, input.turnId],
     );
-    await insertEvents(tx, input.tenant, input.sessionId, sequence - 1, [
-      {
-        type: 'cancelled',
-        turn_id: input.turnId,
-        payload: { command_id: input.commandId, turn_ids: [input.turnId], actor: input.actor },
-      },
+    const sequence = await journalEvents(tx, input.sessionId, [
+      newEvent('cancelled', input.turnId, {
+        command_id: input.commandId,
+        turn_ids: [input.turnId],
+        actor: input.actor,
+      }),
     ]);
-    await notifyWakeup(tx, { kind: 'events', sessionId: input.sessionId, sequence });
     answer = { result: 'cancelled', state: 'cancelled', sequence };
   } else if (turn.state === 'running') {
     if (session.cancel_command_id === null) {

@@ -1,6 +1,7 @@
 import { newMessageId } from '../ids.js';
+import { newEvent } from '../protocol/events.js';
 import type { Queryable } from './db.js';
-import { insertEvents } from './appendEvents.js';
+import { journalEvents } from './appendEvents.js';
 import type { SessionRow } from './types.js';
 
 export interface CreateSessionInput {
@@ -16,34 +17,22 @@ export interface CreateSessionInput {
  * same transaction: it exists before anyone can subscribe (PROTOCOL.md §1).
  */
 export async function createSession(tx: Queryable, input: CreateSessionInput): Promise<SessionRow> {
-  const greetingEvents = input.greeting === null ? 0 : 1;
   const created = await tx.query<SessionRow>(
-    `insert into sessions (session_id, tenant, agent, title, last_sequence)
-     values ($1, $2, $3, $4, $5)
-     returning *`,
-    [input.sessionId, input.tenant, input.agent, input.title, greetingEvents],
+    `insert into sessions (session_id, tenant, agent, title) values ($1, $2, $3, $4) returning *`,
+    [input.sessionId, input.tenant, input.agent, input.title],
   );
   const session = created.rows[0] as SessionRow;
-  if (input.greeting !== null) {
-    const messageId = newMessageId();
-    await tx.query(
-      `insert into messages (message_id, tenant, session_id, turn_id, role, author, content, sequence)
-       values ($1, $2, $3, null, 'assistant', $4, $5, 1)`,
-      [messageId, input.tenant, input.sessionId, input.agent, input.greeting],
-    );
-    await insertEvents(tx, input.tenant, input.sessionId, 0, [
-      {
-        type: 'message',
-        payload: {
-          message: {
-            id: messageId,
-            role: 'assistant',
-            author: input.agent,
-            content: input.greeting,
-          },
-        },
-      },
-    ]);
-  }
-  return session;
+  if (input.greeting === null) return session;
+  const messageId = newMessageId();
+  await tx.query(
+    `insert into messages (message_id, tenant, session_id, turn_id, role, author, content, sequence)
+     values ($1, $2, $3, null, 'assistant', $4, $5, 1)`,
+    [messageId, input.tenant, input.sessionId, input.agent, input.greeting],
+  );
+  const last = await journalEvents(tx, input.sessionId, [
+    newEvent('message', null, {
+      message: { id: messageId, role: 'assistant', author: input.agent, content: input.greeting },
+    }),
+  ]);
+  return { ...session, last_sequence: last };
 }

@@ -11,8 +11,21 @@ export interface QueryResult<Row> {
   rowCount: number;
 }
 
+/**
+ * A statement the hot path runs on every turn: PostgreSQL parses and plans it once per
+ * connection (a named prepared statement) instead of on every call. The name must be
+ * unique to the text. PGlite runs it like plain text.
+ */
+export interface Statement {
+  name: string;
+  text: string;
+}
+
 export interface Queryable {
-  query<Row = Record<string, unknown>>(text: string, params?: unknown[]): Promise<QueryResult<Row>>;
+  query<Row = Record<string, unknown>>(
+    statement: string | Statement,
+    params?: unknown[],
+  ): Promise<QueryResult<Row>>;
 }
 
 export interface Db extends Queryable {

@@ -1,12 +1,16 @@
+import { newEvent } from '../protocol/events.js';
 import type { Db } from './db.js';
 import { appendEvents } from './appendEvents.js';
-import type { Lease } from './types.js';
+import { LeaseLostError, type Lease } from './types.js';
 import { notifyWakeup } from './wakeups.js';
 
 /**
  * Parks a session that was claimed too often without an applied write (RUNTIME.md,
- * "Parking"): its pending turns fail for good with one `error` event, claimers skip it,
- * and only an operator's unpark makes it claimable again. Runs under the claim's lease.
+ * "Parking"): its queued and running turns fail for good with one `error` event, claimers
+ * skip it, and only an operator's unpark makes it claimable again. Runs under the claim's
+ * lease. The session row is locked before the turns are read, so a turn admitted
+ * concurrently is either failed here or admitted after (and waits for the unpark); a turn
+ * cancelled while queued keeps its `cancelled` and gets no error.
  */
 export async function parkSession(
   db: Db,
@@ -14,23 +18,24 @@ export async function parkSession(
   reason: { claims: number },
 ): Promise<{ sequence: number; turnIds: string[] }> {
   return db.transaction(async (tx) => {
+    const locked = await tx.query(
+      'select 1 from sessions where session_id = $1 and lease_token = $2 for update',
+      [lease.sessionId, lease.token],
+    );
+    if (locked.rowCount === 0) throw new LeaseLostError(lease.sessionId);
     const pending = await tx.query<{ turn_id: string }>(
       `select t.turn_id from turns t join sessions s on s.session_id = t.session_id
-        where s.session_id = $1 and t.position > s.input_cursor
+        where s.session_id = $1 and t.position > s.input_cursor and t.state in ('queued', 'running')
         order by t.position`,
       [lease.sessionId],
     );
     const turnIds = pending.rows.map((row) => row.turn_id);
     const sequence = await appendEvents(tx, lease, [
-      {
-        type: 'error',
-        turn_id: turnIds[0] ?? null,
-        payload: {
-          code: 'session_parked',
-          message: `the session was claimed ${reason.claims} times without progress and is parked; an operator can resume it with "parley sessions unpark"`,
-          turn_ids: turnIds,
-        },
-      },
+      newEvent('error', turnIds[0] ?? null, {
+        code: 'session_parked',
+        message: `the session was claimed ${reason.claims} times without progress and is parked; an operator can resume it with "parley sessions unpark"`,
+        turn_ids: turnIds,
+      }),
     ]);
     await tx.query(
       `update turns set state = 'error', completed_at = now()
@@ -40,7 +45,8 @@ export async function parkSession(
     await tx.query(
       `update sessions
           set state = 'parked', input_cursor = input_count, attempt = 0, partial_output = false,
-              current_turn_id = null, lease_token = null, lease_owner = null, lease_expires_at = null
+              current_turn_id = null, burst = null,
+              lease_token = null, lease_owner = null, lease_expires_at = null
         where session_id = $1`,
       [lease.sessionId],
     );

@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PGlite, types } from '@electric-sql/pglite';
-import type { Db, Queryable, QueryResult } from './db.js';
+import type { Db, Queryable, QueryResult, Statement } from './db.js';
 
 const parsers = {
   [types.INT8]: (value: string) => Number(value),
@@ -29,7 +29,11 @@ export async function openPglite(dataDir: string | null): Promise<Db> {
     throw error;
   }
   const wrap = (target: PGlite | Queryable): Queryable => ({
-    async query<Row>(text: string, params: unknown[] = []): Promise<QueryResult<Row>> {
+    async query<Row>(
+      statement: string | Statement,
+      params: unknown[] = [],
+    ): Promise<QueryResult<Row>> {
+      const text = typeof statement === 'string' ? statement : statement.text;
       // PGlite runs queries on this thread and resolves them without giving the event
       // loop a turn: without this, a turn's chain of queries starves HTTP and SSE.
       await new Promise((resolve) => setImmediate(resolve));
@@ -42,7 +46,8 @@ export async function openPglite(dataDir: string | null): Promise<Db> {
   const root = wrap(pglite);
   return {
     engine: 'pglite',
-    query: <Row>(text: string, params?: unknown[]) => root.query<Row>(text, params),
+    query: <Row>(statement: string | Statement, params?: unknown[]) =>
+      root.query<Row>(statement, params),
     transaction: (work) => pglite.transaction((tx) => work(wrap(tx as unknown as Queryable))),
     async listen(channel, onPayload) {
       const unlisten = await pglite.listen(channel, onPayload);

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Db, Queryable, QueryResult } from './db.js';
+import type { Db, Queryable, QueryResult, Statement } from './db.js';
 
 const INT8 = 20;
 const NUMERIC = 1700;
@@ -53,8 +53,14 @@ export async function openPostgres(url: string, poolSize: number): Promise<Db> {
   }
 
   const wrap = (target: pg.Pool | pg.PoolClient): Queryable => ({
-    async query<Row>(text: string, params: unknown[] = []): Promise<QueryResult<Row>> {
-      const result = await target.query(text, params);
+    async query<Row>(
+      statement: string | Statement,
+      params: unknown[] = [],
+    ): Promise<QueryResult<Row>> {
+      const result =
+        typeof statement === 'string'
+          ? await target.query(statement, params)
+          : await target.query({ name: statement.name, text: statement.text, values: params });
       return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
     },
   });
@@ -62,7 +68,8 @@ export async function openPostgres(url: string, poolSize: number): Promise<Db> {
 
   return {
     engine: 'postgres',
-    query: <Row>(text: string, params?: unknown[]) => root.query<Row>(text, params),
+    query: <Row>(statement: string | Statement, params?: unknown[]) =>
+      root.query<Row>(statement, params),
     async transaction(work) {
       const client = await pool.connect();
       try {

@@ -48,3 +48,15 @@ export async function releaseLease(db: Queryable, lease: Lease): Promise<boolean
   }
   return true;
 }
+
+/**
+ * Expires every lease at once. Only for embedded storage at start, where the data
+ * directory's lock proves that the process which held them is gone.
+ */
+export async function releaseDeadLeases(db: Queryable): Promise<number> {
+  const released = await db.query(
+    `update sessions set lease_expires_at = now() - interval '1 millisecond'
+      where lease_token is not null and lease_expires_at > now()`,
+  );
+  return released.rowCount;
+}

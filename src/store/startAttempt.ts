@@ -1,51 +1,106 @@
-import type { Db } from './db.js';
-import { appendEvents } from './appendEvents.js';
-import { BurstChangedError, type Lease } from './types.js';
-import { notifyWakeup } from './wakeups.js';
+import { newEvent, type NewEvent } from '../protocol/events.js';
+import type { Queryable, Statement } from './db.js';
+import { insertEventsSql } from './appendEvents.js';
+import { liveEvents, storedEventsJson } from './eventRows.js';
+import { BurstChangedError, LeaseLostError, type Lease } from './types.js';
+import { notifySql } from './wakeups.js';
+
+/** A transcript message as the model's history sees it (raw reply where it differs). */
+export interface HistoryMessage {
+  role: 'user' | 'assistant' | 'system';
+  author: string;
+  content: string;
+  turn_id: string | null;
+  sequence: number;
+}
+
+const startStatement: Statement = {
+  name: 'start_attempt',
+  text: `
+    with bumped as (
+      update sessions
+         set last_sequence = last_sequence + jsonb_array_length($3::jsonb),
+             updated_at = now(),
+             attempt = $5,
+             partial_output = false,
+             current_turn_id = $6,
+             state = 'running'
+       where session_id = $1 and lease_token = $2 and ($7::bigint is null or last_sequence = $7)
+       returning tenant, session_id, last_sequence
+    ), inserted as (
+      ${insertEventsSql('bumped', '$3')}
+    ), started as (
+      update turns t set state = 'running'
+        from bumped b
+       where t.tenant = b.tenant and t.turn_id = any($8::text[]) and t.state in ('queued', 'running')
+    )
+    select b.last_sequence,
+           ${notifySql("'events'", 'b.session_id', 'b.last_sequence', '$4::text')} as notified,
+           (select coalesce(json_agg(h order by h.sequence), '[]'::json) from (
+              select role, author, coalesce(raw_content, content) as content, turn_id, sequence
+                from messages
+               where session_id = $1 and sequence < $9
+               order by sequence desc
+               limit $10) h) as history
+      from bumped b`,
+};
 
 /**
- * Opens an attempt at answering a burst: `attempt_reset` first if an earlier attempt left
- * partial output (its worker lost the lease), then `turn_started`. Not "progress" for
- * parking: a worker that crashes right after this must still count toward parking.
+ * Opens an attempt at answering a burst, in one statement: `attempt_reset` first if an
+ * earlier attempt left partial output (its worker lost the lease), then `turn_started`;
+ * the burst's turns become `running`; and the history before the burst is read for the
+ * prompt. It applies only if nothing was journaled since the turns were collected
+ * (`seenSequence`): a turn cancelled or admitted meanwhile makes it throw
+ * BurstChangedError, and the caller collects again. Not "progress" for parking: a worker
+ * that crashes right after this must still count toward parking.
  */
 export async function startAttempt(
-  db: Db,
+  db: Queryable,
   lease: Lease,
-  burst: { turnIds: string[]; attempt: number; resetPrevious: boolean },
-): Promise<number> {
+  burst: {
+    turnIds: string[];
+    attempt: number;
+    resetPrevious: boolean;
+    /** null: no check (a retry within a running attempt). */
+    seenSequence: number | null;
+    /** History before this sequence (the burst's first admission), at most `historyLimit`. */
+    historyBefore: number;
+    historyLimit: number;
+  },
+): Promise<{ sequence: number; history: HistoryMessage[] }> {
   const lead = burst.turnIds[0] as string;
-  return db.transaction(async (tx) => {
-    const events = [];
-    if (burst.resetPrevious) {
-      events.push({
-        type: 'attempt_reset',
-        turn_id: lead,
-        payload: { attempt: burst.attempt - 1 },
-      });
-    }
-    events.push({
-      type: 'turn_started',
-      turn_id: lead,
-      payload: { attempt: burst.attempt, turn_ids: burst.turnIds },
-    });
-    const sequence = await appendEvents(tx, lease, events);
-    await tx.query(
-      `update sessions
-          set attempt = $2, partial_output = false, current_turn_id = $3, state = 'running'
-        where session_id = $1`,
-      [lease.sessionId, burst.attempt, lead],
-    );
-    // Under the session row lock: a queued turn cancelled since it was collected is not
-    // ours to answer any more; roll back and collect again.
-    const started = await tx.query(
-      `update turns set state = 'running'
-        where tenant = $1 and turn_id = any($2::text[]) and state in ('queued', 'running')
-        returning turn_id`,
-      [lease.tenant, burst.turnIds],
-    );
-    if (started.rowCount !== burst.turnIds.length) throw new BurstChangedError(lease.sessionId);
-    // Readers show "assistant is writing…" from now on (live-only, never journaled).
-    await notifyWakeup(tx, { kind: 'typing', sessionId: lease.sessionId, sequence });
-    return sequence;
-  });
+  const events: NewEvent[] = [];
+  if (burst.resetPrevious) {
+    events.push(newEvent('attempt_reset', lead, { attempt: burst.attempt - 1 }));
+  }
+  events.push(newEvent('turn_started', lead, { attempt: burst.attempt, turn_ids: burst.turnIds }));
+  const started = await db.query<{ last_sequence: number; history: HistoryMessage[] }>(
+    startStatement,
+    [
+      lease.sessionId,
+      lease.token,
+      storedEventsJson(events),
+      liveEvents(events),
+      burst.attempt,
+      lead,
+      burst.seenSequence,
+      burst.turnIds,
+      burst.historyBefore,
+      burst.historyLimit,
+    ],
+  );
+  const row = started.rows[0];
+  if (row) return { sequence: row.last_sequence, history: row.history };
+  throw (await holdsLease(db, lease))
+    ? new BurstChangedError(lease.sessionId)
+    : new LeaseLostError(lease.sessionId);
+}
+
+/** After a gated write applied nothing: is the lease still ours (then something else changed)? */
+export async function holdsLease(db: Queryable, lease: Lease): Promise<boolean> {
+  const found = await db.query(
+    'select 1 from sessions where session_id = $1 and lease_token = $2',
+    [lease.sessionId, lease.token],
+  );
+  return found.rowCount > 0;
 }

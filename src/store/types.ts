@@ -36,6 +36,7 @@ export interface SessionRow {
   partial_output: boolean;
   current_turn_id: string | null;
   cancel_command_id: string | null;
+  burst: BurstState | null;
   input_tokens: number;
   output_tokens: number;
   cost_usd: number;
@@ -50,21 +51,9 @@ export interface Lease {
   token: string;
 }
 
-/** An event about to be journaled: its sequence and time are assigned on append. */
-export interface NewEvent {
-  type: string;
-  turn_id?: string | null;
-  payload: Record<string, unknown>;
-}
-
+export type { NewEvent } from '../protocol/events.js';
 /** A journaled event as clients see it (PROTOCOL.md §3). */
-export interface JournalEvent {
-  type: string;
-  sequence: number;
-  turn_id?: string;
-  at: string;
-  [field: string]: unknown;
-}
+export type { ParleyEvent as JournalEvent } from '../protocol/events.js';
 
 export interface TranscriptMessage {
   id: string;

@@ -1,10 +1,17 @@
+import type { NewEvent, ParleyEvent } from '../protocol/events.js';
 import type { Db, Queryable } from './db.js';
+import { wireEvent } from './eventRows.js';
 
 /**
  * Wake-ups: "session S has events up to N" (RUNTIME.md). They only wake readers and
  * workers; losing one delays, never loses, because both also poll. The same SQL runs on
- * both engines: `pg_notify` inside the writing transaction is delivered at commit, by
+ * both engines: `pg_notify` inside the writing statement is delivered at commit, by
  * PGlite in-process and by PostgreSQL to every process's one LISTEN connection.
+ *
+ * A wake-up may carry the events it announces (when they fit in a notification), so that
+ * a process's SSE readers do not have to read the journal for them.
+ *
+ * Payload: `kind:session_id:sequence:at_ms[:events JSON]`.
  */
 export const wakeupChannel = 'parley_wakeup';
 
@@ -13,14 +20,70 @@ export type WakeupKind = 'input' | 'events' | 'typing' | 'cancel';
 export interface Wakeup {
   kind: WakeupKind;
   sessionId: string;
+  /** The session's latest sequence when the wake-up was sent. */
   sequence: number;
+  /** The events ending at `sequence`, as clients receive them, if the wake-up carried them. */
+  events: () => ParleyEvent[] | null;
 }
 
-export async function notifyWakeup(tx: Queryable, wakeup: Wakeup): Promise<void> {
-  await tx.query('select pg_notify($1, $2)', [
-    wakeupChannel,
-    `${wakeup.kind}:${wakeup.sessionId}:${wakeup.sequence}`,
-  ]);
+/**
+ * The `pg_notify` call of a writing statement, as SQL: `kind`, `session` and `sequence`
+ * are SQL expressions; `live` the parameter holding `liveEvents(...)` (or null). `at` is the
+ * transaction's `now()`, the default of `events.at`, truncated as `eventRowColumns` does.
+ */
+export function notifySql(kind: string, session: string, sequence: string, live: string): string {
+  return `pg_notify('${wakeupChannel}', ${kind} || ':' || ${session} || ':' || ${sequence}
+           || ':' || floor(extract(epoch from now()) * 1000)::bigint || coalesce(':' || ${live}, ''))`;
+}
+
+export async function notifyWakeup(
+  tx: Queryable,
+  wakeup: { kind: WakeupKind; sessionId: string; sequence: number },
+): Promise<void> {
+  await tx.query(
+    { name: 'notify_wakeup', text: `select ${notifySql('$1', '$2', '$3::bigint', 'null')}` },
+    [wakeup.kind, wakeup.sessionId, wakeup.sequence],
+  );
+}
+
+export function parseWakeup(payload: string): Wakeup | null {
+  const parts: string[] = [];
+  let from = 0;
+  for (let field = 0; field < 4; field++) {
+    const colon = payload.indexOf(':', from);
+    if (colon === -1) {
+      parts.push(payload.slice(from));
+      from = payload.length + 1;
+      break;
+    }
+    parts.push(payload.slice(from, colon));
+    from = colon + 1;
+  }
+  const [kind, sessionId, sequence, at] = parts;
+  if (!kind || !sessionId || !sequence) return null;
+  const live = from <= payload.length ? payload.slice(from) : '';
+  const last = Number(sequence);
+  let built: ParleyEvent[] | null | undefined;
+  return {
+    kind: kind as WakeupKind,
+    sessionId,
+    sequence: last,
+    events: () => {
+      if (built !== undefined) return built;
+      built = null;
+      if (live === '' || at === undefined) return built;
+      try {
+        const events = JSON.parse(live) as NewEvent[];
+        const first = last - events.length + 1;
+        built = events.map((event, index) =>
+          wireEvent(event.type, first + index, Number(at), event.turn_id, event.data),
+        );
+      } catch {
+        built = null;
+      }
+      return built;
+    },
+  };
 }
 
 /** One subscription per process, fanned out to in-process listeners. */
@@ -32,9 +95,8 @@ export class Wakeups {
 
   async start(): Promise<void> {
     this.unlisten ??= await this.db.listen(wakeupChannel, (payload) => {
-      const [kind, sessionId, sequence] = payload.split(':');
-      if (!kind || !sessionId) return;
-      const wakeup = { kind: kind as WakeupKind, sessionId, sequence: Number(sequence) };
+      const wakeup = parseWakeup(payload);
+      if (!wakeup) return;
       for (const listener of this.listeners) listener(wakeup);
     });
   }

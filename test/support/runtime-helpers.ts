@@ -197,19 +197,16 @@ export function admit(
     sessionId: input.sessionId ?? null,
     agent: input.agent ?? null,
     defaultAgent: 'default',
-    greetings: {},
+    greetings: new Map(),
     message: input.message,
     option: null,
-    roles: ['*'],
-    triggerRoles: {},
-    pendingInput: {},
+    triggers: new Map(),
+    pendingInput: new Map(),
   });
 }
 
 /** A journaled event as a test reads it: the payload fields are untyped JSON. */
-export interface SeenEvent extends JournalEvent {
-  [field: string]: any;
-}
+export type SeenEvent = JournalEvent & Record<string, any>;
 
 /** The whole journal of one session, in order. */
 export async function journal(db: Queryable, sessionId: string): Promise<SeenEvent[]> {

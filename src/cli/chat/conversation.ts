@@ -168,7 +168,11 @@ export class Conversation implements InputContext {
       case 'input_resolved':
         if (this.input?.requestId === event.request_id) this.input = null;
         if (screen.mode === 'input') screen.mode = 'turn';
-        screen.status(`${event.approved ? 'approved' : 'rejected'} by ${event.actor.user}`);
+        screen.status(
+          event.actor === null
+            ? `request expired (${event.expired ?? 'no longer pending'}): nothing ran`
+            : `${event.approved ? 'approved' : 'rejected'} by ${event.actor.user}`,
+        );
         return;
       case 'usage':
         return;

@@ -1,0 +1,210 @@
+/**
+ * The journal's event types (PROTOCOL.md §3), shared by the server (which builds and
+ * stores them) and the client SDK (which reads them). One discriminated union on `type`;
+ * every event is built by `newEvent`, whose `data` is type-checked against this union, so
+ * the server cannot write a shape the client's types do not describe.
+ *
+ * This module imports nothing: the client runs in browsers.
+ */
+
+export interface Actor {
+  user: string;
+  tenant: string;
+}
+
+interface EventBase {
+  sequence: number;
+  at: string;
+  turn_id?: string;
+}
+
+/** Choices offered with a reply; a client presses one by admitting a turn with `option`. */
+export interface OptionsOffer {
+  request_id: string;
+  choices: string[];
+}
+
+/** A transcript message as events carry it. */
+export interface TranscriptEntry {
+  id: string;
+  role: 'user' | 'assistant' | 'system';
+  author: string;
+  content: string;
+  /** The option this user message pressed. */
+  option?: { request_id: string; value: string };
+}
+
+/** A transcript message: the greeting, a user post, another participant's post. */
+export interface MessageEvent extends EventBase {
+  type: 'message';
+  message: TranscriptEntry;
+}
+
+/** A worker began (or resumed) a turn; `turn_ids` is every turn of the burst. */
+export interface TurnStartedEvent extends EventBase {
+  type: 'turn_started';
+  turn_id: string;
+  attempt: number;
+  turn_ids: string[];
+}
+
+/** A fragment of assistant text of the current attempt. */
+export interface TextDeltaEvent extends EventBase {
+  type: 'text_delta';
+  turn_id: string;
+  delta: string;
+}
+
+/** An earlier attempt of this turn was abandoned: drop its partial text. */
+export interface AttemptResetEvent extends EventBase {
+  type: 'attempt_reset';
+  turn_id: string;
+  attempt: number;
+}
+
+export interface ToolCallEvent extends EventBase {
+  type: 'tool_call';
+  turn_id: string;
+  call_id: string;
+  tool: string;
+  arguments: unknown;
+}
+
+export type InputKind = 'approval' | 'question' | 'budget_extension';
+
+/** The turn stops here until a person answers (PROTOCOL.md §4). */
+export interface InputRequiredEvent extends EventBase {
+  type: 'input_required';
+  turn_id: string;
+  request_id: string;
+  kind: InputKind;
+  call_id: string;
+  tool?: string;
+  arguments?: unknown;
+  prompt?: string;
+}
+
+/**
+ * A request was answered (`actor` is who answered) or expired without an answer
+ * (`expired` says why; `actor` is then null and `approved` false: nothing ran).
+ */
+export interface InputResolvedEvent extends EventBase {
+  type: 'input_resolved';
+  turn_id: string;
+  request_id: string;
+  approved: boolean;
+  actor: Actor | null;
+  expired?: 'superseded' | 'cancelled';
+}
+
+export interface ToolError {
+  code: string;
+  message: string;
+}
+
+export interface ToolResultEvent extends EventBase {
+  type: 'tool_result';
+  turn_id: string;
+  call_id: string;
+  tool: string;
+  ok: boolean;
+  result?: unknown;
+  error?: ToolError;
+}
+
+/** Usage of one provider call. */
+export interface UsageEvent extends EventBase {
+  type: 'usage';
+  turn_id: string;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+  model: string;
+  latency_ms: number;
+}
+
+export interface FinalMessage {
+  id: string;
+  role: 'assistant';
+  content: string;
+  options?: OptionsOffer;
+}
+
+/** The reply is complete; `turn_ids` lists every admitted turn it answers. */
+export interface DoneEvent extends EventBase {
+  type: 'done';
+  turn_id: string;
+  final_message: FinalMessage;
+  turn_ids: string[];
+}
+
+/** The turn was cancelled by `actor` with `command_id`; names every turn it ended. */
+export interface CancelledEvent extends EventBase {
+  type: 'cancelled';
+  turn_id: string;
+  command_id: string | null;
+  turn_ids: string[];
+  actor: Actor | null;
+}
+
+/** The turn failed for good (for example it was parked). Never raw provider text. */
+export interface ErrorEvent extends EventBase {
+  type: 'error';
+  code: string;
+  message: string;
+  turn_ids: string[];
+}
+
+export type ParleyEvent =
+  | MessageEvent
+  | TurnStartedEvent
+  | TextDeltaEvent
+  | AttemptResetEvent
+  | ToolCallEvent
+  | InputRequiredEvent
+  | InputResolvedEvent
+  | ToolResultEvent
+  | UsageEvent
+  | DoneEvent
+  | CancelledEvent
+  | ErrorEvent;
+
+export type ParleyEventType = ParleyEvent['type'];
+
+/** What an event of type T carries besides `type`, `sequence`, `at` and `turn_id`. */
+export type EventData<T extends ParleyEventType> = Omit<
+  Extract<ParleyEvent, { type: T }>,
+  'type' | 'sequence' | 'at' | 'turn_id'
+>;
+
+/** An event about to be journaled: its sequence and time are assigned when it is appended. */
+export interface NewEvent<T extends ParleyEventType = ParleyEventType> {
+  type: T;
+  turn_id: string | null;
+  data: EventData<T>;
+}
+
+/** The one constructor of journal events. */
+export function newEvent<T extends ParleyEventType>(
+  type: T,
+  turnId: string | null,
+  data: EventData<T>,
+): NewEvent<T> {
+  return { type, turn_id: turnId, data };
+}
+
+/** "Assistant is writing…": live-only, never journaled, no sequence. */
+export interface TypingEvent {
+  type: 'typing';
+  session_id?: string;
+}
+
+/** Events after which the turn waits for a person or is over: done, cancelled, error, input_required. */
+export function isTerminalEvent(event: ParleyEvent): boolean {
+  return (
+    event.type === 'done' ||
+    event.type === 'error' ||
+    event.type === 'cancelled' ||
+    event.type === 'input_required'
+  );
+}

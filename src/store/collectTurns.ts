@@ -1,0 +1,59 @@
+import type { Queryable, Statement } from './db.js';
+import type { BurstState } from './types.js';
+
+/**
+ * A queued turn: an admitted user message not yet answered (its position is past the
+ * session's cursor and it was not cancelled while queued).
+ */
+export interface QueuedTurn {
+  turn_id: string;
+  position: number;
+  admitted_sequence: number;
+  message_id: string;
+  author: string;
+  content: string;
+  /** The option this turn chose, if it answered an options offer. */
+  option: { request_id: string; value: string } | null;
+}
+
+/**
+ * The JSON array of a session's queued turns, oldest first, at most `limit`: one burst.
+ * `session` names a row source with the session's `session_id` and `input_cursor`.
+ */
+export function queuedTurnsSql(session: string, limit: string): string {
+  return `select coalesce(json_agg(q order by q.position), '[]'::json) from (
+            select t.turn_id, t.position, t.admitted_sequence, t.message_id, m.author, m.content,
+                   t.option
+              from turns t join messages m on m.message_id = t.message_id
+             where t.session_id = ${session}.session_id and t.position > ${session}.input_cursor
+               and t.state in ('queued', 'running')
+             order by t.position
+             limit ${limit}) q`;
+}
+
+/** What the lease holder needs to start the next burst of its session. */
+export interface SessionTurns {
+  last_sequence: number;
+  cancel_command_id: string | null;
+  burst: BurstState | null;
+  queued: QueuedTurn[];
+}
+
+const collectStatement: Statement = {
+  name: 'collect_turns',
+  text: `select s.last_sequence, s.cancel_command_id, s.burst, (${queuedTurnsSql('s', '$2')}) as queued
+           from sessions s where s.session_id = $1`,
+};
+
+/**
+ * The session's queued turns and the state around them, for the lease holder (the only one
+ * who moves the cursor). `last_sequence` is what startAttempt checks nothing changed since.
+ */
+export async function collectTurns(
+  db: Queryable,
+  sessionId: string,
+  limit: number,
+): Promise<SessionTurns> {
+  const found = await db.query<SessionTurns>(collectStatement, [sessionId, limit]);
+  return found.rows[0] as SessionTurns;
+}

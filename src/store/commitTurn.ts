@@ -1,0 +1,145 @@
+import { newEvent, type NewEvent, type OptionsOffer } from '../protocol/events.js';
+import type { Queryable, Statement } from './db.js';
+import { insertEventsSql } from './appendEvents.js';
+import { liveEvents, storedEventsJson } from './eventRows.js';
+import { holdsLease } from './startAttempt.js';
+import { CancelRequestedError, LeaseLostError, type Lease } from './types.js';
+import { notifySql } from './wakeups.js';
+
+export interface Usage {
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+  model: string;
+  latency_ms: number;
+}
+
+export interface BurstRef {
+  turnIds: string[];
+  /** Position of the burst's last turn: the cursor moves here. */
+  lastPosition: number;
+}
+
+const commitStatement: Statement = {
+  name: 'commit_turn',
+  text: `
+    with bumped as (
+      update sessions
+         set last_sequence = last_sequence + jsonb_array_length($3::jsonb),
+             updated_at = now(),
+             claim_count = 0,
+             input_cursor = greatest(input_cursor, $5),
+             attempt = 0,
+             partial_output = false,
+             current_turn_id = null,
+             burst = null,
+             input_tokens = input_tokens + $13,
+             output_tokens = output_tokens + $14,
+             cost_usd = cost_usd + $15,
+             -- Re-read under the row lock: a turn admitted until now keeps the lease for
+             -- the next burst; otherwise the lease is released here.
+             state = case when input_count > $5 then 'queued' else 'idle' end,
+             lease_token = case when input_count > $5 then lease_token end,
+             lease_owner = case when input_count > $5 then lease_owner end,
+             lease_expires_at = case when input_count > $5 then lease_expires_at end
+       where session_id = $1 and lease_token = $2 and cancel_command_id is null
+       returning tenant, session_id, last_sequence, input_count > $5 as pending
+    ), inserted as (
+      ${insertEventsSql('bumped', '$3')}
+    ), message as (
+      insert into messages (message_id, tenant, session_id, turn_id, role, author, content,
+                            raw_content, sequence)
+      select $7, b.tenant, b.session_id, ($6::text[])[1], 'assistant', $8, $9, $10, b.last_sequence
+        from bumped b
+    ), offer as (
+      insert into option_offers (request_id, tenant, session_id, message_id, choices)
+      select $11, b.tenant, b.session_id, $7, $12::jsonb from bumped b where $11::text is not null
+    ), closed as (
+      update turns t set state = 'done', answered_by = ($6::text[])[1], completed_at = now()
+        from bumped b
+       where t.tenant = b.tenant and t.turn_id = any($6::text[])
+    )
+    select b.last_sequence, b.pending,
+           ${notifySql("'events'", 'b.session_id', 'b.last_sequence', '$4::text')} as notified
+      from bumped b`,
+};
+
+/**
+ * Completes a burst in ONE token-gated statement (RUNTIME.md, "finish"): the last text of
+ * the reply, the assistant message, the turn rows, the cursor, usage, the `usage` and
+ * `done` events — and the lease, released unless another turn is already queued. Either
+ * all of it is durable or, if the lease was lost or a cancel got the session row first,
+ * none of it. Returns whether the worker still holds the lease (more turns are queued).
+ */
+export async function commitTurn(
+  db: Queryable,
+  lease: Lease,
+  burst: BurstRef & {
+    messageId: string;
+    author: string;
+    /** The visible closing message; `rawContent` is the model's reply when it differs. */
+    content: string;
+    rawContent: string | null;
+    /** Options offered with the reply (request id made by the caller). */
+    options: OptionsOffer | null;
+    usage: Usage[];
+    /** Reply text not journaled yet (the delta buffer's tail): its last `text_delta`. */
+    tail: string;
+  },
+): Promise<{ sequence: number; pending: boolean }> {
+  const lead = burst.turnIds[0] as string;
+  const events: NewEvent[] = [];
+  if (burst.tail !== '') events.push(newEvent('text_delta', lead, { delta: burst.tail }));
+  events.push(...usageEvents(lead, burst.usage));
+  events.push(
+    newEvent('done', lead, {
+      final_message: {
+        id: burst.messageId,
+        role: 'assistant',
+        content: burst.content,
+        ...(burst.options ? { options: burst.options } : {}),
+      },
+      turn_ids: burst.turnIds,
+    }),
+  );
+  const totals = sumUsage(burst.usage);
+  const committed = await db.query<{ last_sequence: number; pending: boolean }>(commitStatement, [
+    lease.sessionId,
+    lease.token,
+    storedEventsJson(events),
+    liveEvents(events),
+    burst.lastPosition,
+    burst.turnIds,
+    burst.messageId,
+    burst.author,
+    burst.content,
+    burst.rawContent,
+    burst.options?.request_id ?? null,
+    burst.options ? JSON.stringify(burst.options.choices) : null,
+    totals.input_tokens,
+    totals.output_tokens,
+    totals.cost_usd,
+  ]);
+  const row = committed.rows[0];
+  if (row) return { sequence: row.last_sequence, pending: row.pending };
+  // Nothing applied: a cancel took the session row first (no `done` then), or the lease is gone.
+  throw (await holdsLease(db, lease))
+    ? new CancelRequestedError(lease.sessionId)
+    : new LeaseLostError(lease.sessionId);
+}
+
+/** One `usage` event per provider call of the burst. */
+export function usageEvents(lead: string, usage: Usage[]): NewEvent[] {
+  return usage.map((call) => newEvent('usage', lead, { ...call }));
+}
+
+export function sumUsage(usage: Usage[]): Omit<Usage, 'model' | 'latency_ms'> {
+  return usage.reduce(
+    (sum, call) => ({
+      input_tokens: sum.input_tokens + call.input_tokens,
+      output_tokens: sum.output_tokens + call.output_tokens,
+      cost_usd: sum.cost_usd + call.cost_usd,
+    }),
+    { input_tokens: 0, output_tokens: 0, cost_usd: 0 },
+  );
+}

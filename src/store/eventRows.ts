@@ -1,0 +1,158 @@
+import type { NewEvent, ParleyEvent } from '../protocol/events.js';
+
+/**
+ * How journal events are kept, and how they are turned back into what clients receive.
+ *
+ * Text is stored once: a `message` event and a `done` event refer to their transcript row
+ * (`events.message_id`) instead of copying its text, and are rebuilt from it on read. Every
+ * other event keeps its data in `payload`. A client receives the same bytes whether an
+ * event reaches it live (carried in a wake-up, `liveEvents`) or replayed from the journal
+ * (`toWireEvent`): both go through `wireEvent`, which orders object keys the way PostgreSQL
+ * orders a jsonb object's keys, the order a replayed payload comes back in.
+ */
+
+/** An event as the `events` table holds it (the JSON the insert statements unpack). */
+interface StoredEvent {
+  type: string;
+  turn_id: string | null;
+  payload: Record<string, unknown>;
+  message_id: string | null;
+}
+
+/** A journal row as the read statements return it (joined with its transcript row). */
+export interface EventRow {
+  sequence: number;
+  type: string;
+  turn_id: string | null;
+  payload: Record<string, unknown>;
+  at_ms: number;
+  message_id: string | null;
+  role: string | null;
+  author: string | null;
+  content: string | null;
+}
+
+/**
+ * The SQL columns an `EventRow` is read with, from `events e left join messages m on
+ * m.message_id = e.message_id`. `at_ms` is truncated to the millisecond exactly as the
+ * wake-up computes it (see wakeups.ts), so both paths agree on `at`.
+ */
+export const eventRowColumns = `e.sequence, e.type, e.turn_id, e.payload, e.message_id,
+       floor(extract(epoch from e.at) * 1000)::bigint as at_ms, m.role, m.author, m.content`;
+
+function toStored(event: NewEvent): StoredEvent {
+  if (event.type === 'message') {
+    const {
+      id,
+      role: _role,
+      author: _author,
+      content: _content,
+      ...rest
+    } = (event as NewEvent<'message'>).data.message;
+    return { type: event.type, turn_id: event.turn_id, payload: rest, message_id: id };
+  }
+  if (event.type === 'done') {
+    const { final_message: final, turn_ids: turnIds } = (event as NewEvent<'done'>).data;
+    const payload = final.options
+      ? { turn_ids: turnIds, options: final.options }
+      : { turn_ids: turnIds };
+    return { type: event.type, turn_id: event.turn_id, payload, message_id: final.id };
+  }
+  return {
+    type: event.type,
+    turn_id: event.turn_id,
+    payload: event.data,
+    message_id: null,
+  };
+}
+
+/** The JSON array the insert statements unpack with `jsonb_array_elements`. */
+export function storedEventsJson(events: NewEvent[]): string {
+  return JSON.stringify(events.map(toStored));
+}
+
+/**
+ * Wake-ups carry small batches of new events so that readers need not read the journal
+ * (PostgreSQL's NOTIFY payload is limited to 8000 bytes; what does not fit is read).
+ */
+const liveLimitBytes = 7000;
+
+export function liveEvents(events: NewEvent[]): string | null {
+  const json = JSON.stringify(events);
+  return Buffer.byteLength(json) <= liveLimitBytes ? json : null;
+}
+
+/** Rebuilds what a client receives from a journal row. */
+export function toWireEvent(row: EventRow): ParleyEvent {
+  let data = row.payload;
+  if (row.message_id !== null && row.type === 'message') {
+    data = {
+      message: {
+        ...row.payload,
+        id: row.message_id,
+        role: row.role,
+        author: row.author,
+        content: row.content,
+      },
+    };
+  } else if (row.message_id !== null && row.type === 'done') {
+    const { options, turn_ids: turnIds } = row.payload;
+    data = {
+      final_message: {
+        id: row.message_id,
+        role: 'assistant',
+        content: row.content,
+        ...(options === undefined ? {} : { options }),
+      },
+      turn_ids: turnIds,
+    };
+  }
+  return wireEvent(row.type, row.sequence, row.at_ms, row.turn_id, data);
+}
+
+/** The one shape of an event on the wire: type, sequence, at, turn_id, then its data. */
+export function wireEvent(
+  type: string,
+  sequence: number,
+  atMs: number,
+  turnId: string | null,
+  data: unknown,
+): ParleyEvent {
+  const event: Record<string, unknown> = { type, sequence, at: new Date(atMs).toISOString() };
+  if (turnId !== null) event.turn_id = turnId;
+  Object.assign(event, jsonbOrder(data));
+  event.type = type;
+  event.sequence = sequence;
+  return event as unknown as ParleyEvent;
+}
+
+/**
+ * Orders object keys as PostgreSQL's jsonb does (shorter keys first, then bytewise), at
+ * every depth; arrays keep their order. A payload built in memory then serialises to the
+ * same bytes as the same payload read back from a jsonb column.
+ */
+export function jsonbOrder(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(jsonbOrder);
+  if (value === null || typeof value !== 'object') return value;
+  const keys = Object.keys(value).sort(compareJsonbKeys);
+  const ordered: Record<string, unknown> = {};
+  for (const key of keys) {
+    const item = (value as Record<string, unknown>)[key];
+    // defineProperty: a key named "__proto__" (model-made tool arguments) stays a key.
+    if (item !== undefined) {
+      Object.defineProperty(ordered, key, {
+        value: jsonbOrder(item),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
+  }
+  return ordered;
+}
+
+function compareJsonbKeys(a: string, b: string): number {
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  return left.length - right.length || Buffer.compare(left, right);
+}

@@ -1,0 +1,31 @@
+import { newEvent } from '../protocol/events.js';
+import type { Db } from './db.js';
+import { appendEvents } from './appendEvents.js';
+import { closeBurst } from './closeBurst.js';
+import { usageEvents, type BurstRef, type Usage } from './commitTurn.js';
+import type { Lease } from './types.js';
+
+/**
+ * Ends a burst for good with an `error` event (a permanent provider error, or retries
+ * exhausted). Deliberately not "progress": repeated failures lead to parking.
+ */
+export async function failTurn(
+  db: Db,
+  lease: Lease,
+  burst: BurstRef & { code: string; message: string; usage: Usage[] },
+): Promise<number> {
+  const lead = burst.turnIds[0] as string;
+  return db.transaction(async (tx) => {
+    // The append takes the session row first (one lock order everywhere).
+    const sequence = await appendEvents(tx, lease, [
+      ...usageEvents(lead, burst.usage),
+      newEvent('error', lead, {
+        code: burst.code,
+        message: burst.message,
+        turn_ids: burst.turnIds,
+      }),
+    ]);
+    await closeBurst(tx, lease, burst, 'error');
+    return sequence;
+  });
+}

@@ -1,0 +1,24 @@
+import type { Actor } from '../protocol/events.js';
+import type { Queryable } from './db.js';
+
+export interface RequestAnswer {
+  request_id: string;
+  state: 'pending' | 'answered' | 'expired';
+  approved: boolean | null;
+  response: Record<string, unknown> | null;
+  actor: Actor | null;
+}
+
+/** Where the given input requests stand (answered, expired, still pending). */
+export async function readRequests(
+  db: Queryable,
+  requestIds: string[],
+): Promise<Map<string, RequestAnswer>> {
+  if (requestIds.length === 0) return new Map();
+  const found = await db.query<RequestAnswer>(
+    `select request_id, state, approved, response, actor from input_requests
+      where request_id = any($1::text[])`,
+    [requestIds],
+  );
+  return new Map(found.rows.map((row) => [row.request_id, row]));
+}

@@ -1,0 +1,103 @@
+import { newEvent, type NewEvent } from '../protocol/events.js';
+import type { Queryable, Statement } from './db.js';
+import { insertEventsSql } from './appendEvents.js';
+import { liveEvents, storedEventsJson } from './eventRows.js';
+import { LeaseLostError, type BurstState, type Lease } from './types.js';
+import { notifySql } from './wakeups.js';
+
+export interface NewInputRequest {
+  request_id: string;
+  call_id: string;
+  kind: 'approval' | 'question' | 'budget_extension';
+  tool: string | null;
+  arguments: unknown;
+  prompt: string | null;
+}
+
+const saveStatement: Statement = {
+  name: 'save_burst',
+  text: `
+    with bumped as (
+      update sessions
+         set last_sequence = last_sequence + jsonb_array_length($3::jsonb),
+             updated_at = case when jsonb_array_length($3::jsonb) > 0 then now() else updated_at end,
+             burst = $5::jsonb,
+             partial_output = partial_output or $9,
+             input_tokens = input_tokens + $6,
+             output_tokens = output_tokens + $7,
+             cost_usd = cost_usd + $8
+       where session_id = $1 and lease_token = $2
+       returning tenant, session_id, last_sequence
+    ), inserted as (
+      ${insertEventsSql('bumped', '$3')}
+    ), requests as (
+      insert into input_requests (request_id, tenant, session_id, turn_id, call_id, kind, tool,
+                                  arguments, expected_sequence)
+      select r.value->>'request_id', b.tenant, b.session_id, r.value->>'turn_id',
+             r.value->>'call_id', r.value->>'kind', r.value->>'tool', r.value->'arguments',
+             b.last_sequence - jsonb_array_length($3::jsonb) + (r.value->>'position')::integer
+        from bumped b, jsonb_array_elements($10::jsonb) as r
+    )
+    select b.last_sequence,
+           case when jsonb_array_length($3::jsonb) > 0
+                then ${notifySql("'events'", 'b.session_id', 'b.last_sequence', '$4::text')} end
+             as notified
+      from bumped b`,
+};
+
+/**
+ * Journals `events` and saves the working conversation of the burst on the session row
+ * (so that whoever owns the session next rebuilds the exact prompt), in one token-gated
+ * statement. Each request in `requests` gets an `input_required` event appended after
+ * `events`; its sequence is the `expected_sequence` an answer must carry.
+ */
+export async function saveBurst(
+  db: Queryable,
+  lease: Lease,
+  burst: BurstState,
+  changes: {
+    events?: NewEvent[];
+    requests?: NewInputRequest[];
+    /** Usage of model calls made for this step, added to the session's totals. */
+    usage?: { input_tokens: number; output_tokens: number; cost_usd: number };
+    /** The events carry text of the current attempt. */
+    partialOutput?: boolean;
+  } = {},
+): Promise<void> {
+  const requests = changes.requests ?? [];
+  const events: NewEvent[] = [...(changes.events ?? [])];
+  const rows = requests.map((request) => {
+    events.push(
+      newEvent('input_required', burst.lead, {
+        request_id: request.request_id,
+        kind: request.kind,
+        call_id: request.call_id,
+        ...(request.tool === null ? {} : { tool: request.tool, arguments: request.arguments }),
+        ...(request.prompt === null ? {} : { prompt: request.prompt }),
+      }),
+    );
+    return {
+      request_id: request.request_id,
+      turn_id: burst.lead,
+      call_id: request.call_id,
+      kind: request.kind,
+      tool: request.tool,
+      arguments: request.arguments ?? null,
+      position: events.length,
+    };
+  });
+  const usage = changes.usage ?? { input_tokens: 0, output_tokens: 0, cost_usd: 0 };
+  const saved = await db.query(saveStatement, [
+    lease.sessionId,
+    lease.token,
+    storedEventsJson(events),
+    liveEvents(events),
+    JSON.stringify(burst),
+    usage.input_tokens,
+    usage.output_tokens,
+    usage.cost_usd,
+    changes.partialOutput === true,
+    JSON.stringify(rows),
+  ]);
+  if (saved.rowCount === 0) throw new LeaseLostError(lease.sessionId);
+}
