@@ -23,6 +23,9 @@ const saveStatement: Statement = {
              updated_at = case when jsonb_array_length($3::jsonb) > 0 then now() else updated_at end,
              burst = $5::jsonb,
              partial_output = partial_output or $9,
+             -- From its input_required event on, the turn waits for a person (projections
+             -- say so at once); waitForInput then gives the session back.
+             state = case when jsonb_array_length($10::jsonb) > 0 then 'input_required' else state end,
              input_tokens = input_tokens + $6,
              output_tokens = output_tokens + $7,
              cost_usd = cost_usd + $8

@@ -34,6 +34,11 @@ export function rawRequest(
       received = Buffer.concat([received, chunk]);
       const text = received.toString('utf8');
       const end = text.indexOf('\r\n\r\n');
+      // An event stream never ends by itself: its head is the answer.
+      if (end >= 0 && /content-type:\s*text\/event-stream/i.test(text.slice(0, end))) {
+        finish();
+        return;
+      }
       const length = /content-length:\s*(\d+)/i.exec(text.slice(0, end));
       if (end >= 0 && length && Buffer.byteLength(text.slice(end + 4)) >= Number(length[1])) {
         setTimeout(finish, options.keepOpenMs ?? 0);
