@@ -26,6 +26,20 @@ export const sseConnections = new Gauge({
   registers: [registry],
 });
 
+/** Open SSE responses, for the unflushed-bytes gauge. */
+export const openStreams = new Set<{ writableLength: number }>();
+
+export const sseUnflushedBytes = new Gauge({
+  name: 'parley_sse_unflushed_bytes',
+  help: 'Bytes written to SSE streams that their clients have not read yet (all streams).',
+  registers: [registry],
+  collect() {
+    let total = 0;
+    for (const stream of openStreams) total += stream.writableLength;
+    this.set(total);
+  },
+});
+
 export const httpRequests = new Counter({
   name: 'parley_http_requests_total',
   help: 'HTTP requests by route and status.',

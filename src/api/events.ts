@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { ParleyError } from '../errors.js';
-import { sseConnections } from '../metrics.js';
+import { openStreams, sseConnections } from '../metrics.js';
 import type { ParleyEvent } from '../protocol/events.js';
 import { getSession } from '../store/getSession.js';
 import { readEvents } from '../store/readEvents.js';
@@ -19,8 +19,9 @@ const maxQueued = 500;
  * without a duplicate. The process's feed tells each stream what is new (feed.ts); a
  * stream writes at its client's pace and catches up from the journal when it fell behind,
  * so a slow reader never slows the worker or other readers. A client that stops reading
- * costs at most `limits.stream_buffer_bytes` of unflushed output, then its connection is
- * closed (it resumes with Last-Event-ID). Each principal may hold
+ * holds at most one socket buffer and one frame of unflushed output (never more than
+ * `limits.stream_buffer_bytes`), and is disconnected once it has read nothing for two
+ * keep-alive intervals (it resumes with Last-Event-ID). Each principal may hold
  * `limits.streams_per_principal` streams on this process at once.
  */
 export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
@@ -79,6 +80,7 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
       });
       response.flushHeaders();
       open.add(response);
+      openStreams.add(response);
       streams.set(principalKey, (streams.get(principalKey) ?? 0) + 1);
       sseConnections.inc();
       const stream = new EventStream(deps, response, sessionId, after, session.latest_sequence);
@@ -91,6 +93,7 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
       } finally {
         unsubscribe();
         open.delete(response);
+        openStreams.delete(response);
         const left = (streams.get(principalKey) ?? 1) - 1;
         if (left === 0) streams.delete(principalKey);
         else streams.set(principalKey, left);
@@ -214,11 +217,21 @@ class EventStream implements FeedSubscriber {
     }
   }
 
-  /** Waits until the client has read what is buffered (one listener, however long). */
+  /**
+   * Waits until the client has read what is buffered (one listener at a time). A client
+   * that reads nothing for two keep-alive intervals is stalled: its connection is closed,
+   * and it resumes with Last-Event-ID whenever it comes back.
+   */
   private drained(): Promise<void> {
     return new Promise<void>((resolve) => {
       if (this.closed) return resolve();
+      const stalled = setTimeout(() => {
+        this.response.destroy();
+        this.close();
+        done();
+      }, this.deps.config.server.keepaliveMs * 2);
       const done = () => {
+        clearTimeout(stalled);
         this.response.off('drain', done);
         this.response.off('close', done);
         resolve();
