@@ -237,4 +237,29 @@ describe('parley chat: approvals and questions', () => {
     type(chat, 'thanks');
     await waitForText(chat, 'assistant: You said: thanks');
   });
+
+  it('shows a request another participant superseded as expired, and goes on', async () => {
+    const { chat, sessionId } = await openChat('superseded');
+    type(chat, calculate);
+    await waitForText(chat, '-- approval needed: calculator {"expression":"6*7"}');
+    await waitForTextAfter(chat, '-- approval needed: calculator', approvalPrompt);
+    // Someone else's message supersedes the waiting approval (pending_input: supersede):
+    // the request expires with no actor, which the chat must show, not trip over.
+    const superseding = await request(server.url, 'POST', '/api/v1/chat/turns', {
+      session_id: sessionId,
+      turn_id: `superseding_${Date.now()}`,
+      message: 'never mind that',
+    });
+    expect(superseding.status).toBe(202);
+    await waitForText(chat, '-- request expired (superseded): nothing ran');
+    await waitForText(chat, 'assistant: You said: never mind that');
+    expect(alive(chat)).toBe(true);
+    const events = await journal(sessionId);
+    expect(events.find((event) => event.type === 'input_resolved')).toMatchObject({
+      approved: false,
+      expired: 'superseded',
+      actor: null,
+    });
+    await waitIdle(sessionId);
+  });
 });

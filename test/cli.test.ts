@@ -159,6 +159,25 @@ describe('parley CLI', () => {
     expect(result.stderr).toContain('without API keys');
   });
 
+  it('exits non-zero when its port is taken, leaving the data directory free', async () => {
+    // The API of this file's server holds its port; a second process asks for the same one.
+    const port = new URL(server.url).port;
+    const fresh = await freshStorage();
+    try {
+      const env: Record<string, string> = fresh.storage.url
+        ? { DATABASE_URL: fresh.storage.url }
+        : { PARLEY_DATA_DIR: fresh.storage.dataDir };
+      const taken = await parley(['serve'], { PARLEY_PORT: port, ...env });
+      expect(taken.code).toBe(1);
+      expect(taken.stderr).toContain('EADDRINUSE');
+      // Nothing kept running: the data directory can be opened again at once.
+      const again = await parley(['migrate'], env);
+      expect(again.code).toBe(0);
+    } finally {
+      await fresh.drop();
+    }
+  });
+
   it('fails at start on an invalid configuration, naming the key', async () => {
     const result = await parley(['serve'], { PARLEY_PORT: 'eighty' });
     expect(result.code).toBe(1);

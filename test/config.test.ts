@@ -39,6 +39,22 @@ describe('configuration (CONFIG.md)', () => {
     expect(config.demo.delayMs).toBe(0);
   });
 
+  it('derives the heartbeat from the lease ttl unless it is set (a third of it)', () => {
+    expect(compileConfig({}, { PARLEY_LEASE_TTL_MS: '3000' }).runtime.heartbeatMs).toBe(1000);
+    expect(compileConfig({ runtime: { lease_ttl_ms: 600_000 } }).runtime.heartbeatMs).toBe(200_000);
+    const explicit = compileConfig({ runtime: { lease_ttl_ms: 3000, heartbeat_ms: 500 } });
+    expect(explicit.runtime.heartbeatMs).toBe(500);
+  });
+
+  it('keeps agents, providers and pricing free of prototype keys', () => {
+    const config = compileConfig({});
+    for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+      expect(config.agents[name]).toBeUndefined();
+      expect(config.providers[name]).toBeUndefined();
+      expect(config.pricing[name]).toBeUndefined();
+    }
+  });
+
   it.each([
     [{ server: { port: 'eighty' } }, 'server.port'],
     [{ runtime: { lease_ttl_ms: -1 } }, 'runtime.lease_ttl_ms'],

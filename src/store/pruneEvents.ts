@@ -3,7 +3,7 @@ import type { Db } from './db.js';
 /** Any fixed number: every Parley process that prunes takes the same advisory lock. */
 const pruneLock = 7_301_978;
 /** Events deleted per transaction: a prune never holds locks on a large part of the journal. */
-const batchSize = 5000;
+const defaultBatchSize = 5000;
 
 /**
  * Deletes journal events older than `olderThan`, as a prefix of each session's journal
@@ -16,8 +16,9 @@ const batchSize = 5000;
  */
 export async function pruneEvents(
   db: Db,
-  options: { olderThan: Date; tenant?: string | null },
+  options: { olderThan: Date; tenant?: string | null; batchSize?: number },
 ): Promise<{ sessions: number; events: number; skipped: boolean }> {
+  const batchSize = options.batchSize ?? defaultBatchSize;
   let sessions = 0;
   let events = 0;
   for (;;) {

@@ -1,0 +1,80 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pruneEvents } from '../src/store/pruneEvents.js';
+import { checkJournalInvariants } from './support/invariants.js';
+import { openTestDb } from './support/db.js';
+import { admit, journal, sessionRow } from './support/runtime-helpers.js';
+import type { Db } from '../src/store/db.js';
+
+/** Issue 6, item 12: retention prunes in bounded batches, a prefix of each journal. */
+
+let db: Db;
+let close: () => Promise<void>;
+
+beforeAll(async () => {
+  ({ db, close } = await openTestDb());
+});
+afterAll(async () => {
+  await checkJournalInvariants(db);
+  await close();
+});
+
+describe('pruneEvents', () => {
+  it('deletes old events in bounded batches, a prefix of each session, and raises earliest_sequence', async () => {
+    const sessions: string[] = [];
+    for (let index = 0; index < 3; index++) {
+      const first = await admit(db, { turnId: `pr_${index}_0`, message: 'old' });
+      sessions.push(first.session_id);
+      for (let turn = 1; turn < 7; turn++) {
+        await admit(db, {
+          sessionId: first.session_id,
+          turnId: `pr_${index}_${turn}`,
+          message: 'old',
+        });
+      }
+    }
+    // Everything so far is "old"; one more event per session is new.
+    await db.query(`update events set at = now() - interval '2 days'`);
+    for (const [index, sessionId] of sessions.entries()) {
+      await admit(db, { sessionId, turnId: `pr_${index}_new`, message: 'new' });
+    }
+    const transactions: number[] = [];
+    const counting: Db = {
+      ...db,
+      transaction: (work) => {
+        transactions.push(1);
+        return db.transaction(work);
+      },
+    };
+    const pruned = await pruneEvents(counting, {
+      olderThan: new Date(Date.now() - 86_400_000),
+      batchSize: 3,
+    });
+    expect(pruned).toEqual({ sessions: 3, events: 21, skipped: false });
+    // 7 old events per session in batches of at most 3: three batches each, plus the last look.
+    expect(transactions.length).toBe(3 * 3 + 1);
+    for (const sessionId of sessions) {
+      const row = await sessionRow(db, sessionId);
+      expect(row.earliest_sequence).toBe(8);
+      expect((await journal(db, sessionId)).map((event) => event.sequence)).toEqual([8]);
+    }
+  });
+
+  it('touches only the given tenant', async () => {
+    const mine = await admit(db, { turnId: 'tenant_mine', message: 'x' });
+    await db.query(`update sessions set tenant = 'other' where session_id = $1`, [mine.session_id]);
+    await db.query(
+      `update events set tenant = 'other', at = now() - interval '2 days' where session_id = $1`,
+      [mine.session_id],
+    );
+    const pruned = await pruneEvents(db, {
+      olderThan: new Date(Date.now() - 86_400_000),
+      tenant: 'default',
+    });
+    expect(pruned.events).toBe(0);
+    expect(await journal(db, mine.session_id)).toHaveLength(1);
+    await db.query(`update sessions set tenant = 'default' where session_id = $1`, [
+      mine.session_id,
+    ]);
+    await db.query(`update events set tenant = 'default' where session_id = $1`, [mine.session_id]);
+  });
+});
