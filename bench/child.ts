@@ -29,6 +29,7 @@ async function main(): Promise<void> {
     startWorker: () => server.startWorker(),
     stopWorker: () => server.stopWorker(),
     setModelDelay: (ms: number) => server.setModelDelay(ms),
+    setReply: (text: string | null) => server.setReply(text),
     counters: () => snapshot(server.counters),
     query: async (sql: string, params?: unknown[]) => (await server.raw.query(sql, params)).rows,
     floor: () => measureFloor(server.raw),

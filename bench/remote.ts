@@ -118,6 +118,11 @@ export class RemoteServer {
     return this.call('setModelDelay', ms);
   }
 
+  /** A fixed reply instead of the demo's echo; null goes back to the echo. */
+  setReply(text: string | null): Promise<void> {
+    return this.call('setReply', text);
+  }
+
   /** The model's first delta per turn and text_delta commit times, on the client's clock. */
   async marks(
     turnIds: string[],

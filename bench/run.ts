@@ -27,6 +27,8 @@ import { closeClient, requestJson, SseStream, type Frame } from './http.js';
 import { now, RemoteServer } from './remote.js';
 import type { CounterSnapshot } from './server.js';
 import { fmt, median, percentile, round } from './stats.js';
+import { medianOf, peerPlan, peerReplyText, peerShapedRun, runPeerOnce } from './peer.js';
+import { measureReplyBytes } from './replyBytes.js';
 
 const runs = Number(process.env.PARLEY_BENCH_RUNS ?? 3);
 const engines = (process.env.PARLEY_BENCH_ENGINES ?? 'pglite,postgres').split(',');
@@ -189,6 +191,8 @@ function perTurn(before: CounterSnapshot, after: CounterSnapshot, turns: number)
   return {
     queries: (after.queries - before.queries) / turns,
     transactions: (after.transactions - before.transactions) / turns,
+    roundTrips: (after.roundTrips - before.roundTrips) / turns,
+    commits: (after.commits - before.commits) / turns,
     statements: sorted,
   };
 }
@@ -269,6 +273,8 @@ async function throughputRun(server: RemoteServer, sessionsCount: number, turnsE
     turn_p50_ms: round(percentile(turnTimes, 50)),
     queries_per_turn: round(cost.queries, 2),
     transactions_per_turn: round(cost.transactions, 2),
+    round_trips_per_turn: round(cost.roundTrips, 2),
+    commits_per_turn: round(cost.commits, 2),
   };
 }
 
@@ -418,6 +424,8 @@ async function measureHistory(server: RemoteServer) {
       median_turn_ms: number;
       queries_per_turn: number;
       transactions_per_turn: number;
+      round_trips_per_turn: number;
+      commits_per_turn: number;
     }[],
     windows: [] as { before: CounterSnapshot; after: CounterSnapshot }[],
   }));
@@ -451,6 +459,8 @@ async function measureHistory(server: RemoteServer) {
         median_turn_ms: round(median(times)),
         queries_per_turn: round(cost.queries, 2),
         transactions_per_turn: round(cost.transactions, 2),
+        round_trips_per_turn: round(cost.roundTrips, 2),
+        commits_per_turn: round(cost.commits, 2),
       });
       level.prior += plan.historyMeasuredTurns;
     }
@@ -471,6 +481,8 @@ async function measureHistory(server: RemoteServer) {
       median_turn_ms: round(median(level.results.map((r) => r.median_turn_ms))),
       queries_per_turn: round(median(level.results.map((r) => r.queries_per_turn)), 2),
       transactions_per_turn: round(median(level.results.map((r) => r.transactions_per_turn)), 2),
+      round_trips_per_turn: round(median(level.results.map((r) => r.round_trips_per_turn)), 2),
+      commits_per_turn: round(median(level.results.map((r) => r.commits_per_turn)), 2),
       statement_mix_per_turn: Object.fromEntries(Object.entries(mix).sort((x, y) => y[1] - x[1])),
     };
   });
@@ -567,7 +579,55 @@ async function measureBytes(server: RemoteServer, baseline: RelationSizes) {
 // ---------------------------------------------------------------------------------------
 // Engines
 
-async function benchEngine(storage: { url: string | null; dataDir: string }) {
+/**
+ * The peer-shaped workload, `runs` times; on PostgreSQL, when the peer's benchmark is
+ * available (PARLEY_BENCH_PEER_DIR), each Parley run is followed by one peer run on the
+ * same server, so the ratio compares figures from the same minutes.
+ */
+async function measurePeerShaped(
+  server: RemoteServer,
+  peer: { dir: string; adminUrl: string } | null,
+) {
+  await server.setReply(peerReplyText);
+  try {
+    const parley = [];
+    const peerRuns = [];
+    for (let run = 0; run < runs; run++) {
+      progress(`${server.engine}: peer-shaped run ${run + 1}/${runs}`);
+      parley.push(await peerShapedRun(server));
+      if (peer) {
+        progress(`${server.engine}: LangGraph peer run ${run + 1}/${runs}`);
+        peerRuns.push(await runPeerOnce(peer.dir, peer.adminUrl));
+      }
+    }
+    const ours = medianOf(parley, [
+      'turns_per_s',
+      'latency_p50_ms',
+      'latency_p99_ms',
+      'round_trips_per_turn',
+      'commits_per_turn',
+      'statements_per_turn',
+    ]);
+    const theirs = peer ? medianOf(peerRuns, ['turns_per_s', 'lat_ms_p50', 'lat_ms_p99']) : null;
+    return {
+      plan: peerPlan,
+      runs: parley,
+      ...ours,
+      peer: theirs ? { runs: peerRuns, ...theirs } : null,
+      ratio_to_peer:
+        theirs && theirs.turns_per_s
+          ? round(Number(ours.turns_per_s) / Number(theirs.turns_per_s), 2)
+          : null,
+    };
+  } finally {
+    await server.setReply(null);
+  }
+}
+
+async function benchEngine(
+  storage: { url: string | null; dataDir: string },
+  peer: { dir: string; adminUrl: string } | null = null,
+) {
   const server = await RemoteServer.start(storage);
   try {
     const baseline = await relationSizes(server);
@@ -585,10 +645,12 @@ async function benchEngine(storage: { url: string | null; dataDir: string }) {
       return result;
     };
     const throughput = await phase('throughput', () => measureThroughput(server));
+    const peerShaped = await phase('peer_shaped', () => measurePeerShaped(server, peer));
     const firstDelta = await phase('first_delta', () => measureFirstDelta(server));
     const history = await phase('history', () => measureHistory(server));
     await waitDrained(server);
     const bytes = await phase('bytes', () => measureBytes(server, baseline));
+    const replyBytes = await phase('reply_bytes', () => measureReplyBytes(server));
     const admission = await phase('admission', () => measureAdmission(server));
     return {
       engine: server.engine,
@@ -601,9 +663,11 @@ async function benchEngine(storage: { url: string | null; dataDir: string }) {
       phase_seconds: phaseSeconds,
       admission,
       throughput,
+      peer_shaped: peerShaped,
       first_delta: firstDelta,
       history,
       bytes,
+      reply_bytes: replyBytes,
     };
   } finally {
     await server.close();
@@ -658,8 +722,12 @@ async function benchPostgres() {
   const url = new URL(admin.url);
   url.pathname = `/${name}`;
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-bench-'));
+  const peerDir = process.env.PARLEY_BENCH_PEER_DIR;
   try {
-    return await benchEngine({ url: url.toString(), dataDir });
+    return await benchEngine(
+      { url: url.toString(), dataDir },
+      peerDir ? { dir: peerDir, adminUrl: admin.url } : null,
+    );
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
     const dropper = new pg.Client({ connectionString: admin.url });
@@ -709,6 +777,25 @@ function table(results: { pglite: Outcome; postgres: Outcome }): string {
       (r) => fmt(r.throughput.turns_per_s),
     ],
     [
+      `2b. peer-shaped ${peerPlan.threads}×${peerPlan.turnsPerThread} at ${peerPlan.concurrency}: turns/s`,
+      (r) => fmt(r.peer_shaped.turns_per_s),
+    ],
+    [
+      '    turn latency p50 / p99 (ms)',
+      (r) => pair(r.peer_shaped.latency_p50_ms, r.peer_shaped.latency_p99_ms),
+    ],
+    [
+      '    round trips / commits per turn',
+      (r) => pair(r.peer_shaped.round_trips_per_turn, r.peer_shaped.commits_per_turn),
+    ],
+    [
+      '    LangGraph peer turns/s (same run) / ratio',
+      (r) =>
+        r.peer_shaped.peer
+          ? `${fmt(Number(r.peer_shaped.peer.turns_per_s))} / ${fmt(r.peer_shaped.ratio_to_peer)}×`
+          : 'not run',
+    ],
+    [
       '3. model 1st delta → SSE client p50 / p99 (ms)',
       (r) =>
         pair(
@@ -743,11 +830,11 @@ function table(results: { pglite: Outcome; postgres: Outcome }): string {
     ...plan.historyLevels.map(
       (history) =>
         [
-          `4. history ${history}-${history + runs * plan.historyMeasuredTurns - 1}: turn ms / queries / txns`,
+          `4. history ${history}-${history + runs * plan.historyMeasuredTurns - 1}: turn ms / round trips / commits`,
           (r: EngineResult) => {
             const found = level(r, history);
             return found
-              ? `${fmt(found.median_turn_ms)} / ${fmt(found.queries_per_turn)} / ${fmt(found.transactions_per_turn)}`
+              ? `${fmt(found.median_turn_ms)} / ${fmt(found.round_trips_per_turn)} / ${fmt(found.commits_per_turn)}`
               : 'n/a';
           },
         ] as [string, (r: EngineResult) => string],
@@ -762,6 +849,27 @@ function table(results: { pglite: Outcome; postgres: Outcome }): string {
       (r) => String(r.bytes.disk_bytes_per_turn_after_vacuum_full),
     ],
     ['   (transcript text per turn, bytes)', (r) => String(r.bytes.transcript_text_bytes_per_turn)],
+    ...[0, 1].map(
+      (index) =>
+        [
+          `5b. ${index === 0 ? '1 KB' : '10 KB'} reply: stored bytes/turn (× text)`,
+          (r: EngineResult) => {
+            const size = r.reply_bytes.sizes[index];
+            return size ? `${size.stored_bytes_per_turn} (${fmt(size.times_the_text)}×)` : 'n/a';
+          },
+        ] as [string, (r: EngineResult) => string],
+    ),
+    [
+      '    fit: × text + fixed bytes',
+      (r) => `${fmt(r.reply_bytes.slope)}× + ${r.reply_bytes.fixed_overhead_bytes}`,
+    ],
+    [
+      '    10 KB: first 10 / last 10 turns (bytes)',
+      (r) => {
+        const size = r.reply_bytes.sizes[1];
+        return size ? `${size.first_ten_bytes_per_turn} / ${size.last_ten_bytes_per_turn}` : 'n/a';
+      },
+    ],
   ];
   const labelWidth = Math.max(...rows.map(([label]) => label.length)) + 2;
   const width = 22;

@@ -8,7 +8,7 @@ import { createLogger } from '../src/log.js';
 import { createModelRegistry } from '../src/providers/registry.js';
 import { Worker } from '../src/runtime/worker.js';
 import { builtInTools } from '../src/tools/registry.js';
-import type { Db, Queryable, QueryResult } from '../src/store/db.js';
+import type { Db, Queryable, QueryResult, Statement } from '../src/store/db.js';
 import { migrate } from '../src/store/migrate.js';
 import { openPglite } from '../src/store/pglite.js';
 import { openPostgres } from '../src/store/postgres.js';
@@ -32,15 +32,15 @@ import { Wakeups } from '../src/store/wakeups.js';
 export interface Counters {
   queries: number;
   transactions: number;
+  /** Round trips to the database: a statement alone is one, a transaction its statements + 2. */
+  roundTrips: number;
+  /** Commits that wrote: transactions, and single statements that changed rows. */
+  commits: number;
   /** Statement text (whitespace collapsed, first 90 characters) → executions. */
   byStatement: Map<string, number>;
 }
 
-export interface CounterSnapshot {
-  queries: number;
-  transactions: number;
-  byStatement: Map<string, number>;
-}
+export type CounterSnapshot = Counters;
 
 export interface BenchServer {
   engine: 'pglite' | 'postgres';
@@ -54,6 +54,8 @@ export interface BenchServer {
   /** epochNow() at which a text_delta's transaction committed, by `session:sequence`. */
   deltaCommitted: Map<string, number>;
   setModelDelay(ms: number): void;
+  /** A fixed reply instead of the demo's echo (null: back to the echo), streamed word by word. */
+  setReply(text: string | null): void;
   startWorker(): void;
   stopWorker(): Promise<void>;
   close(): Promise<void>;
@@ -108,11 +110,7 @@ export async function measureFloor(raw: Db): Promise<Floor> {
 }
 
 export function snapshot(counters: Counters): CounterSnapshot {
-  return {
-    queries: counters.queries,
-    transactions: counters.transactions,
-    byStatement: new Map(counters.byStatement),
-  };
+  return { ...counters, byStatement: new Map(counters.byStatement) };
 }
 
 /** Turn markers are embedded in the user message: `bench:<turn_id>`. */
@@ -126,6 +124,8 @@ export async function startBenchServer(storage: {
     {
       server: { host: '127.0.0.1', port: 0 },
       storage: { url: storage.url, data_dir: storage.dataDir },
+      // The peer-shaped run keeps one stream open per session: a hundred of them.
+      limits: { streams_per_principal: 10_000 },
     },
     { PARLEY_DEMO_DELAY_MS: '0' },
     'bench',
@@ -135,7 +135,13 @@ export async function startBenchServer(storage: {
     : await openPglite(config.storage.dataDir);
   await migrate(raw);
 
-  const counters: Counters = { queries: 0, transactions: 0, byStatement: new Map() };
+  const counters: Counters = {
+    queries: 0,
+    transactions: 0,
+    roundTrips: 0,
+    commits: 0,
+    byStatement: new Map(),
+  };
   const deltaCommitted = new Map<string, number>();
   const db = countingDb(raw, counters, (key) => deltaCommitted.set(key, epochNow()));
 
@@ -146,6 +152,7 @@ export async function startBenchServer(storage: {
   const modelFirstDelta = new Map<string, number>();
   const registries = new Map<number, ReturnType<typeof createModelRegistry>>();
   let delayMs = 0;
+  let reply: string | null = null;
   const registryFor = (ms: number) => {
     let registry = registries.get(ms);
     if (!registry) {
@@ -155,8 +162,9 @@ export async function startBenchServer(storage: {
     return registry;
   };
   const resolveModel = (provider: string, modelId: string) =>
-    observeModel(registryFor(delayMs)(provider, modelId), (marker) =>
-      modelFirstDelta.set(marker, epochNow()),
+    observeModel(
+      reply === null ? registryFor(delayMs)(provider, modelId) : fixedReplyModel(reply),
+      (marker) => modelFirstDelta.set(marker, epochNow()),
     );
 
   const app: FastifyInstance = await buildApp({
@@ -186,6 +194,9 @@ export async function startBenchServer(storage: {
     setModelDelay(ms) {
       delayMs = ms;
     },
+    setReply(text) {
+      reply = text;
+    },
     startWorker() {
       if (worker) return;
       generation += 1;
@@ -210,40 +221,85 @@ export async function startBenchServer(storage: {
   };
 }
 
-function statementKey(text: string): string {
+function statementKey(statement: string | Statement): string {
+  const text = typeof statement === 'string' ? statement : statement.text;
   return text.replace(/\s+/g, ' ').trim().slice(0, 90);
+}
+
+/** Does this single statement (outside a transaction) write, judging by its text? */
+function writes(statement: string | Statement): boolean {
+  const text = typeof statement === 'string' ? statement : statement.text;
+  return /\b(insert|update|delete)\b/i.test(text);
+}
+
+/**
+ * Whether a single writing statement changed anything: a statement that returns rows only
+ * when it applied (the token-gated CTEs, the claim) or reports `last_sequence` null when it
+ * did not (an admission that was a replay). A statement that changed nothing commits
+ * nothing that needs the disk.
+ */
+function applied(result: QueryResult<unknown>): boolean {
+  if (result.rowCount === 0) return false;
+  const first = result.rows[0] as Record<string, unknown> | undefined;
+  return !(first && 'last_sequence' in first && first.last_sequence === null);
+}
+
+/**
+ * The `session:sequence` of a text_delta a statement journals: from its events parameter
+ * (the JSON array the insert unpacks) and the `last_sequence` the statement returned.
+ */
+function deltaKeys(params: unknown[] | undefined, result: QueryResult<unknown>): string[] {
+  const last = (result.rows[0] as { last_sequence?: unknown } | undefined)?.last_sequence;
+  const sessionId = params?.[0];
+  if (typeof last !== 'number' || typeof sessionId !== 'string') return [];
+  const json = params?.find(
+    (param): param is string => typeof param === 'string' && param.includes('"type":"text_delta"'),
+  );
+  if (json === undefined) return [];
+  try {
+    const events = JSON.parse(json) as { type: string }[];
+    return events.flatMap((event, index) =>
+      event.type === 'text_delta' ? [`${sessionId}:${last - (events.length - 1 - index)}`] : [],
+    );
+  } catch {
+    return [];
+  }
 }
 
 /**
  * Counts every statement the application issues (`query`, inside or outside a
- * transaction) and every transaction. BEGIN and COMMIT are issued by the engine adapters
- * themselves and are not in `queries`: a transaction costs two more round trips.
+ * transaction), every transaction, round trips (BEGIN and COMMIT are issued by the engine
+ * adapters: a transaction costs two more) and commits that wrote.
  */
 function countingDb(inner: Db, counters: Counters, onDeltaCommitted: (key: string) => void): Db {
-  const count = (text: string) => {
+  const count = (statement: string | Statement) => {
     counters.queries += 1;
-    const key = statementKey(text);
+    const key = statementKey(statement);
     counters.byStatement.set(key, (counters.byStatement.get(key) ?? 0) + 1);
   };
   const wrap = (target: Queryable, deltas: string[] | null): Queryable => ({
-    query<Row>(text: string, params?: unknown[]): Promise<QueryResult<Row>> {
-      count(text);
-      // insertEvents(tenant, sessionId, base, json): a text_delta batch is one event at base+1.
-      if (deltas && params && params.length === 4 && text.includes('jsonb_array_elements')) {
-        const json = params[3];
-        if (typeof json === 'string' && json.includes('"type":"text_delta"')) {
-          deltas.push(`${String(params[1])}:${Number(params[2]) + 1}`);
-        }
+    async query<Row>(statement: string | Statement, params?: unknown[]): Promise<QueryResult<Row>> {
+      count(statement);
+      counters.roundTrips += 1;
+      const result = await target.query<Row>(statement, params);
+      const keys = deltaKeys(params, result);
+      if (deltas) deltas.push(...keys);
+      else {
+        if (writes(statement) && applied(result)) counters.commits += 1;
+        for (const key of keys) onDeltaCommitted(key);
       }
-      return target.query<Row>(text, params);
+      return result;
     },
   });
   const root = wrap(inner, null);
   return {
     engine: inner.engine,
-    query: <Row>(text: string, params?: unknown[]) => root.query<Row>(text, params),
+    query: <Row>(statement: string | Statement, params?: unknown[]) =>
+      root.query<Row>(statement, params),
     async transaction(work) {
       counters.transactions += 1;
+      counters.commits += 1;
+      counters.roundTrips += 2;
       const deltas: string[] = [];
       const result = await inner.transaction((tx) => work(wrap(tx, deltas)));
       for (const key of deltas) onDeltaCommitted(key);
@@ -251,6 +307,42 @@ function countingDb(inner: Db, counters: Counters, onDeltaCommitted: (key: strin
     },
     listen: (channel, onPayload) => inner.listen(channel, onPayload),
     close: () => inner.close(),
+  };
+}
+
+/**
+ * What the peer's benchmark streams (its InstantChat): a fixed reply, word-sized chunks,
+ * no delay, on the same LanguageModelV3 interface as every model.
+ */
+function fixedReplyModel(text: string): LanguageModelV3 {
+  const words = text.match(/\S+\s*/g) ?? [];
+  return {
+    specificationVersion: 'v3',
+    provider: 'bench',
+    modelId: 'fixed-reply',
+    supportedUrls: {},
+    doGenerate: () => Promise.reject(new Error('the bench model only streams')),
+    async doStream() {
+      const stream = new ReadableStream<LanguageModelV3StreamPart>({
+        start(controller) {
+          controller.enqueue({ type: 'stream-start', warnings: [] });
+          controller.enqueue({ type: 'text-start', id: 't' });
+          for (const word of words)
+            controller.enqueue({ type: 'text-delta', id: 't', delta: word });
+          controller.enqueue({ type: 'text-end', id: 't' });
+          controller.enqueue({
+            type: 'finish',
+            finishReason: { unified: 'stop', raw: 'stop' },
+            usage: {
+              inputTokens: { total: 30, noCache: 30, cacheRead: 0, cacheWrite: 0 },
+              outputTokens: { total: words.length, text: words.length, reasoning: 0 },
+            },
+          });
+          controller.close();
+        },
+      });
+      return { stream };
+    },
   };
 }
 

@@ -38,6 +38,8 @@ end $$;
 -- Test databases are dropped WITH (FORCE): that must be able to end an autovacuum worker
 -- that happens to be on the database at that moment.
 grant pg_signal_backend to parley;
+-- The peer's benchmark (docs/benchmarks.md) runs CHECKPOINT between phases.
+grant pg_checkpoint to parley;
 SQL
 if ! as_postgres psql -p "$port" -qAtc "select 1 from pg_database where datname = 'parley'" | grep -q 1; then
   as_postgres createdb -p "$port" -O parley parley >&2

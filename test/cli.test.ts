@@ -130,7 +130,7 @@ describe('parley CLI', () => {
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
     try {
-      const deadline = Date.now() + 30_000;
+      const deadline = Date.now() + 120_000;
       while (!stdout.includes('worker claiming') && Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
@@ -148,7 +148,7 @@ describe('parley CLI', () => {
       child.kill('SIGKILL');
       await fresh.drop();
     }
-  });
+  }, 180_000);
 
   it('refuses to serve beyond loopback without API keys', async () => {
     const result = await parley(['serve'], {

@@ -100,8 +100,9 @@ export class Worker {
           );
         })
         .finally(() => {
+          // No claim is due here: a loop that was full resumes when a drain ends, and a
+          // session given back with input still queued announces itself (releaseLease).
           this.active.delete(drain);
-          this.wake.abort();
         });
       this.active.add(drain);
     }

@@ -72,16 +72,29 @@ export async function openPostgres(url: string, poolSize: number): Promise<Db> {
       root.query<Row>(statement, params),
     async transaction(work) {
       const client = await pool.connect();
+      // pg-pool stops listening for a client's errors while it is checked out: a server
+      // restart mid-transaction would otherwise be an unhandled 'error' event that kills
+      // the process. The failed query rejects as well; the client is then discarded.
+      let broken: Error | null = null;
+      const onError = (error: Error) => {
+        broken = error;
+      };
+      client.on('error', onError);
       try {
         await client.query('begin');
         const result = await work(wrap(client));
         await client.query('commit');
         return result;
       } catch (error) {
-        await client.query('rollback').catch(() => {});
+        if (!broken) {
+          await client.query('rollback').catch((failed: unknown) => {
+            broken = failed instanceof Error ? failed : new Error(String(failed));
+          });
+        }
         throw error;
       } finally {
-        client.release();
+        client.off('error', onError);
+        client.release(broken ?? undefined);
       }
     },
     async listen(channel, onPayload) {

@@ -191,7 +191,8 @@ export async function startParley(role: Role, options: StartOptions = {}): Promi
   const proc = new ParleyProcess(role, child, configDir);
   running.add(proc);
   void proc.exited.then(() => running.delete(proc));
-  const timeoutMs = options.readyTimeoutMs ?? 30_000;
+  // Generous: a busy 2-core machine can take long to start a process (no timing is asserted).
+  const timeoutMs = options.readyTimeoutMs ?? 120_000;
   try {
     if (role !== 'worker') {
       const match = await proc.waitForLine(/listening on (http:\/\/\S+)/, timeoutMs);
