@@ -10,6 +10,8 @@ export interface DrainResult {
   /** Parked sessions with queued turns that the drain unparked, as an operator would. */
   unparked: number;
   durationMs: number;
+  /** For each session with a turn still open at the deadline: where it is stuck. */
+  stuck: string[];
 }
 
 /**
@@ -26,7 +28,7 @@ export async function drain(
 ): Promise<DrainResult> {
   const started = Date.now();
   const deadline = started + timeoutMs;
-  const result: DrainResult = { open: 0, answered: 0, unparked: 0, durationMs: 0 };
+  const result: DrainResult = { open: 0, answered: 0, unparked: 0, durationMs: 0, stuck: [] };
   const tried = new Set<string>();
   for (;;) {
     result.open = await openTurns(db);
@@ -71,7 +73,40 @@ export async function drain(
     await sleep(500);
   }
   result.durationMs = Date.now() - started;
+  if (result.open !== 0) result.stuck = await describeStuck(db);
   return result;
+}
+
+/** The post-mortem of a session that did not finish: its state, lease, turns and requests. */
+async function describeStuck(db: Db): Promise<string[]> {
+  const found = await db
+    .query<{
+      session_id: string;
+      state: string;
+      leased: boolean;
+      open_turns: string;
+      requests: string | null;
+      last_event: string | null;
+    }>(
+      `select s.session_id, s.state, s.lease_token is not null as leased,
+              (select string_agg(t.turn_id || ' ' || t.state, ', ' order by t.position)
+                 from turns t where t.session_id = s.session_id
+                  and t.state in ('queued', 'running')) as open_turns,
+              (select string_agg(r.request_id || ' ' || r.state, ', ')
+                 from input_requests r where r.session_id = s.session_id
+                  and r.turn_id in (select turn_id from turns t where t.session_id = s.session_id
+                                      and t.state in ('queued', 'running'))) as requests,
+              (select e.type || ' #' || e.sequence from events e
+                where e.session_id = s.session_id order by e.sequence desc limit 1) as last_event
+         from sessions s
+        where exists (select 1 from turns t where t.session_id = s.session_id
+                         and t.state in ('queued', 'running'))`,
+    )
+    .catch(() => ({ rows: [] }));
+  return found.rows.map(
+    (row) =>
+      `session ${row.session_id}: state ${row.state}${row.leased ? ', leased' : ''}; open turns ${row.open_turns}; requests ${row.requests ?? 'none'}; last event ${row.last_event ?? 'none'}`,
+  );
 }
 
 async function openTurns(db: Db): Promise<number> {

@@ -28,8 +28,8 @@ export interface SoakOptions {
 }
 
 const presets = {
-  full: { turns: 1000, sessions: 60, clients: 8, duration: 300 },
-  short: { turns: 150, sessions: 16, clients: 4, duration: 45 },
+  full: { turns: 1000, sessions: 60, clients: 8, duration: 300, drain: 120 },
+  short: { turns: 150, sessions: 16, clients: 4, duration: 45, drain: 40 },
 } as const;
 
 export const usage = `npm run soak -- [options]     (each also as PARLEY_SOAK_<NAME>, e.g. PARLEY_SOAK_SEED)
@@ -40,7 +40,7 @@ export const usage = `npm run soak -- [options]     (each also as PARLEY_SOAK_<N
   --clients N              concurrent clients (default ${presets.full.clients}; short ${presets.short.clients})
   --duration SECONDS       length of the chaos schedule (default ${presets.full.duration}; short ${presets.short.duration})
   --seed N                 seed of the chaos schedule and the clients' choices (default: random, printed)
-  --drain-timeout SECONDS  time allowed after the chaos for every turn to end (default 120)
+  --drain-timeout SECONDS  time allowed after the chaos for every turn to end (default ${presets.full.drain}; short ${presets.short.drain})
   --demo-delay-ms N        the demo model's delay between words (default 40)
   --postgres-restart fast|immediate   how PostgreSQL is restarted mid-run (default immediate)
   --keep                   keep the temporary directory (PostgreSQL data, process logs)
@@ -98,7 +98,7 @@ export function parseOptions(
     clients: integer('clients', preset.clients, 1),
     durationMs: integer('duration', preset.duration, 5) * 1000,
     seed: integer('seed', randomSeed(), 0),
-    drainTimeoutMs: integer('drain-timeout', 120, 1) * 1000,
+    drainTimeoutMs: integer('drain-timeout', preset.drain, 1) * 1000,
     demoDelayMs: integer('demo-delay-ms', 40, 0),
     postgresRestartMode: restart,
     keep: flag('keep'),

@@ -201,6 +201,7 @@ async function soak(
       return 0;
     }
     process.stdout.write(`${describeViolations(check.findings.violations)}\n`);
+    for (const line of drained.stuck) process.stdout.write(`stuck: ${line}\n`);
     for (const line of [...unexpectedExits, ...uncleanShutdowns])
       process.stdout.write(`process: ${line}\n`);
     log(`FAIL (seed ${options.seed}); rerun with: npm run soak -- ${repeatFlags(options)} --keep`);
