@@ -178,7 +178,7 @@ async function appendCopy(
 
 describe('the soak checker on a clean journal', () => {
   it('finds nothing in what a server wrote, and counts what is there', async () => {
-    const result = await checkDatabase(server.db, ledger, { atRest: false });
+    const result = await checkDatabase(server.db, ledger);
     expect(result.findings.violations).toEqual([]);
     expect(result.totals.turns).toBe(ledger.turns.size);
     expect(result.totals.sessions).toBe(2);
@@ -354,20 +354,24 @@ describe('the soak checker finds each broken rule', () => {
     expect(result.findings.count('doubled')).toBe(1);
   });
 
-  it('at rest, a lease left behind is a mismatch', async () => {
+  it('a lease still held by a process stopped with SIGTERM is a mismatch; one of a killed process is not', async () => {
     const { sessionId } = turns.plain as { sessionId: string };
-    await server.db.query(`update sessions set lease_token = 'left' where session_id = $1`, [
-      sessionId,
-    ]);
+    await server.db.query(
+      `update sessions set lease_token = 'left', lease_owner = 'soak-host:4242' where session_id = $1`,
+      [sessionId],
+    );
     try {
-      const result = await checkDatabase(server.db, ledger, { atRest: true });
-      expect(result.findings.violations.map((violation) => violation.check)).toEqual([
+      const stopped = await checkDatabase(server.db, ledger, { stoppedPids: new Set([4242]) });
+      expect(stopped.findings.violations.map((violation) => violation.check)).toEqual([
         'leases released at shutdown',
       ]);
+      const killed = await checkDatabase(server.db, ledger, { stoppedPids: new Set([4343]) });
+      expect(killed.findings.violations).toEqual([]);
     } finally {
-      await server.db.query(`update sessions set lease_token = null where session_id = $1`, [
-        sessionId,
-      ]);
+      await server.db.query(
+        `update sessions set lease_token = null, lease_owner = null where session_id = $1`,
+        [sessionId],
+      );
     }
   });
 });

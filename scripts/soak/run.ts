@@ -174,12 +174,14 @@ async function soak(
     log(`drain: ${drained.open} turns still open after ${Math.round(drained.durationMs / 1000)} s`);
 
     const uncleanShutdowns: string[] = [];
+    const stoppedPids = new Set<number>();
     for (const slot of slots) {
+      if (slot.pid !== null) stoppedPids.add(slot.pid);
       const exit = await slot.terminate();
       if (exit.code !== 0)
         uncleanShutdowns.push(`${slot.name}: code ${exit.code} signal ${exit.signal}`);
     }
-    const check = await checkDatabase(db, ledger, { atRest: true });
+    const check = await checkDatabase(db, ledger, { stoppedPids });
     const unexpectedExits = slots.flatMap((slot) =>
       slot.unexpectedExits.map((exit) => `${slot.name}: code ${exit.code} signal ${exit.signal}`),
     );

@@ -18,12 +18,13 @@ export interface CheckResult {
 /**
  * The soak's checker: reads the whole database in one snapshot and holds it to the
  * journal invariants (RUNTIME.md, PROTOCOL.md) and to what the clients were told
- * (`ledger`). `atRest`: every Parley process has stopped, so leases must be released.
+ * (`ledger`). `stoppedPids`: the processes stopped with SIGTERM, whose leases must all
+ * have been released.
  */
 export async function checkDatabase(
   db: Db,
   ledger: Ledger = new Ledger(),
-  options: { atRest: boolean } = { atRest: false },
+  options: { stoppedPids?: Set<number> } = {},
 ): Promise<CheckResult> {
   const snapshot = await readSnapshot(db);
   const journal = new Journal(snapshot);
@@ -36,7 +37,7 @@ export async function checkDatabase(
   checkAcknowledged(journal, ledger, findings);
   checkPromises(journal, ledger, findings);
   checkReplies(journal, ledger, findings);
-  if (options.atRest) checkAtRest(journal, findings);
+  if (options.stoppedPids) checkAtRest(journal, options.stoppedPids, findings);
   for (const violation of ledger.violations) {
     // What clients saw on the wire (a gap in a stream, a changed 202) counts as well.
     findings.add(

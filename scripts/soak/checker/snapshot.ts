@@ -14,6 +14,8 @@ export interface SessionRow {
   input_count: number;
   input_cursor: number;
   lease_token: string | null;
+  /** `host:pid` of the process that took the lease (cli/start.ts). */
+  lease_owner: string | null;
 }
 
 export interface TurnRow {
@@ -79,7 +81,7 @@ export async function readSnapshot(db: Db): Promise<Snapshot> {
 async function readAll(tx: Queryable): Promise<Snapshot> {
   const sessions = await tx.query<SessionRow>(
     `select session_id, state, last_sequence, earliest_sequence, input_count, input_cursor,
-            lease_token
+            lease_token, lease_owner
        from sessions order by session_id`,
   );
   const turns = await tx.query<TurnRow>(
