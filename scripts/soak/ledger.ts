@@ -5,9 +5,12 @@
  * acknowledged with 200 must be the one journaled.
  */
 
-/** What a client meant a turn to exercise; the checker knows what to expect of each. */
+/**
+ * What a client meant a turn to exercise; the checker knows what to expect of each. A
+ * `follow_up` is the plain message a `supersede` round sends while its approval waits.
+ */
 export type TurnKind =
-  'plain' | 'burst' | 'approval' | 'supersede' | 'clock' | 'cancel' | 'transient';
+  'plain' | 'burst' | 'approval' | 'supersede' | 'follow_up' | 'clock' | 'cancel' | 'transient';
 
 export interface AcknowledgedTurn {
   turnId: string;

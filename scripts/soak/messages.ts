@@ -26,8 +26,8 @@ const vocabulary = [
   'retry',
 ];
 
-/** The share of rounds of each kind. */
-export const roundWeights: Record<TurnKind, number> = {
+/** The share of rounds of each kind (a `follow_up` only ever follows a `supersede`). */
+export const roundWeights: Record<Exclude<TurnKind, 'follow_up'>, number> = {
   plain: 40,
   burst: 12,
   approval: 18,
@@ -57,6 +57,7 @@ export function messageFor(kind: TurnKind, turnId: string, random: Random): stri
       return `${turnId} ${words(random, random.int(40, 60))}`;
     case 'plain':
     case 'burst':
+    case 'follow_up':
       return `${turnId} ${words(random, random.int(6, 20))}`;
   }
 }

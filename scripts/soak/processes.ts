@@ -65,14 +65,14 @@ export class Slot {
    */
   async start(deadline = Date.now() + 60_000): Promise<void> {
     // One process per slot: a restart already under way (after a crash) is enough.
-    if (this.state !== 'down') return;
+    if (this.state !== 'down' || this.closed) return;
     for (;;) {
       try {
         await this.startOnce();
         return;
       } catch (error) {
         this.failedStarts += 1;
-        if (Date.now() > deadline) throw error;
+        if (Date.now() > deadline || this.closed) throw error;
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
     }
@@ -142,6 +142,13 @@ export class Slot {
     }, 1_000);
   }
 
+  /** Waits out a start under way, then makes sure the process runs and is not paused. */
+  async ensureUp(): Promise<void> {
+    while (this.state === 'starting') await new Promise((resolve) => setTimeout(resolve, 100));
+    if (this.state === 'paused') this.resume();
+    if (this.state === 'down') await this.start();
+  }
+
   /** SIGKILL, and wait until the process is gone. */
   async kill(): Promise<void> {
     if (!this.child) return;
@@ -179,8 +186,10 @@ export class Slot {
     return result;
   }
 
-  close(): void {
+  /** The end of the run: no restart any more, the process (if any) killed, the log closed. */
+  async close(): Promise<void> {
     this.closed = true;
+    await this.kill();
     this.log.end();
   }
 }

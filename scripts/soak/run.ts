@@ -96,10 +96,7 @@ async function main(argv: string[]): Promise<number> {
   } finally {
     process.removeListener('SIGINT', abort);
     process.removeListener('SIGTERM', abort);
-    for (const slot of slots) {
-      await slot.kill();
-      slot.close();
-    }
+    for (const slot of slots) await slot.close();
     await db?.close().catch(() => {});
     await cluster?.stop();
     if (options.keep) log(`kept ${directory} (PostgreSQL data, process logs)`);
@@ -166,16 +163,14 @@ async function soak(
     log(`chaos over after ${Math.round(chaosMs / 1000)} s; clients done; draining`);
 
     // Every process up again before the drain: nothing may stay paused or down.
-    for (const slot of slots) {
-      if (slot.state === 'paused') slot.resume();
-      if (slot.state === 'down') await slot.start();
-    }
+    for (const slot of slots) await slot.ensureUp();
     const drained = await drain(db, new Apis(urls), random.fork('drain'), options.drainTimeoutMs);
     log(`drain: ${drained.open} turns still open after ${Math.round(drained.durationMs / 1000)} s`);
 
     const uncleanShutdowns: string[] = [];
     const stoppedPids = new Set<number>();
     for (const slot of slots) {
+      await slot.ensureUp();
       if (slot.pid !== null) stoppedPids.add(slot.pid);
       const exit = await slot.terminate();
       if (exit.code !== 0)
