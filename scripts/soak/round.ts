@@ -72,7 +72,8 @@ export class Round {
       },
     );
     if (!followed) this.loop.ledger.counters.followTimeouts += 1;
-    await Promise.all(this.tasks);
+    // A task may start another (a delayed cancel): wait until none is left.
+    while (this.tasks.length > 0) await Promise.all(this.tasks.splice(0));
   }
 
   private async admit(kind: TurnKind): Promise<string | null> {
