@@ -47,6 +47,7 @@ export function figuresTable(facts: RunFacts): string {
     ['tool results', check.totals.toolResults],
     ['cancels sent / cancelled / too late', `${counters.cancelsSent} / ${cancelled} / ${tooLate}`],
     ['stream reconnects', counters.streamReconnects],
+    ['rounds left to the drain (follow timeouts)', counters.followTimeouts],
     ['sessions unparked (clients / drain)', `${counters.unparks} / ${drain.unparked}`],
     ['requests approved by the drain', drain.answered],
     ['unexpected process exits', facts.unexpectedExits.length],
