@@ -67,6 +67,7 @@ export class Ledger {
     /** Rounds a client stopped following before its turns ended (the drain decides). */
     followTimeouts: 0,
     unparks: 0,
+    /** Answers, cancels and unparks given up after a minute of retries. */
     httpErrors: 0,
   };
 

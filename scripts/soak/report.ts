@@ -12,6 +12,8 @@ export interface RunFacts {
   check: CheckResult;
   /** Lines in worker output saying a lease was lost and the turn abandoned (token gate). */
   leasesLost: number;
+  /** Client requests that got no answer, a 5xx or timed out (each then retried). */
+  failedAttempts: number;
   unexpectedExits: string[];
   uncleanShutdowns: string[];
   chaosMs: number;
@@ -32,9 +34,11 @@ export function figuresTable(facts: RunFacts): string {
     ['turns in the database', check.totals.turns],
     ['sessions', check.totals.sessions],
     ['journal events', check.totals.events],
+    ['client requests failed (no answer, 5xx, timeout)', facts.failedAttempts],
     ['admission retries (same turn_id)', counters.admissionRetries],
     ['deliberate double sends', counters.doubleSends],
     ['admissions never acknowledged', counters.unacknowledged],
+    ['other requests given up after retries', counters.httpErrors],
     ['worker SIGKILLs (holding a lease)', `${chaos.workerKills} (${chaos.workerKillsMidTurn})`],
     ['worker SIGSTOPs past the lease', chaos.workerStops],
     ['API SIGKILLs', chaos.apiKills],

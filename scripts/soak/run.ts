@@ -62,7 +62,7 @@ async function main(argv: string[]): Promise<number> {
   let cluster: PrivateCluster | null = null;
   let db: Db | null = null;
   const abort = () => {
-    for (const slot of slots) void slot.kill();
+    for (const slot of slots) void slot.close();
     void cluster?.stop().finally(() => {
       if (!options.keep) rmSync(directory, { recursive: true, force: true });
       process.exit(130);
@@ -187,6 +187,7 @@ async function soak(
       drain: drained,
       check,
       leasesLost: workers.reduce((sum, slot) => sum + (slot.counts.get('leaseLost') ?? 0), 0),
+      failedAttempts: clientApis.reduce((sum, apis) => sum + apis.failures, 0),
       unexpectedExits,
       uncleanShutdowns,
       chaosMs,
