@@ -1,0 +1,119 @@
+import type { Db } from '../../src/store/db.js';
+import { sleep, type Apis } from './http.js';
+import type { Random } from './random.js';
+
+export interface DrainResult {
+  /** Turns still queued or running when the deadline passed (each one is a failure). */
+  open: number;
+  /** Requests still waiting for a person that the drain approved (through the API). */
+  answered: number;
+  /** Parked sessions with queued turns that the drain unparked, as an operator would. */
+  unparked: number;
+  durationMs: number;
+  /** For each session with a turn still open at the deadline: where it is stuck. */
+  stuck: string[];
+}
+
+/**
+ * After the chaos: waits until every admitted turn has ended. A turn waiting for a person
+ * whose client had already moved on is approved here, through the API; a parked session
+ * holding queued turns is unparked, as an operator would (`parley sessions unpark`).
+ * Nothing else helps the system along: what is still open at the deadline is reported.
+ */
+export async function drain(
+  db: Db,
+  apis: Apis,
+  random: Random,
+  timeoutMs: number,
+): Promise<DrainResult> {
+  const started = Date.now();
+  const deadline = started + timeoutMs;
+  const result: DrainResult = { open: 0, answered: 0, unparked: 0, durationMs: 0, stuck: [] };
+  const tried = new Set<string>();
+  for (;;) {
+    result.open = await openTurns(db);
+    if (result.open === 0 || Date.now() > deadline) break;
+    const waiting = await db
+      .query<{ session_id: string; request_id: string; expected_sequence: number }>(
+        `select session_id, request_id, expected_sequence from input_requests where state = 'pending'`,
+      )
+      .catch(() => ({ rows: [] }));
+    for (const request of waiting.rows) {
+      if (tried.has(request.request_id)) continue;
+      tried.add(request.request_id);
+      const answer = await apis.send(
+        'POST',
+        `/api/v1/chat/sessions/${request.session_id}/inputs/${request.request_id}`,
+        {
+          expected_sequence: request.expected_sequence,
+          approved: true,
+          response: { reason: 'drain' },
+        },
+        { deadline: Date.now() + 10_000, random },
+      );
+      if (answer?.status === 200) result.answered += 1;
+    }
+    const parked = await db
+      .query<{ session_id: string }>(
+        `select session_id from sessions where state = 'parked' and input_count > input_cursor`,
+      )
+      .catch(() => ({ rows: [] }));
+    for (const session of parked.rows) {
+      const answer = await apis.send(
+        'POST',
+        `/api/v1/admin/sessions/${session.session_id}/unpark`,
+        {},
+        {
+          deadline: Date.now() + 10_000,
+          random,
+        },
+      );
+      if (answer?.status === 200) result.unparked += 1;
+    }
+    await sleep(500);
+  }
+  result.durationMs = Date.now() - started;
+  if (result.open !== 0) result.stuck = await describeStuck(db);
+  return result;
+}
+
+/** The post-mortem of a session that did not finish: its state, lease, turns and requests. */
+async function describeStuck(db: Db): Promise<string[]> {
+  const found = await db
+    .query<{
+      session_id: string;
+      state: string;
+      leased: boolean;
+      open_turns: string;
+      requests: string | null;
+      last_event: string | null;
+    }>(
+      `select s.session_id, s.state, s.lease_token is not null as leased,
+              (select string_agg(t.turn_id || ' ' || t.state, ', ' order by t.position)
+                 from turns t where t.session_id = s.session_id
+                  and t.state in ('queued', 'running')) as open_turns,
+              (select string_agg(r.request_id || ' ' || r.state, ', ')
+                 from input_requests r where r.session_id = s.session_id
+                  and r.turn_id in (select turn_id from turns t where t.session_id = s.session_id
+                                      and t.state in ('queued', 'running'))) as requests,
+              (select e.type || ' #' || e.sequence from events e
+                where e.session_id = s.session_id order by e.sequence desc limit 1) as last_event
+         from sessions s
+        where exists (select 1 from turns t where t.session_id = s.session_id
+                         and t.state in ('queued', 'running'))`,
+    )
+    .catch(() => ({ rows: [] }));
+  return found.rows.map(
+    (row) =>
+      `session ${row.session_id}: state ${row.state}${row.leased ? ', leased' : ''}; open turns ${row.open_turns}; requests ${row.requests ?? 'none'}; last event ${row.last_event ?? 'none'}`,
+  );
+}
+
+async function openTurns(db: Db): Promise<number> {
+  const found = await db
+    .query<{ open: number }>(
+      `select count(*)::int as open from turns where state in ('queued', 'running')`,
+    )
+    .catch(() => ({ rows: [{ open: -1 }] }));
+  return found.rows[0]?.open ?? -1;
+}

@@ -1,0 +1,96 @@
+/**
+ * What the clients were told, recorded as they are told it: the checker holds the
+ * database to these promises. A turn acknowledged with 202 must be in the journal and end
+ * exactly once; a cancel answered `cancelled` must end its turn as cancelled; an answer
+ * acknowledged with 200 must be the one journaled.
+ */
+
+/**
+ * What a client meant a turn to exercise; the checker knows what to expect of each. A
+ * `follow_up` is the plain message a `supersede` round sends while its approval waits.
+ */
+export type TurnKind =
+  'plain' | 'burst' | 'approval' | 'supersede' | 'follow_up' | 'clock' | 'cancel' | 'transient';
+
+export interface AcknowledgedTurn {
+  turnId: string;
+  sessionId: string;
+  kind: TurnKind;
+  message: string;
+  /** The 202's `sequence`: where the user's message sits in the session's journal. */
+  sequence: number;
+  /** 202 answers received for this turn_id (retries and deliberate double sends). */
+  acknowledgements: number;
+}
+
+export interface CancelRecord {
+  sessionId: string;
+  turnId: string;
+  commandId: string;
+  result: 'cancelled' | 'duplicate' | 'too_late';
+  state: string;
+}
+
+export interface AnswerRecord {
+  sessionId: string;
+  requestId: string;
+  approved: boolean;
+}
+
+/** Something a client saw that the protocol rules out, told as it happened. */
+export interface ClientViolation {
+  check: string;
+  detail: string;
+}
+
+export class Ledger {
+  readonly turns = new Map<string, AcknowledgedTurn>();
+  readonly cancels: CancelRecord[] = [];
+  /** Answers acknowledged with 200. */
+  readonly answers: AnswerRecord[] = [];
+  readonly violations: ClientViolation[] = [];
+  readonly counters = {
+    admissionAttempts: 0,
+    /** Admissions retried after a connection error, a 5xx or a timeout. */
+    admissionRetries: 0,
+    /** Admissions sent twice on purpose (to the other API), as a double-clicking user would. */
+    doubleSends: 0,
+    /** Turns given up on without any 202 (may or may not be in the journal). */
+    unacknowledged: 0,
+    approvalsRequested: 0,
+    approved: 0,
+    rejected: 0,
+    /** Answers refused with 409 stale_input (superseded, or a retry of a landed answer). */
+    staleAnswers: 0,
+    cancelsSent: 0,
+    streamReconnects: 0,
+    /** Rounds a client stopped following before its turns ended (the drain decides). */
+    followTimeouts: 0,
+    unparks: 0,
+    /** Answers, cancels and unparks given up after a minute of retries. */
+    httpErrors: 0,
+  };
+
+  violation(check: string, detail: string): void {
+    this.violations.push({ check, detail });
+  }
+
+  /**
+   * Records a 202. Every answer for one turn_id must be the same: same session, same
+   * sequence (the protocol's idempotency promise, across API processes and restarts).
+   */
+  acknowledge(turn: Omit<AcknowledgedTurn, 'acknowledgements'>): void {
+    const known = this.turns.get(turn.turnId);
+    if (!known) {
+      this.turns.set(turn.turnId, { ...turn, acknowledgements: 1 });
+      return;
+    }
+    known.acknowledgements += 1;
+    if (known.sessionId !== turn.sessionId || known.sequence !== turn.sequence) {
+      this.violation(
+        'idempotency',
+        `turn ${turn.turnId}: a retry was answered session ${turn.sessionId} sequence ${turn.sequence}, the first answer was session ${known.sessionId} sequence ${known.sequence}`,
+      );
+    }
+  }
+}

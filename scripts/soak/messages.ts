@@ -1,0 +1,71 @@
+import type { TurnKind } from './ledger.js';
+import type { Random } from './random.js';
+
+/**
+ * What the clients send, by kind of turn. Each message carries its turn_id, so a reply
+ * that answers the wrong turn cannot pass for the right one. The demo model echoes words
+ * (`You said: ...`), proposes a tool call for `/tool NAME {json}` and fails retryably for
+ * `/fail transient N` (src/providers/demo.ts).
+ */
+const vocabulary = [
+  'lease',
+  'journal',
+  'turn',
+  'worker',
+  'sequence',
+  'replay',
+  'cursor',
+  'token',
+  'burst',
+  'attempt',
+  'reply',
+  'durable',
+  'session',
+  'approval',
+  'cancel',
+  'retry',
+];
+
+/** The share of rounds of each kind (a `follow_up` only ever follows a `supersede`). */
+export const roundWeights: Record<Exclude<TurnKind, 'follow_up'>, number> = {
+  plain: 40,
+  burst: 12,
+  approval: 18,
+  supersede: 5,
+  clock: 5,
+  cancel: 12,
+  transient: 8,
+};
+
+export function words(random: Random, count: number): string {
+  return Array.from({ length: count }, () => vocabulary[random.int(0, vocabulary.length - 1)]).join(
+    ' ',
+  );
+}
+
+export function messageFor(kind: TurnKind, turnId: string, random: Random): string {
+  switch (kind) {
+    case 'approval':
+    case 'supersede':
+      return `/tool calculator {"expression": "${random.int(1, 99)}*${random.int(1, 99)}"}`;
+    case 'clock':
+      return '/tool clock {}';
+    case 'transient':
+      return `/fail transient 1\n${turnId} ${words(random, random.int(6, 14))}`;
+    case 'cancel':
+      // Long, so a cancel can land while the reply streams.
+      return `${turnId} ${words(random, random.int(40, 60))}`;
+    case 'plain':
+    case 'burst':
+    case 'follow_up':
+      return `${turnId} ${words(random, random.int(6, 20))}`;
+  }
+}
+
+/** The demo model's whole reply to a burst of one plain message. */
+export function echoOf(message: string): string {
+  return `You said: ${message
+    .split(/\s+/)
+    .filter((word) => word.length > 0)
+    .join(' ')}`;
+}

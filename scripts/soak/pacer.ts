@@ -1,0 +1,32 @@
+import { sleep } from './http.js';
+
+/**
+ * Spreads the run's admissions evenly over the chaos window, so that every failure the
+ * schedule injects meets turns in flight. The session loops ask for turns; the k-th
+ * turn is due at k/turns of the window. When the budget is spent, `take` answers 0.
+ */
+export class Pacer {
+  private reserved = 0;
+  private readonly start = Date.now();
+
+  constructor(
+    private readonly turns: number,
+    /** Admissions end a little before the chaos does, so the last ones meet it too. */
+    private readonly windowMs: number,
+  ) {}
+
+  get remaining(): number {
+    return this.turns - this.reserved;
+  }
+
+  /** Reserves up to `wanted` turns and waits until the first of them is due. */
+  async take(wanted: number): Promise<number> {
+    const granted = Math.min(wanted, this.turns - this.reserved);
+    if (granted <= 0) return 0;
+    const due = this.start + (this.reserved / this.turns) * this.windowMs;
+    this.reserved += granted;
+    const wait = due - Date.now();
+    if (wait > 0) await sleep(wait);
+    return granted;
+  }
+}

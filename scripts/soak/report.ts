@@ -1,0 +1,118 @@
+import type { ChaosCounters } from './chaos.js';
+import { categories, type CheckResult, type Violation } from './checker/index.js';
+import type { DrainResult } from './drain.js';
+import type { Ledger } from './ledger.js';
+import type { SoakOptions } from './options.js';
+
+export interface RunFacts {
+  options: SoakOptions;
+  ledger: Ledger;
+  chaos: ChaosCounters;
+  drain: DrainResult;
+  check: CheckResult;
+  /** Lines in worker output saying a lease was lost and the turn abandoned (token gate). */
+  leasesLost: number;
+  /** Client requests that got no answer, a 5xx or timed out (each then retried). */
+  failedAttempts: number;
+  unexpectedExits: string[];
+  uncleanShutdowns: string[];
+  chaosMs: number;
+  totalMs: number;
+}
+
+/** The figures of a run as a Markdown table (docs/reliability.md publishes one). */
+export function figuresTable(facts: RunFacts): string {
+  const { ledger, chaos, drain, check, options } = facts;
+  const counters = ledger.counters;
+  const cancelled = ledger.cancels.filter((cancel) => cancel.result === 'cancelled').length;
+  const tooLate = ledger.cancels.filter((cancel) => cancel.result === 'too_late').length;
+  const seconds = (ms: number) => `${(ms / 1000).toFixed(0)} s`;
+  const rows: [string, string | number][] = [
+    ['seed', options.seed],
+    ['turns admitted (202)', ledger.turns.size],
+    ['… by kind', byKind(ledger)],
+    ['turns in the database', check.totals.turns],
+    ['sessions', check.totals.sessions],
+    ['journal events', check.totals.events],
+    ['client requests failed (no answer, 5xx, timeout)', facts.failedAttempts],
+    ['admission retries (same turn_id)', counters.admissionRetries],
+    ['deliberate double sends', counters.doubleSends],
+    ['admissions never acknowledged', counters.unacknowledged],
+    ['other requests given up after retries', counters.httpErrors],
+    ['worker SIGKILLs (holding a lease)', `${chaos.workerKills} (${chaos.workerKillsMidTurn})`],
+    ['worker SIGSTOPs past the lease', chaos.workerStops],
+    ['API SIGKILLs', chaos.apiKills],
+    [`PostgreSQL restarts (${options.postgresRestartMode})`, chaos.postgresRestarts],
+    ['leases lost by a worker (token gate)', facts.leasesLost],
+    [
+      'approvals asked / approved / rejected / stale',
+      `${counters.approvalsRequested} / ${counters.approved} / ${counters.rejected} / ${counters.staleAnswers}`,
+    ],
+    ['tool results', check.totals.toolResults],
+    ['cancels sent / cancelled / too late', `${counters.cancelsSent} / ${cancelled} / ${tooLate}`],
+    ['stream reconnects', counters.streamReconnects],
+    ['rounds left to the drain (follow timeouts)', counters.followTimeouts],
+    ['sessions unparked (clients / drain)', `${counters.unparks} / ${drain.unparked}`],
+    ['requests approved by the drain', drain.answered],
+    ['unexpected process exits', facts.unexpectedExits.length],
+    ['unclean shutdowns', facts.uncleanShutdowns.length],
+    ['**lost**', check.findings.count('lost')],
+    ['**doubled**', check.findings.count('doubled')],
+    [
+      '**gaps** (missing sequences)',
+      `${check.findings.count('gap')} (${check.findings.missingSequences})`,
+    ],
+    ['**unfinished**', check.findings.count('unfinished')],
+    ['**out of order**', check.findings.count('order')],
+    ['**mismatches**', check.findings.count('mismatch')],
+    [
+      'chaos / drain / whole run',
+      `${seconds(facts.chaosMs)} / ${seconds(drain.durationMs)} / ${seconds(facts.totalMs)}`,
+    ],
+  ];
+  return [
+    '| figure | value |',
+    '| --- | --- |',
+    ...rows.map(([name, value]) => `| ${name} | ${value} |`),
+  ].join('\n');
+}
+
+function byKind(ledger: Ledger): string {
+  const counts = new Map<string, number>();
+  for (const turn of ledger.turns.values()) counts.set(turn.kind, (counts.get(turn.kind) ?? 0) + 1);
+  return [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .map(([kind, count]) => `${kind} ${count}`)
+    .join(', ');
+}
+
+/** Violations grouped by rule, a few examples each: enough to start a post-mortem. */
+export function describeViolations(violations: Violation[], examples = 5): string {
+  const byCheck = new Map<string, Violation[]>();
+  for (const violation of violations) {
+    const key = `${violation.category}: ${violation.check}`;
+    let list = byCheck.get(key);
+    if (!list) byCheck.set(key, (list = []));
+    list.push(violation);
+  }
+  const lines: string[] = [];
+  for (const category of categories) {
+    for (const [key, list] of byCheck) {
+      if (!key.startsWith(`${category}:`)) continue;
+      lines.push(`${key} (${list.length})`);
+      for (const violation of list.slice(0, examples)) lines.push(`  - ${violation.detail}`);
+      if (list.length > examples) lines.push(`  - … ${list.length - examples} more`);
+    }
+  }
+  return lines.join('\n');
+}
+
+/** Any finding, a process that died on its own or did not stop cleanly fails the run. */
+export function failed(facts: RunFacts): boolean {
+  return (
+    facts.check.findings.violations.length > 0 ||
+    facts.unexpectedExits.length > 0 ||
+    facts.uncleanShutdowns.length > 0 ||
+    facts.drain.open !== 0
+  );
+}
