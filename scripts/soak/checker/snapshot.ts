@@ -1,4 +1,9 @@
 import type { Db, Queryable } from '../../../src/store/db.js';
+import {
+  eventRowColumns,
+  toWireEvent,
+  type EventRow as StoredEventRow,
+} from '../../../src/store/eventRows.js';
 
 /**
  * The whole database as the checker reads it: every table it judges, read in ONE
@@ -92,10 +97,23 @@ async function readAll(tx: Queryable): Promise<Snapshot> {
     `select message_id, session_id, turn_id, role, content from messages
       order by session_id, sequence`,
   );
-  const events = await tx.query<EventRow>(
-    `select session_id, sequence, type, turn_id, payload from events
-      order by session_id, sequence`,
+  // Through the store's own rebuild: `message` and `done` events keep their text in the
+  // transcript row they refer to (src/store/eventRows.ts). `payload` is the whole event as a
+  // client receives it.
+  const stored = await tx.query<StoredEventRow & { session_id: string }>(
+    `select e.session_id, ${eventRowColumns}
+       from events e left join messages m on m.message_id = e.message_id
+      order by e.session_id, e.sequence`,
   );
+  const events = {
+    rows: stored.rows.map((row): EventRow => ({
+      session_id: row.session_id,
+      sequence: row.sequence,
+      type: row.type,
+      turn_id: row.turn_id,
+      payload: toWireEvent(row) as unknown as Record<string, any>,
+    })),
+  };
   const requests = await tx.query<RequestRow>(
     `select request_id, session_id, turn_id, call_id, kind, state, approved
        from input_requests order by session_id, created_at`,

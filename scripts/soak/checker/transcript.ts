@@ -62,7 +62,18 @@ export function checkTranscript(journal: Journal, findings: Findings): void {
     }
   }
   const dones = new Map<string, number>();
+  // What the attempt that finished streamed, per session: a `done` is rebuilt from its
+  // transcript row, so "kept as sent" means the row holds what clients saw streamed.
+  let streamed = { session: '', text: '', tools: false };
   for (const event of journal.snapshot.events) {
+    if (
+      event.session_id !== streamed.session ||
+      ['turn_started', 'attempt_reset'].includes(event.type)
+    ) {
+      streamed = { session: event.session_id, text: '', tools: false };
+    }
+    if (event.type === 'text_delta') streamed.text += String(event.payload?.delta ?? '');
+    if (event.type === 'tool_call') streamed.tools = true;
     if (event.type !== 'done') continue;
     dones.set(event.session_id, (dones.get(event.session_id) ?? 0) + 1);
     const final = event.payload?.final_message as { id?: string; content?: string } | undefined;
@@ -71,7 +82,9 @@ export function checkTranscript(journal: Journal, findings: Findings): void {
       !row ||
       row.role !== 'assistant' ||
       row.turn_id !== event.turn_id ||
-      row.content !== final?.content
+      row.content !== final?.content ||
+      // Steps with tool calls join their texts; a single-step reply is its deltas exactly.
+      (!streamed.tools && row.content !== streamed.text)
     ) {
       findings.add(
         'mismatch',
