@@ -1,3 +1,4 @@
+import type { LanguageModelV3FunctionTool } from '@ai-sdk/provider';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createModelRegistry } from '../src/providers/registry.js';
 import { ProviderFailure, streamStep, type StepResult } from '../src/runtime/modelStep.js';
@@ -23,14 +24,14 @@ afterAll(async () => {
 });
 beforeEach(() => server.reset());
 
-const clockTool = {
-  type: 'function' as const,
+const clockTool: LanguageModelV3FunctionTool = {
+  type: 'function',
   name: 'clock',
   description: 'The time now.',
   inputSchema: { type: 'object', properties: { timezone: { type: 'string' } } },
 };
-const calculatorTool = {
-  type: 'function' as const,
+const calculatorTool: LanguageModelV3FunctionTool = {
+  type: 'function',
   name: 'calculator',
   description: 'Arithmetic.',
   inputSchema: { type: 'object', properties: { expression: { type: 'string' } } },

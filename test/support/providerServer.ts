@@ -19,6 +19,8 @@ export interface Scripted {
   stream?: string;
   /** A JSON body (or a fixture path ending in .json, read from disk). */
   json?: unknown;
+  /** Never answer (the client's timeout or abort must end the call). */
+  hang?: boolean;
   /** Send the stream only up to the end of this text's first occurrence, then cut the socket. */
   cutAfter?: string;
 }
@@ -88,6 +90,7 @@ export class ProviderServer {
       response.end(JSON.stringify({ error: { message: `no fixture for ${url.pathname}` } }));
       return;
     }
+    if (answer.hang) return;
     if (answer.stream !== undefined) {
       const text = fixture(answer.stream);
       response.writeHead(answer.status ?? 200, {
