@@ -8,6 +8,7 @@ import type { ApiDeps } from './deps.js';
 import { installErrorHandler } from './errors.js';
 import { eventRoutes } from './events.js';
 import { healthRoutes } from './health.js';
+import { modelRoutes } from './models.js';
 import { openapiRoutes } from './openapi.js';
 import { authenticate } from './principal.js';
 import { sessionRoutes } from './sessions.js';
@@ -66,5 +67,6 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   cancelRoutes(app, deps);
   inputRoutes(app, deps);
   adminRoutes(app, deps);
+  modelRoutes(app, deps);
   return app;
 }

@@ -4,6 +4,11 @@ import { buildApp } from '../api/app.js';
 import { assertBindAllowed } from '../api/principal.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
+import type { CatalogProblem } from '../catalog/check.js';
+import { startCatalogRefresh } from '../catalog/refresh.js';
+import { refreshAndCheckCatalog } from '../catalog/startup.js';
+import { syncCatalog } from '../catalog/sync.js';
+import type { Env } from '../providers/credentials.js';
 import { createModelRegistry } from '../providers/registry.js';
 import { startRetention } from '../runtime/retention.js';
 import { Worker } from '../runtime/worker.js';
@@ -17,6 +22,8 @@ export interface Running {
   app: FastifyInstance | null;
   worker: Worker | null;
   url: string | null;
+  /** Agents whose model the catalog does not know or that lack a needed capability. */
+  catalogProblems: CatalogProblem[];
   stop: () => Promise<void>;
 }
 
@@ -29,12 +36,23 @@ export async function startProcess(
   config: Config,
   role: { api: boolean; worker: boolean },
   log: Logger,
+  options: { env?: Env } = {},
 ): Promise<Running> {
   if (role.api) assertBindAllowed(config);
+  const env = options.env ?? process.env;
   const db = await openStore(config);
+  const catalog = { db, config, log, env };
+  let catalogProblems: CatalogProblem[];
+  try {
+    catalogProblems = await refreshAndCheckCatalog(catalog);
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
   const wakeups = new Wakeups(db);
   await wakeups.start();
-  const resolveModel = createModelRegistry(config);
+  const resolveModel = createModelRegistry(config, env);
+  let stopCatalog = async () => {};
 
   let worker: Worker | null = null;
   let stopRetention = () => {};
@@ -55,6 +73,12 @@ export async function startProcess(
       intervalMs: config.retention.pruneIntervalMs,
       log,
     });
+    // Workers refresh the catalog; an API-only process reads what they wrote.
+    stopCatalog = startCatalogRefresh({
+      sync: () => syncCatalog(catalog),
+      intervalMs: config.catalog.refreshHours * 3_600_000,
+      onError: (error) => log.warn({ err: (error as Error).message }, 'catalog refresh failed'),
+    }).stop;
   }
 
   let app: FastifyInstance | null = null;
@@ -66,6 +90,7 @@ export async function startProcess(
       config,
       log,
       providersReady: () => providersReady(config, resolveModel),
+      syncModels: (provider) => syncCatalog(catalog, provider),
     });
     url = await app.listen({ host: config.server.host, port: config.server.port });
   }
@@ -74,12 +99,13 @@ export async function startProcess(
   const stop = () =>
     (stopping ??= (async () => {
       stopRetention();
+      await stopCatalog();
       await app?.close();
       await worker?.stop();
       await wakeups.stop();
       await db.close();
     })());
-  return { db, app, worker, url, stop };
+  return { db, app, worker, url, catalogProblems, stop };
 }
 
 function providersReady(config: Config, resolve: ReturnType<typeof createModelRegistry>): boolean {
