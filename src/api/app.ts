@@ -13,6 +13,7 @@ import { openapiRoutes } from './openapi.js';
 import { authenticate } from './principal.js';
 import { sessionRoutes } from './sessions.js';
 import { turnRoutes } from './turns.js';
+import { usageRoutes } from './usage.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -68,5 +69,6 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   inputRoutes(app, deps);
   adminRoutes(app, deps);
   modelRoutes(app, deps);
+  usageRoutes(app, deps);
   return app;
 }
