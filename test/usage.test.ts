@@ -5,7 +5,7 @@ import { createModelRegistry } from '../src/providers/registry.js';
 import { countUsage, registry } from '../src/metrics.js';
 import { streamStep } from '../src/runtime/modelStep.js';
 import { usageRecord } from '../src/runtime/usageRecord.js';
-import { recordUsage } from '../src/store/recordUsage.js';
+import { recordUsage, type UsageRecord } from '../src/store/recordUsage.js';
 import { ProviderServer } from './support/providerServer.js';
 import { fixtureEnv, kindCases, kindConfig } from './support/providerKinds.js';
 import { request, startTestServer, type TestServer } from './support/server.js';
@@ -57,7 +57,7 @@ const sink = { push: () => {}, flush: async () => {} };
 
 describe('usage rows from real provider calls, and their attribution', () => {
   it('records each call (reply and gate) and reports totals by model, agent and tenant', async () => {
-    const calls = [];
+    const calls: UsageRecord[] = [];
     for (const name of ['openai', 'anthropic']) {
       const kindCase = kindCases.find((candidate) => candidate.kind === name)!;
       providers.on('POST', kindCase.chatPath(kindCase.model), {

@@ -2,6 +2,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { ParleyError } from '../errors.js';
 import { httpRequests } from '../metrics.js';
 import { adminRoutes } from './admin.js';
+import { attachmentRoutes } from './attachments.js';
 import { cancelRoutes } from './cancel.js';
 import { inputRoutes } from './inputs.js';
 import type { ApiDeps } from './deps.js';
@@ -70,5 +71,6 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   adminRoutes(app, deps);
   modelRoutes(app, deps);
   usageRoutes(app, deps);
+  attachmentRoutes(app, deps);
   return app;
 }
