@@ -103,7 +103,7 @@ describe('attachments (vision uploads)', () => {
         { headers: globex },
       );
       expect(foreign.status).toBe(404);
-      expect((await foreign.json()).error).toBe('not_found');
+      expect(((await foreign.json()) as { error: string }).error).toBe('not_found');
     }
   });
 
@@ -142,7 +142,7 @@ describe('attachments (vision uploads)', () => {
         },
       }),
       duplex: 'half',
-    } as RequestInit);
+    });
     expect(chunked.status).toBe(413);
   });
 
