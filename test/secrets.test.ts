@@ -107,13 +107,11 @@ describe('no key and no provider body reaches a log, an error or an API body', (
           [{ role: 'user', content: [{ type: 'text', text: `secret prompt ${providerKey}` }] }],
           { push: () => {}, flush: async () => {} },
           new AbortController().signal,
-        ).catch((caught: unknown) => caught as Error);
-        captured.push(
-          String(error),
-          (error as Error).message,
-          JSON.stringify(error),
-          String((error as Error).stack),
+        ).then(
+          () => new Error('the call did not fail'),
+          (caught: unknown) => caught as Error,
         );
+        captured.push(error.toString(), error.message, JSON.stringify(error), String(error.stack));
         const verdict = await classifyTopic(model, { topic: 't', input: 'x', timeoutMs: 5000 });
         captured.push(JSON.stringify(verdict));
       }
