@@ -160,6 +160,21 @@ describe('attachments (vision uploads)', () => {
   });
 });
 
+describe('the contract', () => {
+  it('lists the provider-side endpoints in the OpenAPI document', async () => {
+    const openapi = await request(server.url, 'GET', '/api/v1/openapi.json');
+    for (const path of [
+      '/api/v1/models',
+      '/api/v1/admin/models/sync',
+      '/api/v1/usage',
+      '/api/v1/chat/sessions/{session_id}/attachments',
+      '/api/v1/chat/sessions/{session_id}/attachments/{attachment_id}',
+    ]) {
+      expect(openapi.body.paths[path], path).toBeDefined();
+    }
+  });
+});
+
 describe('the demo model with an image (CONFIG.md)', () => {
   const prompt = [
     {
