@@ -1,7 +1,13 @@
 import type { LanguageModelV3FunctionTool } from '@ai-sdk/provider';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createModelRegistry } from '../src/providers/registry.js';
-import { ProviderFailure, streamStep, type StepResult } from '../src/runtime/modelStep.js';
+import {
+  agentCallSettings,
+  ProviderFailure,
+  retryDelayMs,
+  streamStep,
+  type StepResult,
+} from '../src/runtime/modelStep.js';
 import { ProviderServer } from './support/providerServer.js';
 import {
   fixtureEnv,
@@ -61,11 +67,7 @@ async function run(
     new AbortController().signal,
     [clockTool, calculatorTool],
     {
-      settings: {
-        ...(settings.temperature === null ? {} : { temperature: settings.temperature }),
-        ...(settings.maxOutputTokens === null ? {} : { maxOutputTokens: settings.maxOutputTokens }),
-        providerOptions: settings.providerOptions as never,
-      },
+      settings: agentCallSettings(settings),
       onReasoning: (delta) => reasoning.push(delta),
     },
   );
@@ -288,5 +290,31 @@ describe('retry-after', () => {
       new AbortController().signal,
     ).catch((caught: unknown) => caught);
     expect(error).toMatchObject({ isRetryable: true, code: 'provider_unavailable' });
+  });
+});
+
+describe('retry delay', () => {
+  it('waits at least what retry-after asks, within a cap, else the backoff', () => {
+    const half = () => 0.5;
+    expect(retryDelayMs({ retryAfterMs: null }, 500, 1, half)).toBe(375);
+    expect(retryDelayMs({ retryAfterMs: 7000 }, 500, 1, half)).toBe(7000);
+    expect(retryDelayMs({ retryAfterMs: 10 }, 500, 2, half)).toBe(750);
+    expect(retryDelayMs({ retryAfterMs: 600_000 }, 500, 1, half)).toBe(60_000);
+  });
+});
+
+describe('agent call settings', () => {
+  it('passes only what the agent sets', () => {
+    const config = kindConfig(kindCases[0]!, 'http://127.0.0.1:1', {
+      temperature: 0,
+      provider_options: { openai: { reasoningEffort: 'low' } },
+    });
+    expect(agentCallSettings(config.agents.default!)).toEqual({
+      temperature: 0,
+      providerOptions: { openai: { reasoningEffort: 'low' } },
+    });
+    expect(
+      agentCallSettings(kindConfig(kindCases[0]!, 'http://127.0.0.1:1').agents.default!),
+    ).toEqual({});
   });
 });

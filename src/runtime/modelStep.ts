@@ -4,10 +4,22 @@ import type {
   LanguageModelV3FunctionTool,
   LanguageModelV3Prompt,
 } from '@ai-sdk/provider';
-import { classifyProviderError } from '../providers/failure.js';
+import type { AgentConfig } from '../config/types.js';
+import { classifyProviderError, type ProviderFailure } from '../providers/failure.js';
 import type { DeltaBuffer } from './deltaBuffer.js';
 
 export { ProviderFailure, type ProviderFailureCode } from '../providers/failure.js';
+
+/** The call settings an agent's configuration asks for (unset ones are left to the provider). */
+export function agentCallSettings(agent: AgentConfig): CallSettings {
+  return {
+    ...(agent.temperature === null ? {} : { temperature: agent.temperature }),
+    ...(agent.maxOutputTokens === null ? {} : { maxOutputTokens: agent.maxOutputTokens }),
+    ...(Object.keys(agent.providerOptions).length > 0
+      ? { providerOptions: agent.providerOptions as NonNullable<CallSettings['providerOptions']> }
+      : {}),
+  };
+}
 
 export interface StepResult {
   text: string;
@@ -169,6 +181,24 @@ function parseOptions(input: string): string[] | null {
   } catch {
     return null;
   }
+}
+
+/** The longest a provider's `retry-after` may hold a turn (and its lease) before a retry. */
+export const maxRetryAfterMs = 60_000;
+
+/**
+ * The delay before retrying a transient failure: the backoff, or the provider's
+ * `retry-after` when that is longer, capped at `maxRetryAfterMs` (a provider asking for
+ * ten minutes gets the retries spent sooner, and the turn fails `provider_unavailable`).
+ */
+export function retryDelayMs(
+  failure: Pick<ProviderFailure, 'retryAfterMs'>,
+  baseMs: number,
+  failedAttempts: number,
+  random = Math.random,
+): number {
+  const backoff = backoffMs(baseMs, failedAttempts, random);
+  return Math.min(Math.max(backoff, failure.retryAfterMs ?? 0), Math.max(backoff, maxRetryAfterMs));
 }
 
 /** Exponential backoff with full jitter: base·2^(n-1), randomised in [half, full]. */
