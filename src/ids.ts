@@ -23,3 +23,7 @@ export function newLeaseToken(): string {
 
 /** Client-made idempotency keys (`turn_id`, `command_id`): PROTOCOL.md, "Identifiers". */
 export const clientKeyPattern = /^[A-Za-z0-9_-]{1,128}$/;
+
+export function newAttachmentId(): string {
+  return `att_${nextUlid()}`;
+}

@@ -53,3 +53,40 @@ export const admissionSeconds = new Histogram({
   buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1],
   registers: [registry],
 });
+
+export const tokensTotal = new Counter({
+  name: 'parley_tokens_total',
+  help: 'Provider tokens by tenant, agent, model and kind (input, output, cached_input, reasoning).',
+  labelNames: ['tenant', 'agent', 'model', 'kind'],
+  registers: [registry],
+});
+
+export const costUsdTotal = new Counter({
+  name: 'parley_cost_usd_total',
+  help: 'Provider cost in USD from the pricing table, by tenant, agent and model.',
+  labelNames: ['tenant', 'agent', 'model'],
+  registers: [registry],
+});
+
+/**
+ * Counts one provider call's usage. The runtime calls it after the turn's commit applied
+ * (so a rolled-back turn is not counted). `input` counts every input token, cached ones
+ * included; `cached_input` and `reasoning` are subsets of `input` and `output`.
+ */
+export function countUsage(usage: {
+  tenant: string;
+  agent: string;
+  model: string;
+  inputTokens: number;
+  outputTokens: number;
+  cachedInputTokens: number;
+  reasoningTokens: number;
+  costUsd: number;
+}): void {
+  const labels = { tenant: usage.tenant, agent: usage.agent, model: usage.model };
+  tokensTotal.inc({ ...labels, kind: 'input' }, usage.inputTokens);
+  tokensTotal.inc({ ...labels, kind: 'output' }, usage.outputTokens);
+  tokensTotal.inc({ ...labels, kind: 'cached_input' }, usage.cachedInputTokens);
+  tokensTotal.inc({ ...labels, kind: 'reasoning' }, usage.reasoningTokens);
+  costUsdTotal.inc(labels, usage.costUsd);
+}

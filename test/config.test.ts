@@ -119,12 +119,6 @@ describe('configuration (CONFIG.md)', () => {
     ).toThrow('auth.keys.0.key_env');
   });
 
-  it('refuses agent settings whose feature is not built yet instead of ignoring them', () => {
-    expect(() =>
-      compileConfig({ agents: { a: { gate: { model: 'demo/echo', topic: 'x' } } } }),
-    ).toThrow('agents.a.gate');
-  });
-
   it('refuses a tool that does not exist, naming it', () => {
     expect(() => compileConfig({ agents: { a: { tools: { shell: 'allow' } } } })).toThrow(
       'agents.a.tools.shell',
@@ -134,12 +128,6 @@ describe('configuration (CONFIG.md)', () => {
         agents: { a: { tools: { clock: 'allow', calculator: 'approve', ask_user: 'allow' } } },
       }),
     ).not.toThrow();
-  });
-
-  it('refuses a provider kind this release does not speak, naming the key', () => {
-    expect(() =>
-      compileConfig({ providers: { o: { kind: 'openai', api_key_env: 'OPENAI_API_KEY' } } }),
-    ).toThrow('providers.o.kind');
   });
 
   it('reads YAML from --config, PARLEY_CONFIG or ./parley.yaml, and names the file on a syntax error', () => {

@@ -2,16 +2,19 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { ParleyError } from '../errors.js';
 import { httpRequests } from '../metrics.js';
 import { adminPlugin } from './admin.js';
+import { attachmentRoutes } from './attachments.js';
 import { cancelRoutes } from './cancel.js';
 import { inputRoutes } from './inputs.js';
 import type { ApiDeps } from './deps.js';
 import { clientErrorHandler, frameworkErrors, installErrorHandler } from './errors.js';
 import { eventRoutes } from './events.js';
 import { healthRoutes } from './health.js';
+import { adminModelRoutes, modelRoutes } from './models.js';
 import { openapiRoutes } from './openapi.js';
 import { authenticate } from './principal.js';
 import { sessionRoutes } from './sessions.js';
 import { turnRoutes } from './turns.js';
+import { usageRoutes } from './usage.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -84,6 +87,12 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   eventRoutes(app, deps);
   cancelRoutes(app, deps);
   inputRoutes(app, deps);
-  await app.register(async (admin) => adminPlugin(admin, deps));
+  modelRoutes(app, deps);
+  usageRoutes(app, deps);
+  attachmentRoutes(app, deps);
+  await app.register(async (admin) => {
+    await adminPlugin(admin, deps);
+    adminModelRoutes(admin, deps);
+  });
   return app;
 }

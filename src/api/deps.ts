@@ -1,3 +1,4 @@
+import type { SyncReport } from '../catalog/sync.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
 import type { Db } from '../store/db.js';
@@ -10,4 +11,6 @@ export interface ApiDeps {
   log: Logger;
   /** Are the configured providers usable? For /readyz. */
   providersReady: () => boolean;
+  /** Syncs the model catalog (all providers, or one): `POST /api/v1/admin/models/sync`. */
+  syncModels?: (provider: string | null) => Promise<SyncReport[]>;
 }

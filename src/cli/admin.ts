@@ -1,3 +1,5 @@
+import { apiCaller } from './apiCall.js';
+
 /**
  * `parley sessions …` and `parley prune`: operator commands that talk to a running
  * server over HTTP, so they work on embedded storage too (one process owns it).
@@ -16,30 +18,7 @@ export async function adminCommand(
   args: string[],
   options: Options,
 ): Promise<number> {
-  const base = (options.url ?? process.env.PARLEY_URL ?? 'http://127.0.0.1:8080').replace(
-    /\/$/,
-    '',
-  );
-  const key = options.key ?? process.env.PARLEY_API_KEY;
-  const call = async (method: string, path: string, body?: unknown) => {
-    let response: Response;
-    try {
-      response = await fetch(`${base}${path}`, {
-        method,
-        headers: {
-          'parley-protocol-version': '1',
-          ...(key ? { authorization: `Bearer ${key}` } : {}),
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        },
-        body: body === undefined ? null : JSON.stringify(body),
-      });
-    } catch {
-      throw new Error(`cannot reach a Parley server at ${base} (is it running? use --url)`);
-    }
-    const payload = (await response.json()) as Record<string, unknown>;
-    if (!response.ok) throw new Error(`${String(payload.error)}: ${String(payload.message)}`);
-    return payload;
-  };
+  const call = apiCaller(options);
   const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 
   if (command === 'prune') {

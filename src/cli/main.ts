@@ -6,6 +6,7 @@ import { migrate } from '../store/migrate.js';
 import { openStore, describeStore } from '../store/open.js';
 import { adminCommand } from './admin.js';
 import { chatCommand } from './chat/index.js';
+import { modelsCommand } from './models.js';
 import { describeStartup, startProcess } from './start.js';
 
 const usage = `parley — a durable chat-agent runtime
@@ -18,6 +19,9 @@ Usage:
   parley sessions list         list sessions (through the API: --url, --key)
   parley sessions show ID      one session's projection
   parley sessions unpark ID    resume a parked session
+  parley models list           the model catalog with capabilities (through the API)
+  parley models sync [PROVIDER]
+                               refresh the catalog from the providers' model lists (admin)
   parley chat [--session ID] [--agent NAME]
                                chat in the terminal (through the API: --url, --key)
   parley prune --older-than-days N | --older-than-seconds N
@@ -74,6 +78,8 @@ async function main(argv: string[]): Promise<number> {
     case 'sessions':
     case 'prune':
       return adminCommand(command, rest, values);
+    case 'models':
+      return modelsCommand(rest, values);
     case 'chat':
       return chatCommand(values);
     default:

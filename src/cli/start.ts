@@ -4,6 +4,11 @@ import { buildApp } from '../api/app.js';
 import { assertBindAllowed } from '../api/principal.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
+import type { CatalogProblem } from '../catalog/check.js';
+import { startCatalogRefresh } from '../catalog/refresh.js';
+import { refreshAndCheckCatalog } from '../catalog/startup.js';
+import { syncCatalog } from '../catalog/sync.js';
+import type { Env } from '../providers/credentials.js';
 import { createModelRegistry } from '../providers/registry.js';
 import { startRetention } from '../runtime/retention.js';
 import { Worker } from '../runtime/worker.js';
@@ -18,6 +23,8 @@ export interface Running {
   app: FastifyInstance | null;
   worker: Worker | null;
   url: string | null;
+  /** Agents whose model the catalog does not know or that lack a needed capability. */
+  catalogProblems: CatalogProblem[];
   stop: () => Promise<void>;
 }
 
@@ -30,14 +37,18 @@ export async function startProcess(
   config: Config,
   role: { api: boolean; worker: boolean },
   log: Logger,
+  options: { env?: Env } = {},
 ): Promise<Running> {
   if (role.api) await assertBindAllowed(config);
+  const env = options.env ?? process.env;
   const db = await openStore(config);
   const stops: (() => Promise<void> | void)[] = [() => db.close()];
   const stopAll = async () => {
     for (const stop of stops.reverse()) await stop();
   };
   try {
+    const catalog = { db, config, log, env };
+    const catalogProblems = await refreshAndCheckCatalog(catalog);
     if (db.engine === 'pglite' && role.worker) {
       // The data-directory lock proves no other process lives: leases left by one that
       // died are dead, and their sessions can be claimed at once instead of after a ttl.
@@ -47,7 +58,7 @@ export async function startProcess(
     const wakeups = new Wakeups(db);
     await wakeups.start();
     stops.push(() => wakeups.stop());
-    const resolveModel = createModelRegistry(config);
+    const resolveModel = createModelRegistry(config, env);
 
     let worker: Worker | null = null;
     if (role.worker) {
@@ -71,6 +82,14 @@ export async function startProcess(
           log,
         }),
       );
+      // Workers refresh the catalog; an API-only process reads what they wrote.
+      stops.push(
+        startCatalogRefresh({
+          sync: () => syncCatalog(catalog),
+          intervalMs: config.catalog.refreshHours * 3_600_000,
+          onError: (error) => log.warn({ err: (error as Error).message }, 'catalog refresh failed'),
+        }).stop,
+      );
     }
 
     let app: FastifyInstance | null = null;
@@ -82,6 +101,7 @@ export async function startProcess(
         config,
         log,
         providersReady: () => providersReady(config, resolveModel),
+        syncModels: (provider) => syncCatalog(catalog, provider),
       });
       app = built;
       stops.push(() => built.close());
@@ -90,7 +110,7 @@ export async function startProcess(
 
     let stopping: Promise<void> | null = null;
     const stop = () => (stopping ??= stopAll());
-    return { db, app, worker, url, stop };
+    return { db, app, worker, url, catalogProblems, stop };
   } catch (error) {
     // A failed start (the port is taken, say) must not leave a worker running without an
     // API, holding the data directory: stop whatever started, then fail.

@@ -4,7 +4,14 @@ import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
 import { builtInTools } from '../tools/registry.js';
 import { fileSchema, type ConfigFile } from './schema.js';
-import type { AgentConfig, ApiKey, Config, ProviderConfig } from './types.js';
+import type {
+  AgentConfig,
+  ApiKey,
+  Config,
+  ModelCapabilities,
+  Price,
+  ProviderConfig,
+} from './types.js';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -17,9 +24,6 @@ type Env = Record<string, string | undefined>;
 
 /** Tools an agent may list: the built-ins and the `ask_user` question. */
 const knownTools = new Set([...builtInTools().keys(), 'ask_user']);
-
-/** Kinds whose protocol this release speaks. Others fail at start, naming the key. */
-const availableProviderKinds = new Set(['demo']);
 
 /**
  * Finds, parses, validates and compiles the configuration, once. Order: `--config PATH`,
@@ -59,6 +63,7 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
   const file = parsed.data;
   const providers = compileProviders(file);
   const agents = compileAgents(file, providers);
+  checkCredentials(agents, providers, env);
   const keys = compileKeys(file, env);
   const runtime = file.runtime;
   const heartbeatMs = runtime.heartbeat_ms ?? Math.max(1, Math.floor(runtime.lease_ttl_ms / 3));
@@ -92,6 +97,7 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
     limits: {
       streamsPerPrincipal: file.limits.streams_per_principal,
       streamBufferBytes: file.limits.stream_buffer_bytes,
+      attachmentBytes: file.limits.attachment_bytes,
     },
     storage: {
       dataDir: file.storage.data_dir,
@@ -117,7 +123,13 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
     },
     auth: { mode: keys.length === 0 ? 'dev' : 'keys', keys },
     providers: nullPrototype(providers),
-    pricing: nullPrototype(file.pricing),
+    pricing: nullPrototype(compilePricing(file)),
+    catalog: {
+      refreshHours: file.catalog.refresh_hours,
+      strict: file.catalog.strict,
+      timeoutMs: file.catalog.timeout_ms,
+    },
+    models: compileModelOverrides(file, providers),
     agents: nullPrototype(agents),
     demo: { delayMs: demoDelay },
     source,
@@ -162,19 +174,97 @@ function describeIssues(issues: z.core.$ZodIssue[], source: string): string {
 function compileProviders(file: ConfigFile): Record<string, ProviderConfig> {
   const providers: Record<string, ProviderConfig> = {};
   for (const [name, provider] of Object.entries(file.providers)) {
-    if (!availableProviderKinds.has(provider.kind)) {
-      throw new ConfigError(
-        `providers.${name}.kind: "${provider.kind}" is not available in this release (available: ${[...availableProviderKinds].join(', ')})`,
-      );
+    if (provider.api !== undefined && provider.kind !== 'openai') {
+      throw new ConfigError(`providers.${name}.api: only an openai provider has an api choice`);
+    }
+    if (
+      !provider.base_url &&
+      (provider.kind === 'openai_compatible' || provider.kind === 'ollama')
+    ) {
+      throw new ConfigError(`providers.${name}.base_url: required for kind ${provider.kind}`);
+    }
+    if (provider.api_key_env && provider.kind === 'demo') {
+      throw new ConfigError(`providers.${name}.api_key_env: the demo provider takes no key`);
+    }
+    if (!provider.api_key_env && ['openai', 'anthropic', 'google'].includes(provider.kind)) {
+      throw new ConfigError(`providers.${name}.api_key_env: required for kind ${provider.kind}`);
     }
     providers[name] = {
       name,
       kind: provider.kind,
       apiKeyEnv: provider.api_key_env ?? null,
-      baseUrl: provider.base_url ?? null,
+      baseUrl: provider.base_url?.replace(/\/+$/, '') ?? null,
+      headersFromEnv: provider.headers_from_env,
+      api: provider.api ?? 'responses',
     };
   }
   return providers;
+}
+
+/**
+ * A provider some agent (or its gate) uses must have its variables set: start-up stops
+ * naming the variable, never a value. Providers no agent uses are not checked, so one
+ * configuration file can serve deployments that hold different keys.
+ */
+function checkCredentials(
+  agents: Record<string, AgentConfig>,
+  providers: Record<string, ProviderConfig>,
+  env: Env,
+): void {
+  for (const agent of Object.values(agents)) {
+    const uses = [
+      ['model', agent.model.provider],
+      ...(agent.gate ? [['gate.model', agent.gate.model.provider]] : []),
+    ] as const;
+    for (const [key, providerName] of uses) {
+      const provider = providers[providerName] as ProviderConfig;
+      const variables = [
+        ...(provider.apiKeyEnv ? [provider.apiKeyEnv] : []),
+        ...Object.values(provider.headersFromEnv),
+      ];
+      const missing = variables.find((variable) => !env[variable]);
+      if (missing !== undefined) {
+        throw new ConfigError(
+          `agents.${agent.name}.${key}: the provider "${providerName}" needs the environment variable ${missing}, which is not set`,
+        );
+      }
+    }
+  }
+}
+
+function compilePricing(file: ConfigFile): Record<string, Price> {
+  const pricing: Record<string, Price> = {};
+  for (const [model, price] of Object.entries(file.pricing)) {
+    pricing[model] = {
+      input: price.input,
+      output: price.output,
+      cachedInput: price.cached_input ?? price.input,
+    };
+  }
+  return pricing;
+}
+
+function compileModelOverrides(
+  file: ConfigFile,
+  providers: Record<string, ProviderConfig>,
+): Record<string, Partial<ModelCapabilities>> {
+  const overrides: Record<string, Partial<ModelCapabilities>> = {};
+  for (const [model, override] of Object.entries(file.models)) {
+    const provider = model.slice(0, model.indexOf('/'));
+    if (!providers[provider]) {
+      throw new ConfigError(`models.${model}: no provider named "${provider}" in providers`);
+    }
+    const compiled: Partial<ModelCapabilities> = {};
+    if (override.tools !== undefined) compiled.tools = override.tools;
+    if (override.vision !== undefined) compiled.vision = override.vision;
+    if (override.reasoning !== undefined) compiled.reasoning = override.reasoning;
+    if (override.context_window !== undefined) compiled.contextWindow = override.context_window;
+    if (override.max_output_tokens !== undefined) {
+      compiled.maxOutputTokens = override.max_output_tokens;
+    }
+    overrides[model] = compiled;
+  }
+  return overrides;
 }
 
 function compileAgents(file: ConfigFile, providers: Record<string, ProviderConfig>) {
@@ -185,10 +275,21 @@ function compileAgents(file: ConfigFile, providers: Record<string, ProviderConfi
     if (!providers[provider]) {
       throw new ConfigError(`agents.${name}.model: no provider named "${provider}" in providers`);
     }
-    const notYet = ([['gate', agent.gate !== null]] as const).find(([, set]) => set);
-    if (notYet) {
-      // Refused rather than ignored: a rule that silently does nothing is worse than none.
-      throw new ConfigError(`agents.${name}.${notYet[0]}: not supported in this release yet`);
+    let gate: AgentConfig['gate'] = null;
+    if (agent.gate) {
+      const gateSlash = agent.gate.model.indexOf('/');
+      const gateProvider = agent.gate.model.slice(0, gateSlash);
+      if (!providers[gateProvider]) {
+        throw new ConfigError(
+          `agents.${name}.gate.model: no provider named "${gateProvider}" in providers`,
+        );
+      }
+      gate = {
+        model: { provider: gateProvider, modelId: agent.gate.model.slice(gateSlash + 1) },
+        topic: agent.gate.topic,
+        redirect: agent.gate.redirect,
+        timeoutMs: agent.gate.timeout_ms,
+      };
     }
     const unknownTool = Object.keys(agent.tools).find((tool) => !knownTools.has(tool));
     if (unknownTool !== undefined) {
@@ -211,6 +312,11 @@ function compileAgents(file: ConfigFile, providers: Record<string, ProviderConfi
       },
       pendingInput: agent.pending_input,
       completionText: agent.completion_text,
+      temperature: agent.temperature,
+      maxOutputTokens: agent.max_output_tokens,
+      providerOptions: agent.provider_options,
+      vision: agent.vision,
+      gate,
     };
   }
   if (!agents.default && Object.keys(agents).length === 0) {

@@ -6,13 +6,15 @@ import { z } from 'zod';
  * Unknown keys are errors: a typo must fail at start, not silently fall back to a default.
  */
 const durationMs = z.number().int().positive();
+const modelName = z.string().regex(/^[^/]+\/.+$/, 'must be "provider/model"');
+/** An environment variable's name: credentials are never written in the file itself. */
+const envName = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name');
 
 export const agentSchema = z
   .object({
-    model: z
-      .string()
-      .regex(/^[^/]+\/.+$/, 'must be "provider/model"')
-      .default('demo/echo'),
+    model: modelName.default('demo/echo'),
     instructions: z.string().default('You are a helpful assistant.'),
     greeting: z.string().nullable().default(null),
     trigger_roles: z.array(z.string()).nullable().default(null),
@@ -27,16 +29,46 @@ export const agentSchema = z
       .strict()
       .default({ max_iterations: 8, max_tool_calls: 16, on_exhausted: 'ask' }),
     pending_input: z.enum(['supersede', 'queue']).default('supersede'),
-    gate: z.object({ model: z.string(), topic: z.string() }).strict().nullable().default(null),
+    gate: z
+      .object({
+        model: modelName,
+        topic: z.string().min(1),
+        redirect: z.string().min(1).default("I can only help with this service's topic."),
+        timeout_ms: durationMs.default(10_000),
+      })
+      .strict()
+      .nullable()
+      .default(null),
     completion_text: z.string().nullable().default(null),
+    temperature: z.number().min(0).max(2).nullable().default(null),
+    max_output_tokens: z.number().int().positive().nullable().default(null),
+    // Passed to the AI SDK as `providerOptions` unchanged, keyed by the SDK's provider key
+    // (openai, anthropic, google, or the provider's name for openai_compatible / ollama).
+    provider_options: z.record(z.string(), z.record(z.string(), z.unknown())).default({}),
+    vision: z.enum(['auto', 'always', 'never']).default('auto'),
   })
   .strict();
 
 export const providerSchema = z
   .object({
     kind: z.enum(['demo', 'openai', 'openai_compatible', 'anthropic', 'google', 'ollama']),
-    api_key_env: z.string().optional(),
-    base_url: z.string().optional(),
+    api_key_env: envName.optional(),
+    base_url: z.url({ protocol: /^https?$/ }).optional(),
+    // Extra request headers, each value read from the named variable (header → variable).
+    headers_from_env: z.record(z.string().regex(/^[A-Za-z0-9-]+$/), envName).default({}),
+    // openai only: the Responses API (default) or Chat Completions.
+    api: z.enum(['responses', 'chat']).optional(),
+  })
+  .strict();
+
+/** Capabilities of one model, as the catalog stores them (every key optional). */
+export const modelOverrideSchema = z
+  .object({
+    tools: z.boolean().optional(),
+    vision: z.boolean().optional(),
+    reasoning: z.boolean().optional(),
+    context_window: z.number().int().positive().optional(),
+    max_output_tokens: z.number().int().positive().optional(),
   })
   .strict();
 
@@ -116,6 +148,11 @@ export const fileSchema = z
           .int()
           .positive()
           .default(1024 * 1024),
+        attachment_bytes: z
+          .number()
+          .int()
+          .positive()
+          .default(10 * 1024 * 1024),
       })
       .strict()
       .prefault({}),
@@ -123,10 +160,34 @@ export const fileSchema = z
       .object({ keys: z.array(keySchema).default([]) })
       .strict()
       .prefault({}),
-    providers: z.record(z.string(), providerSchema).default({ demo: { kind: 'demo' } }),
+    providers: z
+      .record(z.string(), providerSchema)
+      .default({ demo: { kind: 'demo', headers_from_env: {} } }),
     pricing: z
-      .record(z.string(), z.object({ input: z.number(), output: z.number() }).strict())
+      .record(
+        z.string(),
+        z
+          .object({
+            input: z.number().nonnegative(),
+            output: z.number().nonnegative(),
+            // Cached (prompt-cache read) input tokens; defaults to the input price.
+            cached_input: z.number().nonnegative().optional(),
+          })
+          .strict(),
+      )
       .default({}),
+    catalog: z
+      .object({
+        refresh_hours: z.number().positive().default(24),
+        strict: z.boolean().default(false),
+        // How long one provider's model listing may take before the sync gives up on it.
+        timeout_ms: durationMs.default(15_000),
+      })
+      .strict()
+      .prefault({}),
+    // Capability overrides per "provider/model", applied over the provider's listing and
+    // the shipped table (src/providers/knownModels.ts).
+    models: z.record(modelName, modelOverrideSchema).default({}),
     agents: z.record(z.string(), agentSchema).default({ default: agentSchema.parse({}) }),
   })
   .strict();

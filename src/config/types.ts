@@ -25,13 +25,54 @@ export interface AgentConfig {
   budgets: { maxIterations: number; maxToolCalls: number; onExhausted: 'ask' | 'finish' };
   pendingInput: 'supersede' | 'queue';
   completionText: string | null;
+  /** Sampling settings passed to every model call of this agent (null: the provider's default). */
+  temperature: number | null;
+  maxOutputTokens: number | null;
+  /** The AI SDK's `providerOptions`, passed through unchanged. */
+  providerOptions: Record<string, Record<string, unknown>>;
+  /** When images go to the model (prompt.ts): `auto` = the turn carrying them and the next. */
+  vision: 'auto' | 'always' | 'never';
+  /** The scope gate: a cheap model classifies each burst before the main model runs. */
+  gate: GateConfig | null;
+}
+
+export interface GateConfig {
+  model: { provider: string; modelId: string };
+  topic: string;
+  /** The reply when the gate says off-topic (or fails: it is fail-closed). */
+  redirect: string;
+  timeoutMs: number;
+}
+
+export type ProviderKind =
+  'demo' | 'openai' | 'openai_compatible' | 'anthropic' | 'google' | 'ollama';
+
+/** Capabilities as the catalog stores them; each key of an override is optional. */
+export interface ModelCapabilities {
+  tools: boolean | null;
+  vision: boolean | null;
+  reasoning: boolean | null;
+  contextWindow: number | null;
+  maxOutputTokens: number | null;
+}
+
+/** USD per million tokens; `cachedInput` prices prompt-cache reads (defaults to `input`). */
+export interface Price {
+  input: number;
+  output: number;
+  cachedInput: number;
 }
 
 export interface ProviderConfig {
   name: string;
-  kind: 'demo' | 'openai' | 'openai_compatible' | 'anthropic' | 'google' | 'ollama';
+  kind: ProviderKind;
+  /** The variable holding the API key; its value is read when the model is created. */
   apiKeyEnv: string | null;
   baseUrl: string | null;
+  /** Extra request headers: header name → the variable holding its value. */
+  headersFromEnv: Record<string, string>;
+  /** openai only: Responses API (default) or Chat Completions. */
+  api: 'responses' | 'chat';
 }
 
 export interface RuntimeConfig {
@@ -65,6 +106,8 @@ export interface Config {
     streamsPerPrincipal: number;
     /** A stream whose client leaves this many bytes unread is closed (it resumes later). */
     streamBufferBytes: number;
+    /** Largest attachment accepted (413 past it, before the body is read). */
+    attachmentBytes: number;
   };
   storage: { dataDir: string; url: string | null; poolSize: number };
   runtime: RuntimeConfig;
@@ -72,7 +115,10 @@ export interface Config {
   /** `dev`: no keys, loopback only, one local principal with every role. */
   auth: { mode: 'dev' | 'keys'; keys: ApiKey[] };
   providers: Record<string, ProviderConfig>;
-  pricing: Record<string, { input: number; output: number }>;
+  pricing: Record<string, Price>;
+  catalog: { refreshHours: number; strict: boolean; timeoutMs: number };
+  /** Capability overrides per "provider/model" (the file's `models` key). */
+  models: Record<string, Partial<ModelCapabilities>>;
   agents: Record<string, AgentConfig>;
   demo: { delayMs: number };
   /** Where the configuration came from, for the start-up line. */

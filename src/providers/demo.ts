@@ -7,6 +7,7 @@ import {
   type LanguageModelV3StreamPart,
 } from '@ai-sdk/provider';
 import { unfoldInputs } from './foldedPrompt.js';
+import { gateToolName } from './gate.js';
 
 /**
  * The `demo` provider (CONFIG.md): deterministic and offline, implemented on the AI SDK's
@@ -19,6 +20,11 @@ import { unfoldInputs } from './foldedPrompt.js';
  * - `/options a|b|c`: the reply offers those options (the built-in `offer_options` call).
  * - `/tool NAME {json}` (one per line): proposes calls of those tools; once the prompt
  *   ends with their results, it replies quoting each result.
+ *
+ * As a scope gate (a call forcing the `classify_topic` tool): on-topic unless the input
+ * contains `/offtopic`. With images in its last user message: a model whose id contains
+ * `vision` replies with each image's media type and size, any other says it cannot see
+ * images.
  */
 export function createDemoModel(options: { modelId: string; delayMs: number }): LanguageModelV3 {
   // Failures already served per prompt, so that `/fail transient N` fails exactly N calls.
@@ -41,18 +47,28 @@ export function createDemoModel(options: { modelId: string; delayMs: number }): 
         text,
         failuresServed,
       );
+      const gate = isGateCall(call);
       const last = call.prompt[call.prompt.length - 1];
       const results = last?.role === 'tool' ? quoteResults(last.content) : null;
-      const proposed = results === null ? proposedCalls(inputs.map((input) => input.content)) : [];
+      const proposed = gate
+        ? [{ tool: gateToolName, input: gateVerdict(text) }]
+        : results === null
+          ? proposedCalls(inputs.map((input) => input.content))
+          : [];
+      const images = lastUser && !gate ? imagesOf(lastUser.content) : [];
       const reply =
         results ??
-        (proposed.length > 0
-          ? ''
-          : inputs.length === 1
-            ? `You said: ${words(inputs[0]?.content ?? '').join(' ')}`
-            : inputs
-                .map((input, index) => `[${index + 1}] You said: ${words(input.content).join(' ')}`)
-                .join('\n'));
+        (images.length > 0
+          ? describeImages(options.modelId, images)
+          : proposed.length > 0
+            ? ''
+            : inputs.length === 1
+              ? `You said: ${words(inputs[0]?.content ?? '').join(' ')}`
+              : inputs
+                  .map(
+                    (input, index) => `[${index + 1}] You said: ${words(input.content).join(' ')}`,
+                  )
+                  .join('\n'));
       const replyWords = reply === '' ? [] : reply.split(/(?<=\s)/);
       const inputTokens = promptWords(call.prompt);
       const stream = new ReadableStream<LanguageModelV3StreamPart>({
@@ -134,6 +150,43 @@ function failIfAsked(contents: string[], prompt: string, served: Map<string, num
       }
     }
   }
+}
+
+function isGateCall(call: LanguageModelV3CallOptions): boolean {
+  return call.toolChoice?.type === 'tool' && call.toolChoice.toolName === gateToolName;
+}
+
+function gateVerdict(text: string): string {
+  const off = /\/offtopic\b/.test(text);
+  return JSON.stringify({
+    on_topic: !off,
+    reason: off ? 'the message asks for /offtopic' : 'the message is within the topic',
+  });
+}
+
+function imagesOf(content: LanguageModelV3Prompt[number]['content']): {
+  mediaType: string;
+  bytes: number;
+}[] {
+  if (typeof content === 'string') return [];
+  return content.flatMap((part) =>
+    part.type === 'file' && part.mediaType.startsWith('image/')
+      ? [{ mediaType: part.mediaType, bytes: byteSize(part.data) }]
+      : [],
+  );
+}
+
+function byteSize(data: unknown): number {
+  if (data instanceof Uint8Array) return data.byteLength;
+  if (typeof data === 'string') return Buffer.from(data, 'base64').byteLength;
+  return 0;
+}
+
+function describeImages(modelId: string, images: { mediaType: string; bytes: number }[]): string {
+  if (!modelId.includes('vision')) return 'I cannot see images.';
+  return images
+    .map((image) => `I see an image (${image.mediaType}, ${image.bytes} bytes).`)
+    .join(' ');
 }
 
 function proposedCalls(contents: string[]): { tool: string; input: string }[] {

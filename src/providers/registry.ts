@@ -1,15 +1,22 @@
 import type { LanguageModelV3 } from '@ai-sdk/provider';
-import type { Config } from '../config/types.js';
+import type { Config, ProviderConfig } from '../config/types.js';
+import { createAnthropicModel } from './anthropic.js';
+import { costUsd } from './cost.js';
+import { resolveCredentials, type Env } from './credentials.js';
 import { createDemoModel } from './demo.js';
+import { createGoogleModel } from './google.js';
+import { createOpenAIModel } from './openai.js';
+import { createCompatibleModel } from './openaiCompatible.js';
+
+export type ResolveModel = (provider: string, modelId: string) => LanguageModelV3;
 
 /**
  * Turns an agent's `provider/model` into an AI SDK language model. The runtime only ever
- * sees LanguageModelV3, so adding a real provider is a case here, not a runtime change.
- * Models are created once per (provider, model) and reused.
+ * sees LanguageModelV3, so a provider kind is a case here, never a runtime change.
+ * Models are created once per (provider, model) and reused. Keys are read from the
+ * environment here, at creation, and live only inside the SDK client.
  */
-export function createModelRegistry(
-  config: Config,
-): (provider: string, modelId: string) => LanguageModelV3 {
+export function createModelRegistry(config: Config, env: Env = process.env): ResolveModel {
   const models = new Map<string, LanguageModelV3>();
   return (providerName, modelId) => {
     const key = `${providerName}/${modelId}`;
@@ -17,26 +24,38 @@ export function createModelRegistry(
     if (cached) return cached;
     const provider = config.providers[providerName];
     if (!provider) throw new Error(`no provider named "${providerName}"`);
-    let model: LanguageModelV3;
-    switch (provider.kind) {
-      case 'demo':
-        model = createDemoModel({ modelId, delayMs: config.demo.delayMs });
-        break;
-      default:
-        throw new Error(`provider kind "${provider.kind}" is not available in this release`);
-    }
+    const model = createModel(config, provider, modelId, env);
     models.set(key, model);
     return model;
   };
+}
+
+function createModel(
+  config: Config,
+  provider: ProviderConfig,
+  modelId: string,
+  env: Env,
+): LanguageModelV3 {
+  if (provider.kind === 'demo') return createDemoModel({ modelId, delayMs: config.demo.delayMs });
+  const credentials = resolveCredentials(provider, env);
+  switch (provider.kind) {
+    case 'openai':
+      return createOpenAIModel(provider, credentials, modelId);
+    case 'anthropic':
+      return createAnthropicModel(provider, credentials, modelId);
+    case 'google':
+      return createGoogleModel(provider, credentials, modelId);
+    case 'openai_compatible':
+    case 'ollama':
+      return createCompatibleModel(provider, credentials, modelId);
+  }
 }
 
 /** USD for one call, from the pricing table (per million tokens); unpriced models cost 0. */
 export function priceUsage(
   config: Config,
   model: string,
-  usage: { inputTokens: number; outputTokens: number },
+  usage: { inputTokens: number; outputTokens: number; cachedInputTokens?: number },
 ): number {
-  const price = config.pricing[model];
-  if (!price) return 0;
-  return (usage.inputTokens * price.input + usage.outputTokens * price.output) / 1_000_000;
+  return costUsd(config.pricing[model], usage);
 }

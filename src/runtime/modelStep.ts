@@ -1,10 +1,25 @@
-import {
-  APICallError,
-  type LanguageModelV3,
-  type LanguageModelV3FunctionTool,
-  type LanguageModelV3Prompt,
+import type {
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3FunctionTool,
+  LanguageModelV3Prompt,
 } from '@ai-sdk/provider';
+import type { AgentConfig } from '../config/types.js';
+import { classifyProviderError, type ProviderFailure } from '../providers/failure.js';
 import type { DeltaBuffer } from './deltaBuffer.js';
+
+export { ProviderFailure, type ProviderFailureCode } from '../providers/failure.js';
+
+/** The call settings an agent's configuration asks for (unset ones are left to the provider). */
+export function agentCallSettings(agent: AgentConfig): CallSettings {
+  return {
+    ...(agent.temperature === null ? {} : { temperature: agent.temperature }),
+    ...(agent.maxOutputTokens === null ? {} : { maxOutputTokens: agent.maxOutputTokens }),
+    ...(Object.keys(agent.providerOptions).length > 0
+      ? { providerOptions: agent.providerOptions as NonNullable<CallSettings['providerOptions']> }
+      : {}),
+  };
+}
 
 export interface StepResult {
   text: string;
@@ -12,57 +27,90 @@ export interface StepResult {
   options: string[] | null;
   /** Tool calls the model proposed (arguments parsed from JSON; unparsable → the raw text). */
   calls: { call_id: string; tool: string; arguments: unknown }[];
+  /** Every input token, cached ones included. */
   inputTokens: number;
   outputTokens: number;
+  /** Input tokens served from the provider's prompt cache (priced apart). */
+  cachedInputTokens: number;
+  /** Output tokens spent on reasoning (part of `outputTokens`). */
+  reasoningTokens: number;
+  /** The reasoning text the provider streamed (never part of `text`). */
+  reasoning: string;
   latencyMs: number;
+  /** From the call's start to its first output (text, reasoning or a tool call); null if none. */
+  ttftMs: number | null;
+  /** The provider's finish reason, unified by the AI SDK (`stop`, `tool-calls`, `length`...). */
+  finishReason: string;
 }
 
-/** A provider failure, classified once: retryable (429, 5xx, network) or permanent. */
-export class ProviderFailure extends Error {
-  constructor(
-    readonly isRetryable: boolean,
-    readonly statusCode: number | null,
-  ) {
-    super(
-      isRetryable ? 'the model provider is unavailable' : 'the model provider refused the request',
-    );
-    this.name = 'ProviderFailure';
-  }
+/** Per-agent sampling settings and provider options, passed to the call unchanged. */
+export type CallSettings = Pick<
+  LanguageModelV3CallOptions,
+  'temperature' | 'maxOutputTokens' | 'providerOptions' | 'toolChoice'
+>;
+
+/** Where a step's text goes: the runtime's DeltaBuffer (which journals it), or any sink. */
+export type TextSink = Pick<DeltaBuffer, 'push'>;
+
+export interface StepOptions {
+  settings?: CallSettings;
+  /** Reasoning text as it streams (the runtime journals it as `reasoning_delta`). */
+  onReasoning?: (delta: string) => void;
+  now?: () => number;
 }
 
 /**
  * One streaming call to the model. Text deltas go to the buffer (which journals them; the
- * caller takes its tail into the statement that closes the step); the whole text and
- * usage come back at the end. Aborting `signal` aborts the provider
- * stream at once. Provider errors are classified and never carry the provider's body.
+ * caller takes its tail into the statement that closes the step),
+ * reasoning deltas to `onReasoning`, never into the reply; the whole text and usage come
+ * back at the end. Aborting `signal` aborts the provider stream at once. Provider errors
+ * are classified once (providers/failure.ts) and never carry the provider's body.
  */
 export async function streamStep(
   model: LanguageModelV3,
   prompt: LanguageModelV3Prompt,
-  buffer: DeltaBuffer,
+  buffer: TextSink,
   signal: AbortSignal,
   tools: LanguageModelV3FunctionTool[] = [],
+  options: StepOptions = {},
 ): Promise<StepResult> {
-  const started = Date.now();
+  const now = options.now ?? Date.now;
+  const started = now();
+  let firstOutputAt: number | null = null;
+  const sawOutput = () => {
+    firstOutputAt ??= now();
+  };
   let text = '';
-  let options: string[] | null = null;
+  let reasoning = '';
+  let finishReason = 'unknown';
+  let finished = false;
+  let options_: string[] | null = null;
   const calls: StepResult['calls'] = [];
-  let inputTokens = 0;
-  let outputTokens = 0;
+  let usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
   try {
     const { stream } = await model.doStream({
       prompt,
       abortSignal: signal,
+      ...definedSettings(options.settings),
       ...(tools.length > 0 ? { tools } : {}),
     });
     for await (const part of stream) {
       if (signal.aborted) break;
       if (part.type === 'text-delta') {
+        if (part.delta.length === 0) continue;
+        sawOutput();
         text += part.delta;
         buffer.push(part.delta);
+      } else if (part.type === 'reasoning-delta') {
+        if (part.delta.length === 0) continue;
+        sawOutput();
+        reasoning += part.delta;
+        options.onReasoning?.(part.delta);
       } else if (part.type === 'tool-call' && part.toolName === offerOptionsTool) {
-        options = parseOptions(part.input);
+        sawOutput();
+        options_ = parseOptions(part.input);
       } else if (part.type === 'tool-call') {
+        sawOutput();
         calls.push({
           call_id: part.toolCallId,
           tool: part.toolName,
@@ -71,16 +119,45 @@ export async function streamStep(
       } else if (part.type === 'error') {
         throw part.error;
       } else if (part.type === 'finish') {
-        inputTokens = part.usage.inputTokens.total ?? 0;
-        outputTokens = part.usage.outputTokens.total ?? 0;
+        finished = true;
+        finishReason = part.finishReason.unified;
+        usage = {
+          inputTokens: part.usage.inputTokens.total ?? 0,
+          outputTokens: part.usage.outputTokens.total ?? 0,
+          cachedInputTokens: part.usage.inputTokens.cacheRead ?? 0,
+          reasoningTokens: part.usage.outputTokens.reasoning ?? 0,
+        };
       }
     }
   } catch (error) {
     if (signal.aborted) throw signal.reason;
-    throw classify(error);
+    throw classifyProviderError(error, now);
   }
   if (signal.aborted) throw signal.reason;
-  return { text, options, calls, inputTokens, outputTokens, latencyMs: Date.now() - started };
+  // A stream that ends without its finish part was cut: what came so far is not a reply.
+  if (!finished) throw classifyProviderError(new TypeError('terminated'), now);
+  const ended = now();
+  return {
+    text,
+    options: options_,
+    calls,
+    ...usage,
+    reasoning,
+    latencyMs: ended - started,
+    ttftMs: firstOutputAt === null ? null : firstOutputAt - started,
+    finishReason,
+  };
+}
+
+function definedSettings(settings: CallSettings | undefined): CallSettings {
+  const defined: CallSettings = {};
+  if (settings?.temperature !== undefined) defined.temperature = settings.temperature;
+  if (settings?.maxOutputTokens !== undefined) defined.maxOutputTokens = settings.maxOutputTokens;
+  if (settings?.providerOptions && Object.keys(settings.providerOptions).length > 0) {
+    defined.providerOptions = settings.providerOptions;
+  }
+  if (settings?.toolChoice !== undefined) defined.toolChoice = settings.toolChoice;
+  return defined;
 }
 
 function parseArguments(input: string): unknown {
@@ -106,15 +183,22 @@ function parseOptions(input: string): string[] | null {
   }
 }
 
-function classify(error: unknown): ProviderFailure {
-  if (error instanceof ProviderFailure) return error;
-  if (APICallError.isInstance(error)) {
-    return new ProviderFailure(error.isRetryable, error.statusCode ?? null);
-  }
-  const code = (error as { code?: unknown } | null)?.code;
-  const network =
-    typeof code === 'string' && /^(ECONN|ETIMEDOUT|EAI_AGAIN|ENOTFOUND|UND_ERR)/.test(code);
-  return new ProviderFailure(network, null);
+/** The longest a provider's `retry-after` may hold a turn (and its lease) before a retry. */
+export const maxRetryAfterMs = 60_000;
+
+/**
+ * The delay before retrying a transient failure: the backoff, or the provider's
+ * `retry-after` when that is longer, capped at `maxRetryAfterMs` (a provider asking for
+ * ten minutes gets the retries spent sooner, and the turn fails `provider_unavailable`).
+ */
+export function retryDelayMs(
+  failure: Pick<ProviderFailure, 'retryAfterMs'>,
+  baseMs: number,
+  failedAttempts: number,
+  random = Math.random,
+): number {
+  const backoff = backoffMs(baseMs, failedAttempts, random);
+  return Math.min(Math.max(backoff, failure.retryAfterMs ?? 0), Math.max(backoff, maxRetryAfterMs));
 }
 
 /** Exponential backoff with full jitter: base·2^(n-1), randomised in [half, full]. */

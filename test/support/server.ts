@@ -18,7 +18,9 @@ export async function startTestServer(
 ): Promise<TestServer> {
   const fresh = await freshStorage();
   const config = testConfig(fresh.storage, overrides, env);
-  const running = await startProcess(config, role, createLogger({ level: 'silent' }));
+  const running = await startProcess(config, role, createLogger({ level: 'silent' }), {
+    env: { ...process.env, ...env },
+  });
   return {
     ...running,
     url: running.url ?? '',

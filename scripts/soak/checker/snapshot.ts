@@ -111,7 +111,7 @@ async function readAll(tx: Queryable): Promise<Snapshot> {
       sequence: row.sequence,
       type: row.type,
       turn_id: row.turn_id,
-      payload: toWireEvent(row) as unknown as Record<string, any>,
+      payload: toWireEvent(row),
     })),
   };
   const requests = await tx.query<RequestRow>(

@@ -1,0 +1,103 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ParleyError } from '../errors.js';
+import { newAttachmentId } from '../ids.js';
+import { createAttachment } from '../store/createAttachment.js';
+import { getSession } from '../store/getSession.js';
+import { readAttachments } from '../store/readAttachments.js';
+import type { ApiDeps } from './deps.js';
+import { bytesMatch, imageTypes, isImageType } from './imageTypes.js';
+import { pathId } from './validate.js';
+
+type SessionParams = { Params: { sessionId: string } };
+
+/**
+ * Attachments (vision): `POST /api/v1/chat/sessions/{id}/attachments` takes the raw image
+ * as the body with its content type; `GET .../attachments/{attachment_id}` serves it back
+ * to its tenant. Everything that can be refused without the body (the session, the
+ * declared type, a Content-Length over `limits.attachment_bytes`) is refused before a
+ * byte of it is read. Registered as its own plugin so that its raw-body parser does not
+ * apply to the JSON routes.
+ */
+export function attachmentRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  const limit = deps.config.limits.attachmentBytes;
+  void app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser(
+      '*',
+      { parseAs: 'buffer', bodyLimit: limit },
+      (_request, body, done) => done(null, body),
+    );
+
+    scope.post<SessionParams>(
+      '/api/v1/chat/sessions/:sessionId/attachments',
+      {
+        bodyLimit: limit,
+        // Before the body is read: a foreign session or a wrong type costs no upload.
+        preParsing: async (request: FastifyRequest<SessionParams>) => {
+          await ownSession(deps, request);
+          declaredType(request);
+        },
+      },
+      async (request, reply) => {
+        const mediaType = declaredType(request);
+        const data = request.body as Buffer | undefined;
+        if (!data || data.byteLength === 0) {
+          throw new ParleyError('invalid_request', 'the attachment is empty');
+        }
+        if (!bytesMatch(mediaType, data)) {
+          throw new ParleyError('unsupported_media_type', `the bytes are not a ${mediaType} image`);
+        }
+        const stored = await createAttachment(deps.db, {
+          attachmentId: newAttachmentId(),
+          tenant: request.principal.tenant,
+          sessionId: pathId(request.params.sessionId, 'session_id'),
+          mediaType,
+          data,
+          uploadedBy: request.principal.user,
+        });
+        return reply.status(201).send({
+          attachment_id: stored.attachment_id,
+          media_type: stored.media_type,
+          bytes: stored.bytes,
+        });
+      },
+    );
+
+    scope.get<{ Params: { sessionId: string; attachmentId: string } }>(
+      '/api/v1/chat/sessions/:sessionId/attachments/:attachmentId',
+      async (request, reply) => {
+        const [found] = await readAttachments(
+          deps.db,
+          request.principal.tenant,
+          pathId(request.params.sessionId, 'session_id'),
+          [pathId(request.params.attachmentId, 'attachment_id')],
+        );
+        if (!found) throw new ParleyError('not_found', 'no such attachment');
+        return reply
+          .header('content-type', found.media_type)
+          .header('cache-control', 'private, max-age=3600')
+          .header('x-content-type-options', 'nosniff')
+          .header('etag', `"${found.sha256}"`)
+          .send(Buffer.from(found.data));
+      },
+    );
+  });
+}
+
+async function ownSession(deps: ApiDeps, request: FastifyRequest<SessionParams>): Promise<void> {
+  const sessionId = pathId(request.params.sessionId, 'session_id');
+  const session = await getSession(deps.db, request.principal.tenant, sessionId);
+  if (!session) throw new ParleyError('session_not_found', 'no such session');
+}
+
+function declaredType(request: FastifyRequest) {
+  const header = request.headers['content-type'] ?? '';
+  const mediaType = header.split(';')[0]?.trim().toLowerCase() ?? '';
+  if (!isImageType(mediaType)) {
+    throw new ParleyError(
+      'unsupported_media_type',
+      `send the image as one of ${imageTypes.join(', ')}`,
+    );
+  }
+  return mediaType;
+}
