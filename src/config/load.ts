@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
-import { builtInTools } from '../tools/registry.js';
 import { fileSchema, type ConfigFile } from './schema.js';
+import { compileAgentTools, compileToolSettings, ToolConfigError } from './tools.js';
 import type { AgentConfig, ApiKey, Config, ProviderConfig } from './types.js';
 
 export class ConfigError extends Error {
@@ -14,9 +14,6 @@ export class ConfigError extends Error {
 }
 
 type Env = Record<string, string | undefined>;
-
-/** Tools an agent may list: the built-ins and the `ask_user` question. */
-const knownTools = new Set([...builtInTools().keys(), 'ask_user']);
 
 /** Kinds whose protocol this release speaks. Others fail at start, naming the key. */
 const availableProviderKinds = new Set(['demo']);
@@ -102,6 +99,7 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
     providers,
     pricing: file.pricing,
     agents,
+    ...compileToolSettings(file),
     demo: { delayMs: demoDelay },
     source,
   };
@@ -173,11 +171,12 @@ function compileAgents(file: ConfigFile, providers: Record<string, ProviderConfi
       // Refused rather than ignored: a rule that silently does nothing is worse than none.
       throw new ConfigError(`agents.${name}.${notYet[0]}: not supported in this release yet`);
     }
-    const unknownTool = Object.keys(agent.tools).find((tool) => !knownTools.has(tool));
-    if (unknownTool !== undefined) {
-      throw new ConfigError(
-        `agents.${name}.tools.${unknownTool}: no such tool (available: ${[...knownTools].join(', ')})`,
-      );
+    let tools;
+    try {
+      tools = compileAgentTools(name, agent.tools, file);
+    } catch (error) {
+      if (error instanceof ToolConfigError) throw new ConfigError(error.message);
+      throw error;
     }
     agents[name] = {
       name,
@@ -186,7 +185,8 @@ function compileAgents(file: ConfigFile, providers: Record<string, ProviderConfi
       greeting: agent.greeting,
       triggerRoles: agent.trigger_roles,
       approverRoles: agent.approver_roles,
-      tools: agent.tools,
+      tools,
+      skills: agent.skills,
       budgets: {
         maxIterations: agent.budgets.max_iterations,
         maxToolCalls: agent.budgets.max_tool_calls,
