@@ -46,7 +46,9 @@ export function compileAgentTools(
     } else {
       const unknown = Object.keys(own)[0];
       if (unknown !== undefined) {
-        throw new ToolConfigError(`${where}.${unknown}: unknown key (policy, timeout_ms, idempotent)`);
+        throw new ToolConfigError(
+          `${where}.${unknown}: unknown key (policy, timeout_ms, idempotent)`,
+        );
       }
     }
     compiled[name] = {
@@ -59,7 +61,10 @@ export function compileAgentTools(
   return compiled;
 }
 
-function compileMcpServer(name: string, server: ConfigFile['mcp_servers'][string]): McpServerConfig {
+function compileMcpServer(
+  name: string,
+  server: ConfigFile['mcp_servers'][string],
+): McpServerConfig {
   const base = {
     name,
     connectTimeoutMs: server.connect_timeout_ms,

@@ -60,9 +60,6 @@ export async function listMemories(
       session_id: row.session_id,
       created_at: row.created_at.toISOString(),
     })),
-    next_cursor:
-      found.rows.length > page.limit && last
-        ? encodeCursor([last.memory_id])
-        : null,
+    next_cursor: found.rows.length > page.limit && last ? encodeCursor([last.memory_id]) : null,
   };
 }

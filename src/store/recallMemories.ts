@@ -13,7 +13,9 @@ export interface RecalledMemory {
 /** Words of a free-text query as an OR tsquery: any word may match, better matches rank higher. */
 export function anyWordQuery(query: string): string {
   const words = query.match(/[\p{L}\p{N}]+/gu) ?? [];
-  return [...new Set(words.map((word) => word.slice(0, 64).toLowerCase()))].slice(0, 32).join(' | ');
+  return [...new Set(words.map((word) => word.slice(0, 64).toLowerCase()))]
+    .slice(0, 32)
+    .join(' | ');
 }
 
 /**

@@ -129,7 +129,9 @@ export function resolveAgentTools(
   for (const tool of mcp) {
     const server = sourceOf(tool).slice(4);
     const entry = agent.tools[`${server}__*`];
-    result.push(resolved(tool.name, tool, sourceOf(tool), entry, { policy: 'approve', options: {} }));
+    result.push(
+      resolved(tool.name, tool, sourceOf(tool), entry, { policy: 'approve', options: {} }),
+    );
   }
   if (agent.skills.length > 0 && !listed.has(loadSkillTool)) {
     const tool = tools.get(loadSkillTool) ?? null;

@@ -29,7 +29,10 @@ export interface RunToolOptions {
 const MAX_ERROR_BYTES = 8192;
 
 function failure(error: ToolError): ToolOutcome {
-  return { ok: false, error: { code: error.code, message: cutUtf8(error.message, MAX_ERROR_BYTES) } };
+  return {
+    ok: false,
+    error: { code: error.code, message: cutUtf8(error.message, MAX_ERROR_BYTES) },
+  };
 }
 
 /** Maps anything a tool threw to a reportable outcome; foreign errors keep no detail. */

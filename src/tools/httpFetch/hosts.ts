@@ -33,7 +33,10 @@ export function effectivePort(url: URL): number {
 
 /** Whether `url` (http or https) may be fetched under these rules. */
 export function hostAllowed(rules: readonly HostRule[], url: URL): boolean {
-  const host = url.hostname.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '');
+  const host = url.hostname
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '');
   const port = effectivePort(url);
   return rules.some((rule) => {
     const hostMatches = rule.wildcard ? host.endsWith(`.${rule.host}`) : host === rule.host;

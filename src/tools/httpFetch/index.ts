@@ -19,7 +19,10 @@ const optionsSchema = z
     allow_hosts: z.array(z.string()).min(1, 'list at least one host'),
     allow_private: z.boolean().default(false),
     max_bytes: z.number().int().positive().default(1_000_000),
-    methods: z.array(z.enum(['GET', 'POST'])).min(1).default(['GET']),
+    methods: z
+      .array(z.enum(['GET', 'POST']))
+      .min(1)
+      .default(['GET']),
     max_redirects: z.number().int().min(0).max(20).default(5),
   })
   .strict();
@@ -82,7 +85,7 @@ async function readCapped(
   return { body: Buffer.concat(chunks), truncated: false };
 }
 
-function checkUrl(url: URL, options: HttpFetchOptions): void {
+function checkUrl(url: URL, options: HttpFetchOptions, redirected: boolean): void {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new ToolError('not_allowed', `only http and https URLs can be fetched`);
   }
@@ -92,7 +95,10 @@ function checkUrl(url: URL, options: HttpFetchOptions): void {
   if (!hostAllowed(options.allowHosts, url)) {
     throw new ToolError(
       'not_allowed',
-      `${url.host} is not on this agent's allow-list for http_fetch; nothing was fetched`,
+      redirected
+        ? `the answer redirected to ${url.host}, which is not on this agent's allow-list; ` +
+            'the redirect was not followed'
+        : `${url.host} is not on this agent's allow-list for http_fetch; nothing was fetched`,
     );
   }
   const literal = url.hostname.replace(/^\[|\]$/g, '');
@@ -151,14 +157,23 @@ async function exchange(
     if (context.signal.aborted) {
       const reason: unknown = context.signal.reason;
       throw reason instanceof ToolError
-        ? new ToolError(reason.code, `no complete answer from ${url.host} in time (${reason.message})`)
+        ? new ToolError(
+            reason.code,
+            `no complete answer from ${url.host} in time (${reason.message})`,
+          )
         : new ToolError('aborted', 'http_fetch was cancelled');
     }
     const code = (error as { code?: string }).code ?? '';
     if (/TIMEOUT/.test(code)) {
-      throw new ToolError('timeout', `no complete answer from ${url.host} within ${context.timeoutMs} ms`);
+      throw new ToolError(
+        'timeout',
+        `no complete answer from ${url.host} within ${context.timeoutMs} ms`,
+      );
     }
-    throw new ToolError('unavailable', `cannot fetch from ${url.host} (${code || 'connection failed'})`);
+    throw new ToolError(
+      'unavailable',
+      `cannot fetch from ${url.host} (${code || 'connection failed'})`,
+    );
   } finally {
     void dispatcher.destroy().catch(() => undefined);
   }
@@ -217,7 +232,7 @@ export function createHttpFetch(resolve: Resolve = systemResolve): Tool {
         throw new ToolError('invalid_arguments', 'url is not a valid absolute URL');
       }
       for (let redirects = 0; ; redirects += 1) {
-        checkUrl(url, options);
+        checkUrl(url, options, redirects > 0);
         const answer = await exchange(url, method, body, options, resolve, context);
         if (answer.status >= 300 && answer.status < 400 && answer.location !== null) {
           if (redirects >= options.maxRedirects) {

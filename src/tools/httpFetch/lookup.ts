@@ -41,10 +41,12 @@ export function guardedLookup(
         }
         for (const { address } of addresses) checkAddress(hostname, address, allowPrivate);
         const family = typeof options === 'object' ? options.family : undefined;
-        const wanted = family === 4 || family === 6 ? addresses.filter((a) => a.family === family) : addresses;
+        const wanted =
+          family === 4 || family === 6 ? addresses.filter((a) => a.family === family) : addresses;
         const chosen = wanted.length > 0 ? wanted : addresses;
         if (typeof options === 'object' && options.all) callback(null, chosen);
-        else callback(null, (chosen[0] as LookupAddress).address, (chosen[0] as LookupAddress).family);
+        else
+          callback(null, (chosen[0] as LookupAddress).address, (chosen[0] as LookupAddress).family);
       })
       .catch((error: unknown) => {
         const failure =

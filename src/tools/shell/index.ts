@@ -60,7 +60,7 @@ export function createShell(serverEnv: Record<string, string | undefined> = proc
   return {
     name: 'shell',
     description:
-      'Runs a shell command (bash) in this conversation\'s working directory, which keeps ' +
+      "Runs a shell command (bash) in this conversation's working directory, which keeps " +
       'its files between calls. Returns exit code, stdout and stderr.',
     inputSchema: {
       type: 'object',
@@ -93,7 +93,10 @@ export function createShell(serverEnv: Record<string, string | undefined> = proc
       try {
         result = await runProcess(launch, options.maxOutputBytes, context.signal);
       } catch {
-        throw new ToolError('unavailable', `the ${options.sandbox === 'bwrap' ? 'sandbox' : 'shell'} could not start`);
+        throw new ToolError(
+          'unavailable',
+          `the ${options.sandbox === 'bwrap' ? 'sandbox' : 'shell'} could not start`,
+        );
       }
       if (result.stopped === 'signal') {
         const reason: unknown = context.signal.reason;

@@ -109,7 +109,11 @@ export function bwrapLaunch(
 }
 
 /** `sandbox: none`: the command runs as the server's user, in the working directory. */
-export function plainLaunch(command: string, workspace: string, env: Record<string, string>): Launch {
+export function plainLaunch(
+  command: string,
+  workspace: string,
+  env: Record<string, string>,
+): Launch {
   return {
     file: shellPath(),
     args: ['-c', command],
@@ -127,9 +131,9 @@ export function shellPath(): string {
  * may forbid user namespaces): runs `true` in the same sandbox a command gets. Returns
  * null when it works, else the reason, for the start-up message.
  */
-export function checkBwrap(workspace: string): string | null {
+export function checkBwrap(workspace: string, program = 'bwrap'): string | null {
   const probe = bwrapLaunch('true', workspace, { PATH: SANDBOX_PATH }, false);
-  const result = spawnSync(probe.file, probe.args, { cwd: workspace, timeout: 10_000 });
+  const result = spawnSync(program, probe.args, { cwd: workspace, timeout: 10_000 });
   if (result.error) {
     return (result.error as NodeJS.ErrnoException).code === 'ENOENT'
       ? 'bwrap is not installed (Debian: apt-get install bubblewrap)'
