@@ -27,6 +27,7 @@ const toolEntrySchema = z.union([
 /** Server names end up in tool names (`server__tool`): provider-safe, no `__` inside. */
 const mcpServerName = z
   .string()
+  .max(40)
   .regex(/^[a-zA-Z0-9-]+(_[a-zA-Z0-9-]+)*$/, 'letters, digits, - and single _ only');
 const mcpTimeouts = {
   connect_timeout_ms: durationMs.default(10000),
