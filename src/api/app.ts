@@ -2,11 +2,14 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { ParleyError } from '../errors.js';
 import { httpRequests } from '../metrics.js';
 import { adminRoutes } from './admin.js';
+import { agentRoutes } from './agents.js';
 import { cancelRoutes } from './cancel.js';
 import { inputRoutes } from './inputs.js';
+import { memoryRoutes } from './memories.js';
 import type { ApiDeps } from './deps.js';
 import { installErrorHandler } from './errors.js';
 import { eventRoutes } from './events.js';
+import { fileRoutes } from './files.js';
 import { healthRoutes } from './health.js';
 import { openapiRoutes } from './openapi.js';
 import { authenticate } from './principal.js';
@@ -66,5 +69,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   cancelRoutes(app, deps);
   inputRoutes(app, deps);
   adminRoutes(app, deps);
+  fileRoutes(app, deps);
+  memoryRoutes(app, deps);
+  agentRoutes(app, deps);
   return app;
 }

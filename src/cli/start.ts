@@ -7,7 +7,10 @@ import type { Logger } from '../log.js';
 import { createModelRegistry } from '../providers/registry.js';
 import { startRetention } from '../runtime/retention.js';
 import { Worker } from '../runtime/worker.js';
-import { builtInTools } from '../tools/registry.js';
+import { McpManager, describeMcp } from '../tools/mcp/manager.js';
+import { builtInTools, ToolRegistry, type ToolIo } from '../tools/registry.js';
+import { checkShellSandboxes } from '../tools/shell/startup.js';
+import { checkAgentSkills, loadSkillCatalog } from '../tools/skills/catalog.js';
 import type { Db } from '../store/db.js';
 import { describeStore, openStore } from '../store/open.js';
 import { Wakeups } from '../store/wakeups.js';
@@ -17,7 +20,18 @@ export interface Running {
   app: FastifyInstance | null;
   worker: Worker | null;
   url: string | null;
+  /** Every tool of the process: built-ins and the MCP servers' tools as they come and go. */
+  tools: ToolRegistry;
+  mcp: McpManager;
+  /** Start-up lines about tools: which shell sandbox each agent uses. */
+  toolLines: string[];
   stop: () => Promise<void>;
+}
+
+/** Parts a test may swap: the built-in tools' I/O, the bubblewrap program. */
+export interface ProcessOptions {
+  toolIo?: ToolIo;
+  bwrap?: string;
 }
 
 /**
@@ -29,12 +43,24 @@ export async function startProcess(
   config: Config,
   role: { api: boolean; worker: boolean },
   log: Logger,
+  options: ProcessOptions = {},
 ): Promise<Running> {
   if (role.api) assertBindAllowed(config);
+  const skills = loadSkillCatalog(config.skillsDir);
+  const skillProblems = checkAgentSkills(skills, config.agents, config.skillsDir);
+  if (skillProblems.length > 0) throw new Error(skillProblems.join('\n'));
+  // Only workers run tools: only they need a working sandbox.
+  const toolLines = role.worker ? checkShellSandboxes(config, options.bwrap) : [];
   const db = await openStore(config);
   const wakeups = new Wakeups(db);
   await wakeups.start();
   const resolveModel = createModelRegistry(config);
+  const tools = new ToolRegistry(
+    builtInTools({ db, skills, env: process.env, ...options.toolIo }),
+  );
+  // Both roles need the MCP tools: workers run them, the API lists them.
+  const mcp = new McpManager(config.mcpServers, tools, { env: process.env, log });
+  await mcp.start();
 
   let worker: Worker | null = null;
   let stopRetention = () => {};
@@ -46,7 +72,7 @@ export async function startProcess(
       resolveModel,
       log,
       owner: `${hostname()}:${process.pid}`,
-      tools: builtInTools(),
+      tools,
     });
     worker.start();
     stopRetention = startRetention({
@@ -66,6 +92,8 @@ export async function startProcess(
       config,
       log,
       providersReady: () => providersReady(config, resolveModel),
+      tools,
+      mcpStatus: () => mcp.status(),
     });
     url = await app.listen({ host: config.server.host, port: config.server.port });
   }
@@ -76,10 +104,11 @@ export async function startProcess(
       stopRetention();
       await app?.close();
       await worker?.stop();
+      await mcp.stop();
       await wakeups.stop();
       await db.close();
     })());
-  return { db, app, worker, url, stop };
+  return { db, app, worker, url, tools, mcp, toolLines, stop };
 }
 
 function providersReady(config: Config, resolve: ReturnType<typeof createModelRegistry>): boolean {
@@ -104,6 +133,9 @@ export function describeStartup(config: Config, running: Running, role: string):
     lines.push(
       `parley ${role}: worker claiming up to ${config.runtime.maxParallelTurns} sessions, lease ttl ${config.runtime.leaseTtlMs} ms`,
     );
+  }
+  for (const line of [...running.toolLines, ...describeMcp(running.mcp.status())]) {
+    lines.push(`parley ${role}: ${line}`);
   }
   return lines;
 }
