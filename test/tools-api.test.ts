@@ -370,6 +370,20 @@ describe('an MCP tool in a turn', () => {
   });
 });
 
+describe('the OpenAPI document', () => {
+  it('describes the tool endpoints', async () => {
+    const openapi = await request(url, 'GET', '/api/v1/openapi.json');
+    for (const path of [
+      '/api/v1/chat/sessions/{session_id}/files',
+      '/api/v1/memories',
+      '/api/v1/memories/{memory_id}',
+      '/api/v1/agents/{name}/tools',
+    ]) {
+      expect(openapi.body.paths[path], path).toBeDefined();
+    }
+  });
+});
+
 describe('start-up and the shell sandbox', () => {
   const start = async (shell: Record<string, unknown>, bwrap?: string) => {
     const fresh = await freshStorage();

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { errorCodes } from '../errors.js';
+import { toolPaths } from './openapiTools.js';
 
 const error = { $ref: '#/components/schemas/Error' };
 const errorResponse = (description: string) => ({
@@ -308,6 +309,7 @@ export const openapiDocument = {
         responses: { '200': json({ type: 'object' }), '403': errorResponse('forbidden') },
       },
     },
+    ...toolPaths,
     '/healthz': {
       get: { summary: 'Process up', security: [], responses: { '200': json({ type: 'object' }) } },
     },

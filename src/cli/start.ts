@@ -55,9 +55,7 @@ export async function startProcess(
   const wakeups = new Wakeups(db);
   await wakeups.start();
   const resolveModel = createModelRegistry(config);
-  const tools = new ToolRegistry(
-    builtInTools({ db, skills, env: process.env, ...options.toolIo }),
-  );
+  const tools = new ToolRegistry(builtInTools({ db, skills, env: process.env, ...options.toolIo }));
   // Both roles need the MCP tools: workers run them, the API lists them.
   const mcp = new McpManager(config.mcpServers, tools, { env: process.env, log });
   await mcp.start();

@@ -13,7 +13,13 @@ interface Options {
 interface AgentTools {
   agent: string;
   tools: { name: string; source: string; policy: string; available: boolean }[];
-  mcp_servers: { name: string; transport: string; state: string; tools: number; error: string | null }[];
+  mcp_servers: {
+    name: string;
+    transport: string;
+    state: string;
+    tools: number;
+    error: string | null;
+  }[];
 }
 
 export async function toolsCommand(args: string[], options: Options): Promise<number> {
@@ -21,7 +27,10 @@ export async function toolsCommand(args: string[], options: Options): Promise<nu
     process.stderr.write('usage: parley tools list [--agent NAME] [--json]\n');
     return 2;
   }
-  const base = (options.url ?? process.env.PARLEY_URL ?? 'http://127.0.0.1:8080').replace(/\/$/, '');
+  const base = (options.url ?? process.env.PARLEY_URL ?? 'http://127.0.0.1:8080').replace(
+    /\/$/,
+    '',
+  );
   const key = options.key ?? process.env.PARLEY_API_KEY;
   const get = async (path: string) => {
     let response: Response;
@@ -44,7 +53,9 @@ export async function toolsCommand(args: string[], options: Options): Promise<nu
     : ((await get('/api/v1/agents')).agents as { name: string }[]).map((agent) => agent.name);
   const listings: AgentTools[] = [];
   for (const name of names) {
-    listings.push((await get(`/api/v1/agents/${encodeURIComponent(name)}/tools`)) as unknown as AgentTools);
+    listings.push(
+      (await get(`/api/v1/agents/${encodeURIComponent(name)}/tools`)) as unknown as AgentTools,
+    );
   }
   if (options.json) {
     process.stdout.write(`${JSON.stringify(options.agent ? listings[0] : listings, null, 2)}\n`);
@@ -53,7 +64,10 @@ export async function toolsCommand(args: string[], options: Options): Promise<nu
   for (const listing of listings) {
     process.stdout.write(`agent ${listing.agent}\n`);
     if (listing.tools.length === 0) process.stdout.write('  (no tools)\n');
-    else process.stdout.write(`  ${'TOOL'.padEnd(32)}${'SOURCE'.padEnd(18)}${'POLICY'.padEnd(9)}AVAILABLE\n`);
+    else
+      process.stdout.write(
+        `  ${'TOOL'.padEnd(32)}${'SOURCE'.padEnd(18)}${'POLICY'.padEnd(9)}AVAILABLE\n`,
+      );
     for (const tool of listing.tools) {
       process.stdout.write(
         `  ${tool.name.padEnd(32)}${tool.source.padEnd(18)}${tool.policy.padEnd(9)}${tool.available ? 'yes' : 'no'}\n`,
@@ -62,7 +76,10 @@ export async function toolsCommand(args: string[], options: Options): Promise<nu
   }
   const servers = listings[0]?.mcp_servers ?? [];
   for (const server of servers) {
-    const state = server.state === 'ready' ? `ready, ${server.tools} tool(s)` : `${server.state} (${server.error ?? 'not connected'})`;
+    const state =
+      server.state === 'ready'
+        ? `ready, ${server.tools} tool(s)`
+        : `${server.state} (${server.error ?? 'not connected'})`;
     process.stdout.write(`mcp ${server.name} (${server.transport}): ${state}\n`);
   }
   return 0;

@@ -54,7 +54,7 @@ export function guardedLookup(
             ? error
             : new ToolError('not_found', `cannot resolve ${hostname}`);
         failures.push(failure);
-        callback(failure as NodeJS.ErrnoException, '', 0);
+        callback(failure, '', 0);
       });
   };
 }
