@@ -1,12 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { compileConfig } from '../src/config/load.js';
+import { MemoryEffects } from '../src/tools/memory/effects.js';
 import {
   builtInTools,
   resolveAgentTools,
+  runResolvedTool,
   runTool,
   ToolRegistry,
   validateArguments,
 } from '../src/tools/registry.js';
+import { callScope } from '../src/tools/scope.js';
 import { truncateResult } from '../src/tools/truncate.js';
 import { ToolError, type Tool } from '../src/tools/types.js';
 
@@ -306,5 +309,40 @@ describe('resolveAgentTools', () => {
     expect(resolveAgentTools(config.agents.a!, changed).map((tool) => tool.name)).toEqual([
       'orders__cancel',
     ]);
+  });
+});
+
+describe('what the runtime calls: callScope and runResolvedTool', () => {
+  const config = compileConfig({
+    storage: { data_dir: '/srv/parley' },
+    agents: { a: { tools: { calculator: { timeout_ms: 1234 }, remember: 'allow' } } },
+  });
+
+  it("builds a scope with the session's working directory and the turn's memory", () => {
+    const turn = new MemoryEffects();
+    const id = turn.remember('saved with the burst');
+    const base = { tenant: 'acme', agent: 'a', user: 'u', sessionId: 'S1', callId: 'c1' };
+    const scope = callScope(config, { ...base, memory: turn });
+    expect(scope.workspaceDir).toBe('/srv/parley/workspaces/acme/S1');
+    expect(scope.memory).toBe(turn);
+    // After a crash: the buffer is rebuilt from the effects saved with the burst.
+    const rebuilt = callScope(config, { ...base, memory: JSON.parse(JSON.stringify(turn.list())) });
+    expect(rebuilt.memory.pending()).toEqual([{ memory_id: id, text: 'saved with the burst' }]);
+  });
+
+  it('runs a resolved tool with its timeout and options, and refuses an unavailable one', async () => {
+    const resolved = resolveAgentTools(config.agents.a!, builtInTools());
+    const calculator = resolved.find((tool) => tool.name === 'calculator')!;
+    expect(calculator.timeoutMs).toBe(1234);
+    const call = { signal: never, scope: null, maxResultBytes: 65536 };
+    expect(await runResolvedTool(calculator, { expression: '6*7' }, call)).toMatchObject({
+      ok: true,
+      result: { result: 42 },
+    });
+    const gone = { ...calculator, name: 'orders__lookup', tool: null };
+    expect(await runResolvedTool(gone, {}, call)).toMatchObject({
+      ok: false,
+      error: { code: 'unavailable' },
+    });
   });
 });

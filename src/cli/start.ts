@@ -10,7 +10,7 @@ import { Worker } from '../runtime/worker.js';
 import { McpManager, describeMcp } from '../tools/mcp/manager.js';
 import { builtInTools, ToolRegistry, type ToolIo } from '../tools/registry.js';
 import { checkShellSandboxes } from '../tools/shell/startup.js';
-import { checkAgentSkills, loadSkillCatalog } from '../tools/skills/catalog.js';
+import { checkAgentSkills, loadSkillCatalog, type SkillCatalog } from '../tools/skills/catalog.js';
 import type { Db } from '../store/db.js';
 import { describeStore, openStore } from '../store/open.js';
 import { Wakeups } from '../store/wakeups.js';
@@ -22,6 +22,8 @@ export interface Running {
   url: string | null;
   /** Every tool of the process: built-ins and the MCP servers' tools as they come and go. */
   tools: ToolRegistry;
+  /** The skills of `skills_dir`, read at start (for the system prompt: `skillsPrompt`). */
+  skills: SkillCatalog;
   mcp: McpManager;
   /** Start-up lines about tools: which shell sandbox each agent uses. */
   toolLines: string[];
@@ -106,7 +108,7 @@ export async function startProcess(
       await wakeups.stop();
       await db.close();
     })());
-  return { db, app, worker, url, tools, mcp, toolLines, stop };
+  return { db, app, worker, url, tools, skills, mcp, toolLines, stop };
 }
 
 function providersReady(config: Config, resolve: ReturnType<typeof createModelRegistry>): boolean {

@@ -10,7 +10,8 @@ import { remember } from './memory/remember.js';
 import { createShell } from './shell/index.js';
 import type { SkillCatalog } from './skills/catalog.js';
 import { createLoadSkill } from './skills/loadSkill.js';
-import { ToolError, type Policy, type Tool, type ToolSource } from './types.js';
+import { runTool, type ToolOutcome } from './run.js';
+import { ToolError, type CallScope, type Policy, type Tool, type ToolSource } from './types.js';
 import { validateArguments } from './validate.js';
 
 export { validateArguments };
@@ -143,4 +144,33 @@ export function resolveAgentTools(
     );
   }
   return result;
+}
+
+/**
+ * Runs one call of an agent's tool with everything its resolution says: the agent's
+ * `timeout_ms` (else the tool's default), its options, and `tools.max_result_bytes`. A
+ * tool that is not available now (an MCP server down) is a tool error, not a throw.
+ */
+export async function runResolvedTool(
+  resolved: ResolvedTool,
+  args: unknown,
+  call: { signal: AbortSignal; scope: CallScope | null; maxResultBytes: number },
+): Promise<ToolOutcome> {
+  if (!resolved.tool) {
+    return {
+      ok: false,
+      error: {
+        code: 'unavailable',
+        message: `the tool ${resolved.name} is not available right now; nothing ran`,
+      },
+      durationMs: 0,
+    };
+  }
+  return runTool(resolved.tool, args, {
+    signal: call.signal,
+    timeoutMs: resolved.timeoutMs,
+    scope: call.scope,
+    options: resolved.options,
+    maxResultBytes: call.maxResultBytes,
+  });
 }
