@@ -197,6 +197,20 @@ describe('http_fetch', () => {
     expect(getWithBody).toMatchObject({ ok: false, error: { code: 'invalid_arguments' } });
   });
 
+  it('refuses everything when a caller passes no allow-list', async () => {
+    hits.length = 0;
+    const outcome = await runTool(
+      tool,
+      { url: `http://docs.test:${port}/json` },
+      {
+        signal: new AbortController().signal,
+        timeoutMs: 5000,
+      },
+    );
+    expect(outcome).toMatchObject({ ok: false, error: { code: 'not_allowed' } });
+    expect(hits).toEqual([]);
+  });
+
   it('does not return binary bodies as text, and refuses other schemes', async () => {
     const binary = await fetchWith(local(), { url: `http://docs.test:${port}/binary` });
     expect(binary).toMatchObject({

@@ -193,6 +193,21 @@ describe('shell in bubblewrap', () => {
     });
   });
 
+  it('stays sandboxed when a caller passes no options (only an explicit none disables it)', async () => {
+    const outcome = await runTool(
+      shell,
+      { command: 'id -u; ls /' },
+      {
+        signal: new AbortController().signal,
+        timeoutMs: 20_000,
+        scope: scope('S1'),
+      },
+    );
+    expect(result(outcome as Awaited<ReturnType<typeof run>>).stdout).toMatch(
+      /^65534\n[\s\S]*workspace/,
+    );
+  });
+
   it('refuses to run outside a turn', async () => {
     const outcome = await runTool(
       shell,

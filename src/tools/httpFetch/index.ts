@@ -215,8 +215,12 @@ export function createHttpFetch(resolve: Resolve = systemResolve): Tool {
     defaultTimeoutMs: 10_000,
     compileOptions,
     async execute(args, context): Promise<HttpFetchResult> {
-      const options = context.options as HttpFetchOptions;
+      const options = context.options as Partial<HttpFetchOptions>;
+      if (!options.allowHosts || !options.methods) {
+        throw new ToolError('not_allowed', 'http_fetch has no allow-list for this agent');
+      }
       const input = args as { url: string; method?: 'GET' | 'POST'; body?: string };
+      const allowed = options as HttpFetchOptions;
       let method = input.method ?? 'GET';
       if (!options.methods.includes(method)) {
         throw new ToolError('not_allowed', `${method} is not allowed for this agent's http_fetch`);
@@ -232,11 +236,11 @@ export function createHttpFetch(resolve: Resolve = systemResolve): Tool {
         throw new ToolError('invalid_arguments', 'url is not a valid absolute URL');
       }
       for (let redirects = 0; ; redirects += 1) {
-        checkUrl(url, options, redirects > 0);
-        const answer = await exchange(url, method, body, options, resolve, context);
+        checkUrl(url, allowed, redirects > 0);
+        const answer = await exchange(url, method, body, allowed, resolve, context);
         if (answer.status >= 300 && answer.status < 400 && answer.location !== null) {
-          if (redirects >= options.maxRedirects) {
-            throw new ToolError('not_allowed', `more than ${options.maxRedirects} redirects`);
+          if (redirects >= allowed.maxRedirects) {
+            throw new ToolError('not_allowed', `more than ${allowed.maxRedirects} redirects`);
           }
           url = new URL(answer.location, url);
           // As browsers do: 303 always, 301/302 after POST, continue as GET without a body.

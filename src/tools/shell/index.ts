@@ -73,7 +73,14 @@ export function createShell(serverEnv: Record<string, string | undefined> = proc
     compileOptions,
     async execute(args, context): Promise<ShellResult> {
       const scope = requireScope('shell', context);
-      const options = context.options as ShellOptions;
+      // Options a caller forgot must never mean "no sandbox": only an explicit none does.
+      const given = (context.options ?? {}) as Partial<ShellOptions>;
+      const options: ShellOptions = {
+        sandbox: given.sandbox === 'none' ? 'none' : 'bwrap',
+        network: given.network === true,
+        env: given.env ?? [],
+        maxOutputBytes: given.maxOutputBytes ?? 65536,
+      };
       const { command } = args as { command: string };
       await ensureWorkspace(scope.workspaceDir);
       const env: Record<string, string> = {
