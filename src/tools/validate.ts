@@ -1,5 +1,5 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { Ajv2020 } from 'ajv/dist/2020.js';
+import { createRequire } from 'node:module';
+import type { Ajv, ErrorObject, Options, ValidateFunction } from 'ajv';
 import { ToolError, type JsonSchema, type Tool } from './types.js';
 
 /*
@@ -9,17 +9,33 @@ import { ToolError, type JsonSchema, type Tool } from './types.js';
  * error it can correct. Unknown keywords are tolerated (`strict: false`) because foreign
  * schemas use vendor extensions.
  */
-const options = { allErrors: false, strict: false, strictNumbers: true, validateFormats: false };
-const draft7 = new Ajv(options);
-const draft2020 = new Ajv2020(options);
+const options: Options = {
+  allErrors: false,
+  strict: false,
+  strictNumbers: true,
+  validateFormats: false,
+};
 const compiled = new WeakMap<object, ValidateFunction>();
+// Loaded on the first validation, not at start-up: every process imports the tools, few
+// validate at once, and start-up time matters (the embedded server restarts after a crash).
+const load = createRequire(import.meta.url);
+let validators: { draft7: Ajv; draft2020: Ajv } | undefined;
+
+function ajvFor(schema: JsonSchema): Ajv {
+  validators ??= {
+    draft7: new (load('ajv') as typeof import('ajv')).Ajv(options),
+    draft2020: new (load('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js')).Ajv2020(options),
+  };
+  return String(schema.$schema ?? '').includes('2020-12')
+    ? validators.draft2020
+    : validators.draft7;
+}
 
 /** Compiles (once per schema object) a validator; throws if the schema itself is invalid. */
 export function compileSchema(schema: JsonSchema): ValidateFunction {
   let validate = compiled.get(schema);
   if (!validate) {
-    const ajv = String(schema.$schema ?? '').includes('2020-12') ? draft2020 : draft7;
-    validate = ajv.compile(schema as object);
+    validate = ajvFor(schema).compile(schema as object);
     compiled.set(schema, validate);
   }
   return validate;

@@ -1,5 +1,4 @@
 import { isIP } from 'node:net';
-import { Agent, request } from 'undici';
 import { z } from 'zod';
 import { ToolError, type Tool, type ToolContext } from '../types.js';
 import { hostAllowed, parseHostRule, type HostRule } from './hosts.js';
@@ -115,6 +114,8 @@ async function exchange(
   context: ToolContext,
 ): Promise<Exchange> {
   const failures: ToolError[] = [];
+  // Loaded on the first fetch rather than at every process's start.
+  const { Agent, request } = await import('undici');
   const dispatcher = new Agent({
     connect: { lookup: guardedLookup(resolve, options.allowPrivate, failures) },
     connections: 1,
@@ -250,7 +251,7 @@ export function createHttpFetch(resolve: Resolve = systemResolve): Tool {
           }
           continue;
         }
-        const readable = readableText(answer.body, answer.contentType);
+        const readable = await readableText(answer.body, answer.contentType);
         return {
           url: url.toString(),
           status: answer.status,

@@ -1,5 +1,3 @@
-import { convert } from 'html-to-text';
-
 const htmlOptions = {
   wordwrap: false as const,
   selectors: [
@@ -31,12 +29,14 @@ function isTextual(mediaType: string): boolean {
  * lists, links with their targets; scripts, styles and images dropped), other text as
  * is, binary content not at all (`text: null`, with its type and size).
  */
-export function readableText(
+export async function readableText(
   body: Uint8Array,
   contentType: string,
-): { text: string | null; format: 'html' | 'text' | 'binary' } {
+): Promise<{ text: string | null; format: 'html' | 'text' | 'binary' }> {
   const mediaType = (contentType.split(';')[0] ?? '').trim().toLowerCase();
   if (mediaType === 'text/html' || mediaType === 'application/xhtml+xml') {
+    // Loaded when first needed: it is not worth start-up time in every process.
+    const { convert } = await import('html-to-text');
     return { text: convert(decode(body, contentType), htmlOptions), format: 'html' };
   }
   if (isTextual(mediaType)) return { text: decode(body, contentType), format: 'text' };

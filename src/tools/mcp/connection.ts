@@ -1,8 +1,5 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServerConfig } from '../../config/types.js';
 import type { Logger } from '../../log.js';
 import { ToolError, type JsonSchema, type Tool } from '../types.js';
@@ -47,6 +44,23 @@ type CallResult = {
 };
 
 const defaultBackoff = (attempt: number) => Math.min(30_000, 500 * 2 ** (attempt - 1));
+
+/** The SDK, loaded when a server is first connected: most processes configure none. */
+const loadSdk = async () => {
+  const [client, stdio, http, types] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/stdio.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+  ]);
+  return {
+    Client: client.Client,
+    StdioClientTransport: stdio.StdioClientTransport,
+    StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
+    ToolListChangedNotificationSchema: types.ToolListChangedNotificationSchema,
+  };
+};
+type Sdk = Awaited<ReturnType<typeof loadSdk>>;
 
 /** A short, secret-free reason: HTTP status, errno code, or a generic word. */
 function describeFailure(error: unknown): string {
@@ -152,7 +166,7 @@ export class McpConnection {
     return readableContent(result);
   }
 
-  private transport(): Transport {
+  private transport(sdk: Sdk): Transport {
     const { config, deps } = this;
     if (config.transport === 'stdio') {
       const env: Record<string, string> = {};
@@ -160,7 +174,7 @@ export class McpConnection {
         const value = deps.env[name];
         if (value !== undefined) env[name] = value;
       }
-      const transport = new StdioClientTransport({
+      const transport = new sdk.StdioClientTransport({
         command: config.command,
         args: config.args,
         env,
@@ -178,21 +192,23 @@ export class McpConnection {
       const value = deps.env[variable];
       if (value !== undefined) headers[header] = value;
     }
-    return new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers } });
+    return new sdk.StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers } });
   }
 
   private async connect(): Promise<void> {
     if (this.state === 'stopped') return;
     this.state = 'connecting';
-    const client = new Client({ name: 'parley', version: '1' }, { capabilities: {} });
+    const sdk = await loadSdk();
+    if (this.state !== 'connecting') return;
+    const client = new sdk.Client({ name: 'parley', version: '1' }, { capabilities: {} });
     this.client = client;
     try {
       await withTimeout(
-        client.connect(this.transport()),
+        client.connect(this.transport(sdk)),
         this.config.connectTimeoutMs,
         'connecting',
       );
-      client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, () => {
         void this.refresh(client);
       });
       client.onclose = () => this.lost(client, 'the connection closed');
