@@ -27,3 +27,13 @@ export const clientKeyPattern = /^[A-Za-z0-9_-]{1,128}$/;
 export function newAttachmentId(): string {
   return `att_${nextUlid()}`;
 }
+
+/** A memory's id is made when a turn buffers it, so the model can cite it before commit. */
+export function newMemoryId(): string {
+  return `mem_${nextUlid()}`;
+}
+
+/** Identifies one buffered effect: applying it twice is a no-op (applyMemoryEffects). */
+export function newEffectId(): string {
+  return `eff_${nextUlid()}`;
+}

@@ -120,8 +120,8 @@ describe('configuration (CONFIG.md)', () => {
   });
 
   it('refuses a tool that does not exist, naming it', () => {
-    expect(() => compileConfig({ agents: { a: { tools: { shell: 'allow' } } } })).toThrow(
-      'agents.a.tools.shell',
+    expect(() => compileConfig({ agents: { a: { tools: { teleport: 'allow' } } } })).toThrow(
+      'agents.a.tools.teleport',
     );
     expect(() =>
       compileConfig({

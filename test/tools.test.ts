@@ -4,7 +4,7 @@ import { createClock } from '../src/tools/clock.js';
 import { builtInTools, runTool, validateArguments } from '../src/tools/registry.js';
 import { ToolError, type Tool } from '../src/tools/types.js';
 
-const ctx = { signal: new AbortController().signal };
+const ctx = { signal: new AbortController().signal, timeoutMs: 1000, scope: null, options: {} };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('calculator', () => {
@@ -70,7 +70,16 @@ describe('clock', () => {
 describe('validateArguments and builtInTools', () => {
   it('holds the built-in tools by name, with closed schemas', () => {
     const tools = builtInTools();
-    expect([...tools.keys()].sort()).toEqual(['calculator', 'clock']);
+    expect([...tools.keys()].sort()).toEqual([
+      'calculator',
+      'clock',
+      'forget',
+      'http_fetch',
+      'load_skill',
+      'recall',
+      'remember',
+      'shell',
+    ]);
     for (const tool of tools.values()) expect(tool.inputSchema.additionalProperties).toBe(false);
   });
 
@@ -101,12 +110,12 @@ function fake(execute: Tool['execute'], properties: Tool['inputSchema']['propert
 }
 
 describe('runTool', () => {
-  const opts = (timeoutMs = 1000, signal = ctx.signal) => ({ signal, timeoutMs });
+  const opts = (timeoutMs = 1000, signal = ctx.signal) => ({ signal, timeoutMs, graceMs: 10 });
 
   it('returns results and failures as values, never throwing or leaking details', async () => {
     const calc = builtInTools().get('calculator')!;
     const ok = await runTool(calc, { expression: '2^10' }, opts());
-    expect(ok).toEqual({ ok: true, result: { expression: '2^10', result: 1024 } });
+    expect(ok).toMatchObject({ ok: true, result: { expression: '2^10', result: 1024 } });
     const rejects = fake(() => Promise.reject(new Error('secret /home/x')));
     const throws = fake(() => { throw new TypeError('sync'); }); // prettier-ignore
     const failures = [

@@ -3,11 +3,14 @@ import { ParleyError } from '../errors.js';
 import { httpRequests } from '../metrics.js';
 import { adminPlugin } from './admin.js';
 import { attachmentRoutes } from './attachments.js';
+import { agentRoutes } from './agents.js';
 import { cancelRoutes } from './cancel.js';
 import { inputRoutes } from './inputs.js';
+import { memoryRoutes } from './memories.js';
 import type { ApiDeps } from './deps.js';
 import { clientErrorHandler, frameworkErrors, installErrorHandler } from './errors.js';
 import { eventRoutes } from './events.js';
+import { fileRoutes } from './files.js';
 import { healthRoutes } from './health.js';
 import { adminModelRoutes, modelRoutes } from './models.js';
 import { openapiRoutes } from './openapi.js';
@@ -90,6 +93,9 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   modelRoutes(app, deps);
   usageRoutes(app, deps);
   attachmentRoutes(app, deps);
+  fileRoutes(app, deps);
+  memoryRoutes(app, deps);
+  agentRoutes(app, deps);
   await app.register(async (admin) => {
     await adminPlugin(admin, deps);
     adminModelRoutes(admin, deps);

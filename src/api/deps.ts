@@ -3,6 +3,8 @@ import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
 import type { Db } from '../store/db.js';
 import type { Wakeups } from '../store/wakeups.js';
+import type { McpStatus } from '../tools/mcp/manager.js';
+import type { Tool } from '../tools/types.js';
 
 export interface ApiDeps {
   db: Db;
@@ -13,4 +15,8 @@ export interface ApiDeps {
   providersReady: () => boolean;
   /** Syncs the model catalog (all providers, or one): `POST /api/v1/admin/models/sync`. */
   syncModels?: (provider: string | null) => Promise<SyncReport[]>;
+  /** The process's tools (built-in and MCP), for `GET /api/v1/agents/{name}/tools`. */
+  tools?: ReadonlyMap<string, Tool>;
+  /** The MCP servers' state, for the same listing. */
+  mcpStatus?: () => McpStatus[];
 }

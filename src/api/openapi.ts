@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { errorCodes } from '../errors.js';
 import { providerPaths } from './openapiProviders.js';
+import { toolPaths } from './openapiTools.js';
 
 const error = { $ref: '#/components/schemas/Error' };
 const errorResponse = (description: string) => ({
@@ -310,6 +311,7 @@ export const openapiDocument = {
       },
     },
     ...providerPaths,
+    ...toolPaths,
     '/healthz': {
       get: { summary: 'Process up', security: [], responses: { '200': json({ type: 'object' }) } },
     },

@@ -24,7 +24,7 @@ export function checkAgentModels(config: Config, models: CatalogModel[]): Catalo
       {
         role: 'model',
         model: agent.model,
-        tools: Object.values(agent.tools).some((policy) => policy !== 'deny'),
+        tools: Object.values(agent.tools).some((tool) => tool.policy !== 'deny'),
         vision: agent.vision === 'always',
       },
     ];

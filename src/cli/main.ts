@@ -8,6 +8,7 @@ import { adminCommand } from './admin.js';
 import { chatCommand } from './chat/index.js';
 import { modelsCommand } from './models.js';
 import { describeStartup, startProcess } from './start.js';
+import { toolsCommand } from './tools.js';
 
 const usage = `parley — a durable chat-agent runtime
 
@@ -26,6 +27,8 @@ Usage:
                                chat in the terminal (through the API: --url, --key)
   parley prune --older-than-days N | --older-than-seconds N
                                delete old journal events (old cursors then answer 410)
+  parley tools list [--agent NAME]
+                               every tool an agent has, its source and policy (through the API)
 
 Options:
   --config PATH                configuration file (else PARLEY_CONFIG, else ./parley.yaml)
@@ -82,6 +85,8 @@ async function main(argv: string[]): Promise<number> {
       return modelsCommand(rest, values);
     case 'chat':
       return chatCommand(values);
+    case 'tools':
+      return toolsCommand(rest, values);
     default:
       process.stderr.write(`unknown command "${command}"\n\n${usage}`);
       return 2;

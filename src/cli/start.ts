@@ -12,7 +12,10 @@ import type { Env } from '../providers/credentials.js';
 import { createModelRegistry } from '../providers/registry.js';
 import { startRetention } from '../runtime/retention.js';
 import { Worker } from '../runtime/worker.js';
-import { builtInTools } from '../tools/registry.js';
+import { McpManager, describeMcp } from '../tools/mcp/manager.js';
+import { builtInTools, ToolRegistry, type ToolIo } from '../tools/registry.js';
+import { checkShellSandboxes } from '../tools/shell/startup.js';
+import { checkAgentSkills, loadSkillCatalog, type SkillCatalog } from '../tools/skills/catalog.js';
 import type { Db } from '../store/db.js';
 import { describeStore, openStore } from '../store/open.js';
 import { releaseDeadLeases } from '../store/releaseLease.js';
@@ -25,7 +28,22 @@ export interface Running {
   url: string | null;
   /** Agents whose model the catalog does not know or that lack a needed capability. */
   catalogProblems: CatalogProblem[];
+  /** Every tool of the process: built-ins and the MCP servers' tools as they come and go. */
+  tools: ToolRegistry;
+  /** The skills of `skills_dir`, read at start (for the system prompt: `skillsPrompt`). */
+  skills: SkillCatalog;
+  mcp: McpManager;
+  /** Start-up lines about tools: which shell sandbox each agent uses. */
+  toolLines: string[];
   stop: () => Promise<void>;
+}
+
+/** Parts a test may swap: the built-in tools' I/O, the bubblewrap program. */
+export interface ProcessOptions {
+  /** The environment credentials and tool variables come from (default process.env). */
+  env?: Env;
+  toolIo?: ToolIo;
+  bwrap?: string;
 }
 
 /**
@@ -37,10 +55,15 @@ export async function startProcess(
   config: Config,
   role: { api: boolean; worker: boolean },
   log: Logger,
-  options: { env?: Env } = {},
+  options: ProcessOptions = {},
 ): Promise<Running> {
   if (role.api) await assertBindAllowed(config);
   const env = options.env ?? process.env;
+  const skills = loadSkillCatalog(config.skillsDir);
+  const skillProblems = checkAgentSkills(skills, config.agents, config.skillsDir);
+  if (skillProblems.length > 0) throw new Error(skillProblems.join('\n'));
+  // Only workers run tools: only they need a working sandbox.
+  const toolLines = role.worker ? checkShellSandboxes(config, options.bwrap) : [];
   const db = await openStore(config);
   const stops: (() => Promise<void> | void)[] = [() => db.close()];
   const stopAll = async () => {
@@ -59,6 +82,11 @@ export async function startProcess(
     await wakeups.start();
     stops.push(() => wakeups.stop());
     const resolveModel = createModelRegistry(config, env);
+    const tools = new ToolRegistry(builtInTools({ db, skills, env, ...options.toolIo }));
+    // Both roles need the MCP tools: workers run them, the API lists them.
+    const mcp = new McpManager(config.mcpServers, tools, { env, log });
+    await mcp.start();
+    stops.push(() => mcp.stop());
 
     let worker: Worker | null = null;
     if (role.worker) {
@@ -69,7 +97,7 @@ export async function startProcess(
         resolveModel,
         log,
         owner: `${hostname()}:${process.pid}`,
-        tools: builtInTools(),
+        tools,
       });
       worker = started;
       started.start();
@@ -102,6 +130,8 @@ export async function startProcess(
         log,
         providersReady: () => providersReady(config, resolveModel),
         syncModels: (provider) => syncCatalog(catalog, provider),
+        tools,
+        mcpStatus: () => mcp.status(),
       });
       app = built;
       stops.push(() => built.close());
@@ -110,7 +140,7 @@ export async function startProcess(
 
     let stopping: Promise<void> | null = null;
     const stop = () => (stopping ??= stopAll());
-    return { db, app, worker, url, catalogProblems, stop };
+    return { db, app, worker, url, catalogProblems, tools, skills, mcp, toolLines, stop };
   } catch (error) {
     // A failed start (the port is taken, say) must not leave a worker running without an
     // API, holding the data directory: stop whatever started, then fail.
@@ -141,6 +171,9 @@ export function describeStartup(config: Config, running: Running, role: string):
     lines.push(
       `parley ${role}: worker claiming up to ${config.runtime.maxParallelTurns} sessions, lease ttl ${config.runtime.leaseTtlMs} ms`,
     );
+  }
+  for (const line of [...running.toolLines, ...describeMcp(running.mcp.status())]) {
+    lines.push(`parley ${role}: ${line}`);
   }
   return lines;
 }

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
-import { builtInTools } from '../tools/registry.js';
 import { fileSchema, type ConfigFile } from './schema.js';
+import { compileAgentTools, compileToolSettings, ToolConfigError } from './tools.js';
 import type {
   AgentConfig,
   ApiKey,
@@ -21,9 +21,6 @@ export class ConfigError extends Error {
 }
 
 type Env = Record<string, string | undefined>;
-
-/** Tools an agent may list: the built-ins and the `ask_user` question. */
-const knownTools = new Set([...builtInTools().keys(), 'ask_user']);
 
 /**
  * Finds, parses, validates and compiles the configuration, once. Order: `--config PATH`,
@@ -131,6 +128,7 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
     },
     models: compileModelOverrides(file, providers),
     agents: nullPrototype(agents),
+    ...compileToolSettings(file),
     demo: { delayMs: demoDelay },
     source,
   };
@@ -291,11 +289,12 @@ function compileAgents(file: ConfigFile, providers: Record<string, ProviderConfi
         timeoutMs: agent.gate.timeout_ms,
       };
     }
-    const unknownTool = Object.keys(agent.tools).find((tool) => !knownTools.has(tool));
-    if (unknownTool !== undefined) {
-      throw new ConfigError(
-        `agents.${name}.tools.${unknownTool}: no such tool (available: ${[...knownTools].join(', ')})`,
-      );
+    let tools;
+    try {
+      tools = compileAgentTools(name, agent.tools, file);
+    } catch (error) {
+      if (error instanceof ToolConfigError) throw new ConfigError(error.message);
+      throw error;
     }
     agents[name] = {
       name,
@@ -304,7 +303,8 @@ function compileAgents(file: ConfigFile, providers: Record<string, ProviderConfi
       greeting: agent.greeting,
       triggerRoles: agent.trigger_roles,
       approverRoles: agent.approver_roles,
-      tools: agent.tools,
+      tools,
+      skills: agent.skills,
       budgets: {
         maxIterations: agent.budgets.max_iterations,
         maxToolCalls: agent.budgets.max_tool_calls,

@@ -12,6 +12,52 @@ const envName = z
   .string()
   .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name');
 
+const policy = z.enum(['allow', 'approve', 'deny']);
+
+/**
+ * A tool's entry under an agent: a policy, or a table with a policy (optional: each tool
+ * has a default) and options. `timeout_ms` and `idempotent` apply to every tool; a tool's
+ * own keys (http_fetch's `allow_hosts`…) are checked by that tool when the file compiles.
+ */
+const toolEntrySchema = z.union([
+  policy,
+  z
+    .object({
+      policy: policy.optional(),
+      timeout_ms: durationMs.optional(),
+      idempotent: z.boolean().optional(),
+    })
+    .catchall(z.unknown()),
+]);
+
+/** Server names end up in tool names (`server__tool`): provider-safe, no `__` inside. */
+const mcpServerName = z
+  .string()
+  .max(40)
+  .regex(/^[a-zA-Z0-9-]+(_[a-zA-Z0-9-]+)*$/, 'letters, digits, - and single _ only');
+const mcpTimeouts = {
+  connect_timeout_ms: durationMs.default(10000),
+  call_timeout_ms: durationMs.default(30000),
+};
+export const mcpServerSchema = z.union([
+  z
+    .object({
+      command: z.string().min(1),
+      args: z.array(z.string()).default([]),
+      env_from: z.array(z.string()).default([]),
+      cwd: z.string().nullable().default(null),
+      ...mcpTimeouts,
+    })
+    .strict(),
+  z
+    .object({
+      url: z.url({ protocol: /^https?$/ }),
+      headers_from_env: z.record(z.string(), z.string()).default({}),
+      ...mcpTimeouts,
+    })
+    .strict(),
+]);
+
 export const agentSchema = z
   .object({
     model: modelName.default('demo/echo'),
@@ -19,7 +65,8 @@ export const agentSchema = z
     greeting: z.string().nullable().default(null),
     trigger_roles: z.array(z.string()).nullable().default(null),
     approver_roles: z.array(z.string()).nullable().default(null),
-    tools: z.record(z.string(), z.enum(['allow', 'approve', 'deny'])).default({}),
+    tools: z.record(z.string(), toolEntrySchema).default({}),
+    skills: z.array(z.string().min(1)).default([]),
     budgets: z
       .object({
         max_iterations: z.number().int().positive().default(8),
@@ -189,8 +236,19 @@ export const fileSchema = z
     // the shipped table (src/providers/knownModels.ts).
     models: z.record(modelName, modelOverrideSchema).default({}),
     agents: z.record(z.string(), agentSchema).default({ default: agentSchema.parse({}) }),
+    tools: z
+      .object({
+        max_concurrency: z.number().int().positive().default(4),
+        max_result_bytes: z.number().int().min(1024).default(65536),
+        workspace_dir: z.string().nullable().default(null),
+      })
+      .strict()
+      .prefault({}),
+    skills_dir: z.string().default('./skills'),
+    mcp_servers: z.record(mcpServerName, mcpServerSchema).default({}),
   })
   .strict();
 
 export type ConfigFile = z.infer<typeof fileSchema>;
 export type AgentFile = z.infer<typeof agentSchema>;
+export type ToolEntryFile = z.infer<typeof toolEntrySchema>;

@@ -21,7 +21,13 @@ export interface AgentConfig {
   greeting: string | null;
   triggerRoles: string[] | null;
   approverRoles: string[] | null;
-  tools: Record<string, 'allow' | 'approve' | 'deny'>;
+  /**
+   * Tool entries by name as the file lists them: a tool name, or `server__*` for every
+   * tool of an MCP server. `tools/registry.ts` resolves them against the tools that exist.
+   */
+  tools: Record<string, AgentToolConfig>;
+  /** Skills (folders of `skills_dir`) this agent may load with `load_skill`. */
+  skills: string[];
   budgets: { maxIterations: number; maxToolCalls: number; onExhausted: 'ask' | 'finish' };
   pendingInput: 'supersede' | 'queue';
   completionText: string | null;
@@ -62,6 +68,41 @@ export interface Price {
   output: number;
   cachedInput: number;
 }
+
+/** One tool entry of an agent, compiled: the policy is always set (the tool's default). */
+export interface AgentToolConfig {
+  policy: 'allow' | 'approve' | 'deny';
+  /** Per-call time limit; null: the tool's default. */
+  timeoutMs: number | null;
+  /** Re-run a call found `running` after a crash (else it is recorded as interrupted). */
+  idempotent: boolean;
+  /** The tool's own keys, as its `compileOptions` made them (http_fetch, shell). */
+  options: unknown;
+}
+
+interface McpServerBase {
+  name: string;
+  connectTimeoutMs: number;
+  /** Default time limit of a call of this server's tools (an agent entry may override). */
+  callTimeoutMs: number;
+}
+
+/** An MCP server: a command run over stdio, or a Streamable HTTP endpoint. */
+export type McpServerConfig =
+  | (McpServerBase & {
+      transport: 'stdio';
+      command: string;
+      args: string[];
+      /** Names of variables passed from Parley's environment; nothing else is. */
+      envFrom: string[];
+      cwd: string | null;
+    })
+  | (McpServerBase & {
+      transport: 'http';
+      url: string;
+      /** Header name → the variable holding its value (read when connecting). */
+      headersFromEnv: Record<string, string>;
+    });
 
 export interface ProviderConfig {
   name: string;
@@ -120,6 +161,14 @@ export interface Config {
   /** Capability overrides per "provider/model" (the file's `models` key). */
   models: Record<string, Partial<ModelCapabilities>>;
   agents: Record<string, AgentConfig>;
+  tools: {
+    maxConcurrency: number;
+    maxResultBytes: number;
+    /** Root of the per-session working directories: `<root>/<tenant>/<session>`. */
+    workspaceDir: string;
+  };
+  skillsDir: string;
+  mcpServers: Record<string, McpServerConfig>;
   demo: { delayMs: number };
   /** Where the configuration came from, for the start-up line. */
   source: string;

@@ -1,6 +1,7 @@
 import type { LanguageModelV3FunctionTool, LanguageModelV3Prompt } from '@ai-sdk/provider';
 import type { AgentConfig } from '../config/types.js';
 import type { BurstCall, BurstState } from '../store/types.js';
+import { resolveAgentTools } from '../tools/registry.js';
 import type { Tool } from '../tools/types.js';
 
 /** The built-in question tool: the model asks the person, the answer is the tool result. */
@@ -16,7 +17,7 @@ export function offeredTools(
   tools: Map<string, Tool>,
 ): LanguageModelV3FunctionTool[] {
   const offered: LanguageModelV3FunctionTool[] = [];
-  for (const [name, policy] of Object.entries(agent.tools)) {
+  for (const { name, tool, policy } of resolveAgentTools(agent, tools)) {
     if (policy === 'deny') continue;
     if (name === askUserTool) {
       offered.push({
@@ -32,7 +33,6 @@ export function offeredTools(
       });
       continue;
     }
-    const tool = tools.get(name);
     if (tool) {
       offered.push({
         type: 'function',
@@ -51,10 +51,10 @@ export function policyOf(
   tools: Map<string, Tool>,
   tool: string,
 ): BurstCall['policy'] {
-  const policy = agent.tools[tool];
-  if (policy === undefined) return 'deny';
-  if (tool !== askUserTool && !tools.has(tool)) return 'deny';
-  return policy;
+  const entry = resolveAgentTools(agent, tools).find((resolved) => resolved.name === tool);
+  if (entry === undefined) return 'deny';
+  if (tool !== askUserTool && !entry.tool) return 'deny';
+  return entry.policy;
 }
 
 /** Whether a call still needs something before the model can go on. */

@@ -1,88 +1,176 @@
+import type { AgentConfig, AgentToolConfig } from '../config/types.js';
+import type { Queryable } from '../store/db.js';
 import { calculator } from './calculator.js';
 import { createClock } from './clock.js';
-import { ToolError, type Tool } from './types.js';
+import { createHttpFetch } from './httpFetch/index.js';
+import type { Resolve } from './httpFetch/lookup.js';
+import { createForget } from './memory/forget.js';
+import { createRecall } from './memory/recall.js';
+import { remember } from './memory/remember.js';
+import { createShell } from './shell/index.js';
+import type { SkillCatalog } from './skills/catalog.js';
+import { createLoadSkill } from './skills/loadSkill.js';
+import { runTool, type ToolOutcome } from './run.js';
+import { ToolError, type CallScope, type Policy, type Tool, type ToolSource } from './types.js';
 import { validateArguments } from './validate.js';
 
 export { validateArguments };
+export { runTool, type RunToolOptions, type ToolOutcome } from './run.js';
 
-/** The tools every agent may be offered (subject to its policy). */
-export function builtInTools(): Map<string, Tool> {
-  const tools = [createClock(), calculator];
+/** The question tool: handled by the runtime (a person answers), not executed here. */
+export const askUserTool = 'ask_user';
+export const loadSkillTool = 'load_skill';
+/** `server__tool` or `server__*` (every tool of the server). */
+export const mcpToolPattern = /^([a-zA-Z0-9-]+(?:_[a-zA-Z0-9-]+)*)__(.+)$/;
+export const DEFAULT_TOOL_TIMEOUT_MS = 30_000;
+
+/** What the built-in tools need from the process: injected, so tests can swap each. */
+export interface ToolIo {
+  db?: Queryable;
+  skills?: SkillCatalog;
+  /** Name resolution for http_fetch (tests make a name resolve to 127.0.0.1). */
+  resolve?: Resolve;
+  /** The server's environment, which `shell` passes variables from (only those listed). */
+  env?: Record<string, string | undefined>;
+}
+
+const noDatabase: Queryable = {
+  query: () => Promise.reject(new ToolError('unavailable', 'memory is not available here')),
+};
+
+/** The built-in tools, by name. Without `io` they still describe themselves (config checks). */
+export function builtInTools(io: ToolIo = {}): Map<string, Tool> {
+  const db = io.db ?? noDatabase;
+  const tools: Tool[] = [
+    createClock(),
+    calculator,
+    createHttpFetch(io.resolve),
+    createShell(io.env),
+    remember,
+    createRecall(db),
+    createForget(db),
+    createLoadSkill(io.skills ?? { skills: new Map(), broken: new Map() }),
+  ];
   return new Map(tools.map((tool) => [tool.name, tool]));
 }
 
-export type ToolOutcome =
-  | { ok: true; result: unknown }
-  | { ok: false; error: { code: ToolError['code']; message: string } };
+/**
+ * Every tool of a process by name: the built-ins, then each MCP server's tools as they
+ * come and go (the MCP manager replaces a server's set when its list changes). A Map, so
+ * the runtime reads it like any map of tools.
+ */
+export class ToolRegistry extends Map<string, Tool> {
+  /** Replaces every tool of `source` with `tools` (an empty list removes them). */
+  replaceSource(source: ToolSource, tools: readonly Tool[]): void {
+    for (const [name, tool] of this) if (sourceOf(tool) === source) this.delete(name);
+    for (const tool of tools) this.set(tool.name, tool);
+  }
+}
 
-export interface RunToolOptions {
-  signal: AbortSignal;
+export function sourceOf(tool: Tool): ToolSource {
+  return tool.source ?? 'built-in';
+}
+
+/** One tool as an agent has it: what runs, under which policy and limits. */
+export interface ResolvedTool {
+  name: string;
+  /** Null when the agent lists it but it is not available now (its MCP server is down). */
+  tool: Tool | null;
+  source: ToolSource;
+  policy: Policy;
   timeoutMs: number;
+  idempotent: boolean;
+  /** The options `runTool` passes the tool (its compiled keys; load_skill: the skills). */
+  options: unknown;
 }
 
-function failure(error: ToolError): ToolOutcome {
-  return { ok: false, error: error.toBody() };
-}
-
-/** Maps anything a tool threw to a reportable outcome; foreign errors keep no detail. */
-function fromThrown(tool: Tool, thrown: unknown): ToolOutcome {
-  if (thrown instanceof ToolError) return failure(thrown);
-  return failure(new ToolError('tool_failed', `tool ${tool.name} failed`));
+function resolved(
+  name: string,
+  tool: Tool | null,
+  source: ToolSource,
+  entry: AgentToolConfig | undefined,
+  defaults: { policy: Policy; options: unknown },
+): ResolvedTool {
+  return {
+    name,
+    tool,
+    source,
+    policy: entry?.policy ?? defaults.policy,
+    timeoutMs: entry?.timeoutMs ?? tool?.defaultTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
+    idempotent: entry?.idempotent ?? false,
+    options: entry?.options ?? defaults.options,
+  };
 }
 
 /**
- * Validates and runs one call. Never throws for tool failures: invalid arguments, a
- * thrown error, a timeout or the caller's abort all come back as `{ ok: false }`. On
- * timeout or abort the execution is not killed, only no longer awaited; the signal the
- * tool received is aborted so a cooperative tool can stop early.
+ * The tools an agent has, in a stable order: the ones its `tools` lists (`ask_user`
+ * included, its `tool` null: the runtime handles it), then every tool of every MCP server
+ * it does not list by name — policy from a `server__*` entry, else `approve` — then
+ * `load_skill` when the agent has skills. `deny` tools are included (to show them); the
+ * runtime offers only the others. Built-in tools an agent does not list are not its tools.
  */
-export async function runTool(
-  tool: Tool,
-  args: unknown,
-  options: RunToolOptions,
-): Promise<ToolOutcome> {
-  if (!(options.timeoutMs > 0) || !Number.isFinite(options.timeoutMs)) {
-    throw new RangeError('timeoutMs must be a positive finite number');
+export function resolveAgentTools(
+  agent: AgentConfig,
+  tools: ReadonlyMap<string, Tool>,
+): ResolvedTool[] {
+  const result: ResolvedTool[] = [];
+  const listed = new Set<string>();
+  for (const [name, entry] of Object.entries(agent.tools)) {
+    const server = mcpToolPattern.exec(name)?.[1];
+    if (name.endsWith('__*')) continue;
+    listed.add(name);
+    const tool = name === askUserTool ? null : (tools.get(name) ?? null);
+    const source = tool ? sourceOf(tool) : server ? (`mcp:${server}` as const) : 'built-in';
+    const options = name === loadSkillTool ? { skills: agent.skills } : entry.options;
+    result.push(resolved(name, tool, source, { ...entry, options }, { ...entry, options }));
   }
-  const invalid = validateArguments(tool, args);
-  if (invalid) return failure(invalid);
-  const aborted = () => failure(new ToolError('aborted', `tool ${tool.name} was cancelled`));
-  if (options.signal.aborted) return aborted();
-
-  const controller = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
-  const stopped = new Promise<ToolOutcome>((resolve) => {
-    timer = setTimeout(() => {
-      resolve(
-        failure(
-          new ToolError(
-            'timeout',
-            `tool ${tool.name} did not finish within ${options.timeoutMs} ms; ` +
-              'it may or may not have completed',
-          ),
-        ),
-      );
-      controller.abort();
-    }, options.timeoutMs);
-    onAbort = () => {
-      resolve(aborted());
-      controller.abort();
-    };
-    options.signal.addEventListener('abort', onAbort, { once: true });
-  });
-  // Wrapped so a synchronous throw is caught too; the catch also keeps a late rejection
-  // (after a timeout) from becoming an unhandled rejection.
-  const execution = Promise.resolve()
-    .then(() => tool.execute(args, { signal: controller.signal }))
-    .then(
-      (result): ToolOutcome => ({ ok: true, result }),
-      (thrown: unknown) => fromThrown(tool, thrown),
+  const mcp = [...tools.values()]
+    .filter((tool) => sourceOf(tool).startsWith('mcp:') && !listed.has(tool.name))
+    .sort((a, b) => (a.name < b.name ? -1 : 1));
+  for (const tool of mcp) {
+    const server = sourceOf(tool).slice(4);
+    const entry = agent.tools[`${server}__*`];
+    result.push(
+      resolved(tool.name, tool, sourceOf(tool), entry, { policy: 'approve', options: {} }),
     );
-  try {
-    return await Promise.race([execution, stopped]);
-  } finally {
-    clearTimeout(timer);
-    if (onAbort) options.signal.removeEventListener('abort', onAbort);
   }
+  if (agent.skills.length > 0 && !listed.has(loadSkillTool)) {
+    const tool = tools.get(loadSkillTool) ?? null;
+    result.push(
+      resolved(loadSkillTool, tool, 'skill', undefined, {
+        policy: 'allow',
+        options: { skills: agent.skills },
+      }),
+    );
+  }
+  return result;
+}
+
+/**
+ * Runs one call of an agent's tool with everything its resolution says: the agent's
+ * `timeout_ms` (else the tool's default), its options, and `tools.max_result_bytes`. A
+ * tool that is not available now (an MCP server down) is a tool error, not a throw.
+ */
+export async function runResolvedTool(
+  resolved: ResolvedTool,
+  args: unknown,
+  call: { signal: AbortSignal; scope: CallScope | null; maxResultBytes: number },
+): Promise<ToolOutcome> {
+  if (!resolved.tool) {
+    return {
+      ok: false,
+      error: {
+        code: 'unavailable',
+        message: `the tool ${resolved.name} is not available right now; nothing ran`,
+      },
+      durationMs: 0,
+    };
+  }
+  return runTool(resolved.tool, args, {
+    signal: call.signal,
+    timeoutMs: resolved.timeoutMs,
+    scope: call.scope,
+    options: resolved.options,
+    maxResultBytes: call.maxResultBytes,
+  });
 }

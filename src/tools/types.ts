@@ -1,38 +1,82 @@
 /**
- * The shape of a tool the runtime can offer a model (docs/design/approvals.md). A tool is
- * described by a small JSON Schema subset — what `validateArguments` understands — and
- * executed with an abort signal it should honour where it can.
+ * Glossary of the tool side (docs/tools.md, docs/design/approvals.md).
+ *
+ * - tool: something a model may call by name with JSON arguments, described by a JSON
+ *   Schema. Built-in (clock, http_fetch, shell…), from an MCP server (`server__tool`) or
+ *   the skill loader.
+ * - policy: what an agent does with a call of it: `allow` (run), `approve` (a person
+ *   decides first), `deny` (never offered; a call is refused).
+ * - scope: who and where a call runs for (tenant, agent, user, session, its working
+ *   directory, the turn's buffered memory effects).
+ * - effect: a write a tool promises but that only happens in the transaction committing
+ *   the turn (memory), so a dropped or cancelled turn leaves none.
  */
+import type { JSONSchema7 } from '@ai-sdk/provider';
+import type { MemoryEffects } from './memory/effects.js';
 
-/** One property of a tool's arguments: the JSON Schema subset the validator checks. */
-export interface PropertySchema {
-  type: 'string' | 'number';
-  description?: string;
-  maxLength?: number;
-}
+export type JsonSchema = JSONSchema7;
+export type Policy = 'allow' | 'approve' | 'deny';
 
-/** A tool's arguments: always a closed JSON object. */
-export interface ObjectSchema {
-  type: 'object';
-  properties: Record<string, PropertySchema>;
-  required: string[];
-  additionalProperties: false;
+/** Where a tool comes from, as `parley tools list` shows it. */
+export type ToolSource = 'built-in' | 'skill' | `mcp:${string}`;
+
+/** Who and where one call runs for. Built by the runtime for each call of a turn. */
+export interface CallScope {
+  tenant: string;
+  agent: string;
+  /** The user the turn answers (the principal of its lead input): memory belongs to them. */
+  user: string;
+  sessionId: string;
+  callId: string;
+  /** The session's working directory on the host (shell); created on first use. */
+  workspaceDir: string;
+  /** The turn's buffered memory writes; the same object for every call of the turn. */
+  memory: MemoryEffects;
 }
 
 export interface ToolContext {
+  /**
+   * Aborted at the call's timeout (reason: a ToolError with code `timeout`) or when the
+   * caller gives up (code `aborted`). Tools stop what they started when it fires.
+   */
   signal: AbortSignal;
+  /** The call's time limit; tools that manage a process or a request use it too. */
+  timeoutMs: number;
+  /** Absent when a tool runs outside a turn (unit tests of stateless tools). */
+  scope: CallScope | null;
+  /** The agent's options for this tool, as the tool's `options` schema compiled them. */
+  options: unknown;
 }
 
 export interface Tool {
   name: string;
   description: string;
-  inputSchema: ObjectSchema;
+  inputSchema: JsonSchema;
   execute(args: unknown, context: ToolContext): Promise<unknown>;
+  /** Default `built-in`. */
+  source?: ToolSource;
+  /** Policy when the agent's entry does not name one (shell and MCP tools: `approve`). */
+  defaultPolicy?: Policy;
+  /** Time limit when the agent's entry sets no `timeout_ms`. */
+  defaultTimeoutMs?: number;
+  /**
+   * Checks and compiles the tool's own keys of an agent's entry (besides `policy`,
+   * `timeout_ms`, `idempotent`); throws a message naming the key. Absent: no own keys.
+   */
+  compileOptions?: (raw: Record<string, unknown>) => unknown;
 }
 
 /** Stable codes a tool failure is reported with; match on these, never on message text. */
 export type ToolErrorCode =
-  'invalid_arguments' | 'invalid_expression' | 'timeout' | 'aborted' | 'tool_failed';
+  | 'invalid_arguments'
+  | 'invalid_expression'
+  | 'timeout'
+  | 'aborted'
+  | 'tool_failed'
+  | 'unavailable'
+  | 'not_allowed'
+  | 'too_large'
+  | 'not_found';
 
 /** A tool failure meant to be shown (to the model, to people): no stack, no secrets. */
 export class ToolError extends Error {
@@ -47,4 +91,10 @@ export class ToolError extends Error {
   toBody(): { code: ToolErrorCode; message: string } {
     return { code: this.code, message: this.message };
   }
+}
+
+/** The scope a tool cannot run without; a clear tool error instead of a crash. */
+export function requireScope(tool: string, context: ToolContext): CallScope {
+  if (!context.scope) throw new ToolError('tool_failed', `${tool} can only run inside a turn`);
+  return context.scope;
 }

@@ -1,0 +1,86 @@
+/**
+ * `parley tools list [--agent NAME] [--json]`: every tool an agent has, with its source
+ * and policy, through a running server's API (`GET /api/v1/agents/{name}/tools`), so what
+ * it shows includes the MCP tools that server actually has right now.
+ */
+interface Options {
+  url?: string | undefined;
+  key?: string | undefined;
+  agent?: string | undefined;
+  json?: boolean | undefined;
+}
+
+interface AgentTools {
+  agent: string;
+  tools: { name: string; source: string; policy: string; available: boolean }[];
+  mcp_servers: {
+    name: string;
+    transport: string;
+    state: string;
+    tools: number;
+    error: string | null;
+  }[];
+}
+
+export async function toolsCommand(args: string[], options: Options): Promise<number> {
+  if (args[0] !== 'list') {
+    process.stderr.write('usage: parley tools list [--agent NAME] [--json]\n');
+    return 2;
+  }
+  const base = (options.url ?? process.env.PARLEY_URL ?? 'http://127.0.0.1:8080').replace(
+    /\/$/,
+    '',
+  );
+  const key = options.key ?? process.env.PARLEY_API_KEY;
+  const get = async (path: string) => {
+    let response: Response;
+    try {
+      response = await fetch(`${base}${path}`, {
+        headers: {
+          'parley-protocol-version': '1',
+          ...(key ? { authorization: `Bearer ${key}` } : {}),
+        },
+      });
+    } catch {
+      throw new Error(`cannot reach a Parley server at ${base} (is it running? use --url)`);
+    }
+    const payload = (await response.json()) as Record<string, unknown>;
+    if (!response.ok) throw new Error(`${String(payload.error)}: ${String(payload.message)}`);
+    return payload;
+  };
+  const names = options.agent
+    ? [options.agent]
+    : ((await get('/api/v1/agents')).agents as { name: string }[]).map((agent) => agent.name);
+  const listings: AgentTools[] = [];
+  for (const name of names) {
+    listings.push(
+      (await get(`/api/v1/agents/${encodeURIComponent(name)}/tools`)) as unknown as AgentTools,
+    );
+  }
+  if (options.json) {
+    process.stdout.write(`${JSON.stringify(options.agent ? listings[0] : listings, null, 2)}\n`);
+    return 0;
+  }
+  for (const listing of listings) {
+    process.stdout.write(`agent ${listing.agent}\n`);
+    if (listing.tools.length === 0) process.stdout.write('  (no tools)\n');
+    else
+      process.stdout.write(
+        `  ${'TOOL'.padEnd(32)}${'SOURCE'.padEnd(18)}${'POLICY'.padEnd(9)}AVAILABLE\n`,
+      );
+    for (const tool of listing.tools) {
+      process.stdout.write(
+        `  ${tool.name.padEnd(32)}${tool.source.padEnd(18)}${tool.policy.padEnd(9)}${tool.available ? 'yes' : 'no'}\n`,
+      );
+    }
+  }
+  const servers = listings[0]?.mcp_servers ?? [];
+  for (const server of servers) {
+    const state =
+      server.state === 'ready'
+        ? `ready, ${server.tools} tool(s)`
+        : `${server.state} (${server.error ?? 'not connected'})`;
+    process.stdout.write(`mcp ${server.name} (${server.transport}): ${state}\n`);
+  }
+  return 0;
+}

@@ -1,0 +1,103 @@
+import { join } from 'node:path';
+import { builtInTools, askUserTool, mcpToolPattern } from '../tools/registry.js';
+import type { ConfigFile, ToolEntryFile } from './schema.js';
+import type { AgentToolConfig, Config, McpServerConfig } from './types.js';
+
+/** A configuration mistake, worded for the start-up message (the key is prefixed by the caller). */
+export class ToolConfigError extends Error {}
+
+const builtIns = builtInTools();
+
+/** The names an agent may list besides MCP tools, for the error message. */
+export function knownToolNames(): string[] {
+  return [...builtIns.keys(), askUserTool].sort();
+}
+
+/**
+ * Compiles an agent's `tools` entries: each names a built-in tool, `ask_user`, an MCP
+ * tool `server__tool` or a whole server `server__*` of a configured server. Built-in
+ * tools check their own keys; `ask_user` and MCP tools have none. Errors name the key.
+ */
+export function compileAgentTools(
+  agent: string,
+  entries: Record<string, ToolEntryFile>,
+  file: ConfigFile,
+): Record<string, AgentToolConfig> {
+  const compiled: Record<string, AgentToolConfig> = {};
+  for (const [name, entry] of Object.entries(entries)) {
+    const where = `agents.${agent}.tools.${name}`;
+    const table = typeof entry === 'string' ? { policy: entry } : entry;
+    const { policy, timeout_ms: timeoutMs, idempotent, ...own } = table;
+    const tool = builtIns.get(name);
+    const mcp = mcpToolPattern.exec(name);
+    if (!tool && name !== askUserTool && !(mcp && file.mcp_servers[mcp[1] as string])) {
+      const hint = mcp
+        ? `no MCP server named "${mcp[1]}" in mcp_servers`
+        : `no such tool (available: ${knownToolNames().join(', ')}, or server__tool of an MCP server)`;
+      throw new ToolConfigError(`${where}: ${hint}`);
+    }
+    let options: unknown = {};
+    if (tool?.compileOptions) {
+      try {
+        options = tool.compileOptions(own);
+      } catch (error) {
+        throw new ToolConfigError(`${where}.${(error as Error).message}`);
+      }
+    } else {
+      const unknown = Object.keys(own)[0];
+      if (unknown !== undefined) {
+        throw new ToolConfigError(
+          `${where}.${unknown}: unknown key (policy, timeout_ms, idempotent)`,
+        );
+      }
+    }
+    compiled[name] = {
+      policy: policy ?? tool?.defaultPolicy ?? (mcp ? 'approve' : 'allow'),
+      timeoutMs: timeoutMs ?? null,
+      idempotent: idempotent ?? false,
+      options,
+    };
+  }
+  return compiled;
+}
+
+function compileMcpServer(
+  name: string,
+  server: ConfigFile['mcp_servers'][string],
+): McpServerConfig {
+  const base = {
+    name,
+    connectTimeoutMs: server.connect_timeout_ms,
+    callTimeoutMs: server.call_timeout_ms,
+  };
+  if ('command' in server) {
+    return {
+      ...base,
+      transport: 'stdio',
+      command: server.command,
+      args: server.args,
+      envFrom: server.env_from,
+      cwd: server.cwd,
+    };
+  }
+  return { ...base, transport: 'http', url: server.url, headersFromEnv: server.headers_from_env };
+}
+
+/** The top-level tool keys: `tools`, `skills_dir`, `mcp_servers`. */
+export function compileToolSettings(
+  file: ConfigFile,
+): Pick<Config, 'tools' | 'skillsDir' | 'mcpServers'> {
+  const mcpServers: Record<string, McpServerConfig> = {};
+  for (const [name, server] of Object.entries(file.mcp_servers)) {
+    mcpServers[name] = compileMcpServer(name, server);
+  }
+  return {
+    tools: {
+      maxConcurrency: file.tools.max_concurrency,
+      maxResultBytes: file.tools.max_result_bytes,
+      workspaceDir: file.tools.workspace_dir ?? join(file.storage.data_dir, 'workspaces'),
+    },
+    skillsDir: file.skills_dir,
+    mcpServers,
+  };
+}

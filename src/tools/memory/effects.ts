@@ -1,0 +1,62 @@
+import { newEffectId, newMemoryId } from '../../ids.js';
+
+/** The longest memory a turn may store, in characters. */
+export const MAX_MEMORY_CHARS = 2000;
+
+/** A write promised by a turn: applied in the turn's commit transaction, or never. */
+export type MemoryEffect =
+  | { kind: 'remember'; effect_id: string; memory_id: string; text: string }
+  | { kind: 'forget'; effect_id: string; memory_id: string };
+
+/**
+ * A turn's buffered memory writes (seed 000's buffered effects). `remember` and `forget`
+ * only record what to do; `store/applyMemoryEffects.ts` does it inside the transaction
+ * that commits the turn's reply. Plain JSON in and out (`list()`, the constructor), so the
+ * runtime can keep the buffer with the burst it saves between steps: a new owner after a
+ * crash then applies the same effect ids, which makes a retried turn write once.
+ */
+export class MemoryEffects {
+  private readonly effects: MemoryEffect[];
+
+  constructor(saved: readonly MemoryEffect[] = []) {
+    this.effects = saved.map((effect) => ({ ...effect }));
+  }
+
+  /** Buffers a new memory; returns the id it will have once the turn commits. */
+  remember(text: string): string {
+    const memoryId = newMemoryId();
+    this.effects.push({ kind: 'remember', effect_id: newEffectId(), memory_id: memoryId, text });
+    return memoryId;
+  }
+
+  forget(memoryId: string): void {
+    this.effects.push({ kind: 'forget', effect_id: newEffectId(), memory_id: memoryId });
+  }
+
+  /** Memories this turn buffered and did not forget again, oldest first. */
+  pending(): { memory_id: string; text: string }[] {
+    const forgotten = this.forgotten();
+    return this.effects.flatMap((effect) =>
+      effect.kind === 'remember' && !forgotten.has(effect.memory_id)
+        ? [{ memory_id: effect.memory_id, text: effect.text }]
+        : [],
+    );
+  }
+
+  /** Ids this turn asked to forget. */
+  forgotten(): Set<string> {
+    return new Set(
+      this.effects.filter((effect) => effect.kind === 'forget').map((effect) => effect.memory_id),
+    );
+  }
+
+  /** Whether this turn buffered a memory with this id (not yet forgotten). */
+  holds(memoryId: string): boolean {
+    return this.pending().some((memory) => memory.memory_id === memoryId);
+  }
+
+  /** Every effect in the order the turn made them: what to save and what to apply. */
+  list(): MemoryEffect[] {
+    return this.effects.map((effect) => ({ ...effect }));
+  }
+}
