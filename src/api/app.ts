@@ -2,6 +2,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { ParleyError } from '../errors.js';
 import { httpRequests } from '../metrics.js';
 import { adminRoutes } from './admin.js';
+import { agentRoutes } from './agents.js';
 import { cancelRoutes } from './cancel.js';
 import { inputRoutes } from './inputs.js';
 import type { ApiDeps } from './deps.js';
@@ -12,6 +13,7 @@ import { openapiRoutes } from './openapi.js';
 import { authenticate } from './principal.js';
 import { sessionRoutes } from './sessions.js';
 import { turnRoutes } from './turns.js';
+import { webRoutes } from './web.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -66,5 +68,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   cancelRoutes(app, deps);
   inputRoutes(app, deps);
   adminRoutes(app, deps);
+  agentRoutes(app, deps);
+  webRoutes(app, deps);
   return app;
 }

@@ -10,4 +10,6 @@ export interface ApiDeps {
   log: Logger;
   /** Are the configured providers usable? For /readyz. */
   providersReady: () => boolean;
+  /** The built web app's folder (default: dist/web of this package). */
+  webDir?: string | undefined;
 }
