@@ -51,8 +51,7 @@ const contentSecurityPolicy = [
 
 export function webRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const root = deps.webDir ?? defaultWebDir;
-  const handler = (request: FastifyRequest, reply: FastifyReply) =>
-    serveWeb(root, request, reply);
+  const handler = (request: FastifyRequest, reply: FastifyReply) => serveWeb(root, request, reply);
   app.get('/', { config: { public: true } }, handler);
   app.get('/*', { config: { public: true } }, handler);
 }
@@ -114,7 +113,8 @@ async function sendFile(
     .header('referrer-policy', 'no-referrer')
     .header('cache-control', immutable ? 'public, max-age=31536000, immutable' : 'no-cache')
     .header('vary', 'accept-encoding');
-  if (type.startsWith('text/html')) void reply.header('content-security-policy', contentSecurityPolicy);
+  if (type.startsWith('text/html'))
+    void reply.header('content-security-policy', contentSecurityPolicy);
   // The build writes a gzipped twin of every text file: no compression at request time.
   const accepts = String(request.headers['accept-encoding'] ?? '');
   if (/\bgzip\b/.test(accepts)) {
