@@ -55,6 +55,30 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': ['error', { patterns: ['**/api/**', '**/runtime/**'] }] },
   },
   {
+    // parley/ai-sdk runs in browsers too: the client SDK and `ai`'s types, nothing else.
+    files: ['src/ai-sdk/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            '../api/*',
+            '../store/*',
+            '../runtime/*',
+            '../cli/*',
+            '../config/*',
+            '../providers/*',
+            '../tools/*',
+            'node:*',
+            'fastify',
+            'pg',
+            '@electric-sql/*',
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['src/client/**/*.ts'],
     rules: {
       'no-restricted-imports': [
