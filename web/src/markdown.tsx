@@ -93,7 +93,7 @@ const safeHref = /^(https?:\/\/|mailto:)/i;
 export function renderInline(text: string, keyPrefix = 'i'): ReactNode[] {
   const out: ReactNode[] = [];
   const pattern =
-    /(`+)([\s\S]*?[^`])\1(?!`)|\[([^\]\n]+)\]\(([^)\s]+)\)|\*\*([^*\n]+)\*\*|__([^_\n]+)__|\*([^*\n]+)\*|(?<![\w])_([^_\n]+)_(?![\w])|(https?:\/\/[^\s<>()]+[^\s<>().,;:!?'"])|\n/g;
+    /(`+)([\s\S]*?[^`])\1(?!`)|\[([^\]\n]+)\]\(([^)\s]+)\)|\*\*([^*\n]+)\*\*|(?<![^\s(])__([^_\n]+)__(?![\w])|\*([^*\n]+)\*|(?<![^\s(])_([^_\n]+)_(?![\w])|(https?:\/\/[^\s<>()]+[^\s<>().,;:!?'"])|\n/g;
   let last = 0;
   let count = 0;
   for (const match of text.matchAll(pattern)) {
