@@ -16,7 +16,7 @@ export default defineConfig({
       'parley/ai-sdk': fileURLToPath(new URL('../../src/ai-sdk/index.ts', import.meta.url)),
     },
   },
-  build: { outDir: 'dist', emptyOutDir: true, target: 'es2022' },
+  build: { outDir: 'dist', emptyOutDir: true, target: 'es2022', chunkSizeWarningLimit: 1000 },
   server: { proxy },
   preview: { proxy },
 });

@@ -57,6 +57,8 @@ export function useConversation(client: ParleyClient, sessionId: string) {
     const subscription = client.subscribe(sessionId, {
       after: 0,
       stopOnTerminal: false,
+      // A person is watching: retry sooner than a background client would.
+      backoff: { initialMs: 250, maxMs: 4000 },
       onEvent: (event) => {
         dispatch({ type: 'event', event });
         markSeen(sessionId, event.sequence);
