@@ -4,7 +4,18 @@ import tseslint from 'typescript-eslint';
 import importX from 'eslint-plugin-import-x';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'web/**', '**/*.js', '**/*.mjs'] },
+  // web/ and examples/ are browser apps with their own tsconfig (type-checked by their build).
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      'coverage/**',
+      'web/**',
+      'examples/**',
+      '**/*.js',
+      '**/*.mjs',
+    ],
+  },
   ...tseslint.configs.recommendedTypeChecked,
   {
     files: ['**/*.ts'],

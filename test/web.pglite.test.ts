@@ -61,7 +61,9 @@ describe('the web app', () => {
     await page.getByRole('navigation', { name: 'Conversations' }).waitFor();
     expect(await page.locator('.whoami').textContent()).toBe('alice');
     expect(page.url()).not.toContain(alice);
-    expect(await page.evaluate(() => sessionStorage.getItem('parley.apiKey'))).toBe(alice);
+    expect(
+      await page.evaluate(() => (globalThis as any).sessionStorage.getItem('parley.apiKey')),
+    ).toBe(alice);
     await page.reload();
     await page.getByRole('navigation', { name: 'Conversations' }).waitFor();
     await context.close();
@@ -250,7 +252,9 @@ describe('the web app', () => {
     await list.getByRole('link', { name: /Room/ }).click();
     await page.getByRole('textbox', { name: 'Message' }).waitFor();
     await list.waitFor({ state: 'hidden' });
-    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    const width = await page.evaluate(
+      () => (globalThis as any).document.documentElement.scrollWidth,
+    );
     expect(width).toBeLessThanOrEqual(phone.width);
     await page.getByRole('link', { name: 'Back to conversations' }).click();
     await list.waitFor();
@@ -266,9 +270,7 @@ describe('the web app', () => {
       'You said: <img src=x onerror="window.__xss=1"> bold <script>window.__xss=2</script>',
     );
     expect(await page.locator('.thread img, .thread script').count()).toBe(0);
-    expect(
-      await page.evaluate(() => (window as unknown as { __xss?: number }).__xss),
-    ).toBeUndefined();
+    expect(await page.evaluate(() => (globalThis as any).__xss)).toBeUndefined();
     expect(
       await replies(page)
         .locator('strong', { hasText: /^bold$/ })

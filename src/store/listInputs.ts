@@ -84,9 +84,6 @@ export async function listInputs(
       expected_sequence: row.expected_sequence,
       created_at: row.created_at.toISOString(),
     })),
-    next_cursor:
-      found.rows.length > options.limit && last
-        ? encodeCursor([last.request_id])
-        : null,
+    next_cursor: found.rows.length > options.limit && last ? encodeCursor([last.request_id]) : null,
   };
 }

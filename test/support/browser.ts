@@ -38,8 +38,10 @@ export async function signedIn(
     reducedMotion: 'reduce',
   });
   if (apiKey !== null) {
+    // Runs in the page: its globals are the browser's, not Node's.
     await context.addInitScript((key) => {
-      if (!sessionStorage.getItem('parley.apiKey')) sessionStorage.setItem('parley.apiKey', key);
+      const storage = (globalThis as any).sessionStorage;
+      if (!storage.getItem('parley.apiKey')) storage.setItem('parley.apiKey', key);
     }, apiKey);
   }
   const page = await context.newPage();

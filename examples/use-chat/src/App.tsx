@@ -58,12 +58,23 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
                     </code>{' '}
                     {part.state === 'approval-requested' ? (
                       <>
-                        <button type="button" onClick={() => void addToolApprovalResponse({ id: part.approval.id, approved: true })}>
+                        <button
+                          type="button"
+                          onClick={() =>
+                            void addToolApprovalResponse({ id: part.approval.id, approved: true })
+                          }
+                        >
                           Approve
                         </button>
                         <button
                           type="button"
-                          onClick={() => void addToolApprovalResponse({ id: part.approval.id, approved: false, reason: 'rejected in the example' })}
+                          onClick={() =>
+                            void addToolApprovalResponse({
+                              id: part.approval.id,
+                              approved: false,
+                              reason: 'rejected in the example',
+                            })
+                          }
                         >
                           Reject
                         </button>
@@ -92,7 +103,12 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
           setInput('');
         }}
       >
-        <input aria-label="Message" value={input} onChange={(event) => setInput(event.target.value)} disabled={busy} />
+        <input
+          aria-label="Message"
+          value={input}
+          onChange={(event) => setInput(event.target.value)}
+          disabled={busy}
+        />
         <button type="submit" disabled={busy}>
           Send
         </button>
