@@ -196,3 +196,14 @@ describe('GET /api/v1/agents and /api/v1/me', () => {
     await expect(wrong.me()).rejects.toMatchObject({ code: 'unauthorized', status: 401 });
   });
 });
+
+describe('the OpenAPI document', () => {
+  it('describes the extensions', async () => {
+    const document = (await request(server.url, 'GET', '/api/v1/openapi.json')).body;
+    for (const path of ['/api/v1/inputs', '/api/v1/agents', '/api/v1/me']) {
+      expect(document.paths[path]?.get, path).toBeDefined();
+    }
+    expect(document.components.schemas.InboxItem.required).toContain('expected_sequence');
+    expect(document.components.schemas.Agent.properties).not.toHaveProperty('instructions');
+  });
+});

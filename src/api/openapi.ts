@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { errorCodes } from '../errors.js';
+import { extensionPaths, extensionSchemas } from './openapiExtensions.js';
 
 const error = { $ref: '#/components/schemas/Error' };
 const errorResponse = (description: string) => ({
@@ -87,6 +88,7 @@ export const openapiDocument = {
           created_at: { type: 'string', format: 'date-time' },
         },
       },
+      ...extensionSchemas,
     },
   },
   security: [{ bearer: [] }],
@@ -325,6 +327,7 @@ export const openapiDocument = {
         responses: { '200': { description: 'text/plain' } },
       },
     },
+    ...extensionPaths,
   },
 } as const;
 
