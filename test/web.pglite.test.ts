@@ -20,7 +20,12 @@ beforeAll(async () => {
           { key_env: 'K_BOB', tenant: 'acme', user: 'bob', roles: [] },
         ],
       },
-      agents: { default: { model: 'demo/echo', tools: { calculator: 'approve', clock: 'allow' } } },
+      agents: {
+        default: {
+          model: 'demo/echo',
+          tools: { calculator: 'approve', clock: 'allow', ask_user: 'allow' },
+        },
+      },
     },
     { K_ALICE: alice, K_BOB: bob, PARLEY_DEMO_DELAY_MS: '40' },
   );
@@ -178,6 +183,25 @@ describe('the web app', () => {
     await reviewer.context.close();
   });
 
+  it('answers a question the agent asks, in its own card', async () => {
+    const { context, page } = await signedIn(browser, alice);
+    await startConversation(page, 'Question', '/tool ask_user {"question": "Which colour?"}');
+    const card = page.getByRole('region', { name: 'The agent asks' });
+    await card.getByText('Which colour?').waitFor();
+    await card.getByLabel('Your answer').fill('teal');
+    await card.getByRole('button', { name: 'Send answer' }).click();
+    await card.getByText('Answered by alice').waitFor();
+    await replies(page).filter({ hasText: 'teal' }).waitFor();
+    await context.close();
+  });
+
+  it('explains a failed turn in plain words', async () => {
+    const { context, page } = await signedIn(browser, alice);
+    await startConversation(page, 'Failure', '/fail permanent');
+    await page.getByRole('note').filter({ hasText: 'The model refused this request' }).waitFor();
+    await context.close();
+  });
+
   it('presses an option: the offer locks, and the choice is sent', async () => {
     const { context, page } = await signedIn(browser, alice);
     await startConversation(page, 'Options', '/options red|green|blue');
@@ -216,6 +240,20 @@ describe('the web app', () => {
     expect(await replies(page).locator('.markdown').textContent()).toBe(`You said: ${words}`);
     expect(await page.getByRole('article', { name: 'Message from You' }).count()).toBe(1);
     await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+
+    // Close the tab mid-reply and open the conversation again in a new one.
+    const more = longMessage('z', 60);
+    await send(page, more);
+    await replies(page).filter({ hasText: 'z4' }).waitFor();
+    const address = page.url();
+    await page.close();
+    const reopened = await context.newPage();
+    await reopened.goto(address);
+    await replies(reopened).filter({ hasText: 'z59' }).waitFor();
+    expect(await replies(reopened).count()).toBe(2);
+    expect(await replies(reopened).nth(1).locator('.markdown').textContent()).toBe(
+      `You said: ${more}`,
+    );
     await context.close();
   });
 
