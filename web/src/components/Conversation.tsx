@@ -146,13 +146,13 @@ export function Conversation(props: {
         agent={agent}
         agentName={agentName || 'The agent'}
         writing={conversation.writing}
+        endRef={bottom}
         onRetry={(post) => {
           conversation
             .send(post.text, post.turnId)
             .catch((error: unknown) => setNotice(explainRequestError(error)));
         }}
       />
-      <div ref={bottom} />
       <form
         className="composer"
         onSubmit={(event) => {
@@ -170,7 +170,7 @@ export function Conversation(props: {
           <textarea
             ref={input}
             aria-label="Message"
-            placeholder="Write a message — Enter sends, Shift+Enter for a new line"
+            placeholder="Write a message…"
             value={text}
             rows={Math.min(8, Math.max(1, text.split('\n').length))}
             onChange={(event) => setText(event.target.value)}
@@ -190,6 +190,9 @@ export function Conversation(props: {
             Send
           </button>
         </div>
+        <p className="hint small muted">
+          Enter sends · Shift+Enter adds a line · Esc stops the reply
+        </p>
       </form>
     </section>
   );

@@ -16,11 +16,17 @@ interface ThreadProps {
   agentName: string;
   writing: boolean;
   onRetry: (post: PendingPost) => void;
+  /** Kept in view as the thread grows. */
+  endRef: React.RefObject<HTMLDivElement | null>;
 }
 
 /** The conversation's timeline: messages, streaming replies, tools, cards and outcomes. */
 export function Thread(props: ThreadProps) {
   const { state } = props;
+  // A call that waits for a person is shown by its card; its own line appears with the result.
+  const asked = new Set(
+    state.items.flatMap((item) => (item.kind === 'input' && item.callId ? [item.callId] : [])),
+  );
   const lastTextOfTurn = new Map<string, string>();
   for (const item of state.items)
     if (item.kind === 'text') lastTextOfTurn.set(item.turnId, item.key);
@@ -32,6 +38,7 @@ export function Thread(props: ThreadProps) {
           item={item}
           {...props}
           showUsage={item.kind === 'text' && lastTextOfTurn.get(item.turnId) === item.key}
+          asked={item.kind === 'tool' && asked.has(item.callId)}
         />
       ))}
       {props.pending.map((post) => (
@@ -61,11 +68,12 @@ export function Thread(props: ThreadProps) {
           <span className="dots" aria-hidden="true" /> {props.agentName} is writing…
         </p>
       ) : null}
+      <div ref={props.endRef} className="thread-end" />
     </div>
   );
 }
 
-function ThreadItem(props: ThreadProps & { item: Item; showUsage: boolean }) {
+function ThreadItem(props: ThreadProps & { item: Item; showUsage: boolean; asked: boolean }) {
   const { item } = props;
   switch (item.kind) {
     case 'message': {
@@ -108,12 +116,15 @@ function ThreadItem(props: ThreadProps & { item: Item; showUsage: boolean }) {
         </article>
       );
     case 'tool':
+      if (props.asked && !item.result) return null;
       return (
         <section className="card tool" aria-label={`Tool ${item.tool}`}>
           <div className="card-title small">
             Tool <strong>{item.tool}</strong>
           </div>
-          <pre className="arguments">{JSON.stringify(item.arguments ?? {}, null, 2)}</pre>
+          {props.asked ? null : (
+            <pre className="arguments">{JSON.stringify(item.arguments ?? {}, null, 2)}</pre>
+          )}
           {item.result ? (
             <div className={`tool-result ${item.result.ok ? 'ok' : 'no'}`}>
               <span className="small">{item.result.ok ? 'Result' : 'Not run / failed'}</span>
