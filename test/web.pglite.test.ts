@@ -16,7 +16,7 @@ beforeAll(async () => {
     {
       auth: {
         keys: [
-          { key_env: 'K_ALICE', tenant: 'acme', user: 'alice', roles: ['lead'] },
+          { key_env: 'K_ALICE', tenant: 'acme', user: 'alice', roles: ['lead', 'admin'] },
           { key_env: 'K_BOB', tenant: 'acme', user: 'bob', roles: [] },
         ],
       },
@@ -87,6 +87,7 @@ describe('the web app', () => {
     await replies(page).filter({ hasText: 'w3' }).waitFor();
     expect(await replies(page).first().textContent()).not.toContain('w59');
     await page.getByRole('button', { name: 'Stop' }).waitFor();
+    await page.getByRole('status', { name: 'default is writing' }).waitFor();
     await replies(page).filter({ hasText: 'w59' }).waitFor();
     expect(await replies(page).count()).toBe(1);
     expect(await replies(page).locator('.markdown').textContent()).toBe(`You said: ${words}`);
@@ -254,6 +255,25 @@ describe('the web app', () => {
     expect(await replies(reopened).nth(1).locator('.markdown').textContent()).toBe(
       `You said: ${more}`,
     );
+    await context.close();
+  });
+
+  it('resyncs from the transcript when the journal it needs was pruned', async () => {
+    const { context, page } = await signedIn(browser, alice);
+    await startConversation(page, 'Pruned', 'before the prune');
+    await replies(page).filter({ hasText: 'You said: before the prune' }).waitFor();
+    const pruned = await fetch(`${server.url}/api/v1/admin/prune`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ older_than_seconds: 0 }),
+    });
+    expect(pruned.status).toBe(200);
+    await page.reload();
+    await replies(page).filter({ hasText: 'You said: before the prune' }).waitFor();
+    await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+    await send(page, 'after the prune');
+    await replies(page).filter({ hasText: 'You said: after the prune' }).waitFor();
+    expect(await replies(page).count()).toBe(2);
     await context.close();
   });
 
