@@ -1,13 +1,8 @@
 import type { ChatTransport, UIMessage, UIMessageChunk } from 'ai';
-import {
-  newClientKey,
-  ParleyClientError,
-  type ParleyClient,
-  type ParleyEvent,
-  type Subscription,
-} from '../client/index.js';
+import { newClientKey, ParleyClientError, type ParleyClient } from '../client/index.js';
 import { decodeApprovalId, type ApprovalRef } from './approvals.js';
-import { ChunkMapper, withoutAbandonedText } from './chunks.js';
+import { ChunkMapper } from './chunks.js';
+import { journalStream } from './journalStream.js';
 
 export interface ParleyChatTransportOptions {
   client: ParleyClient;
@@ -192,10 +187,6 @@ export class ParleyChatTransport<
     });
   }
 
-  /**
-   * The burst's events after `after`, as chunks, until it ends or waits for a person.
-   * `replayUntil`: history up to there is read first and cleaned of abandoned text.
-   */
   private stream(args: {
     chatId: string;
     sessionId: string;
@@ -206,84 +197,10 @@ export class ParleyChatTransport<
     turnId: string;
     replayUntil?: number;
   }): ReadableStream<UIMessageChunk> {
-    const { mapper, signal } = args;
-    let subscription: Subscription | null = null;
-    let closed = false;
-    let closeAt = Number.POSITIVE_INFINITY;
-    let history: ParleyEvent[] | null =
-      args.replayUntil !== undefined && args.replayUntil > args.after ? [] : null;
-    return new ReadableStream<UIMessageChunk>({
-      start: (controller) => {
-        const finish = () => {
-          if (closed) return;
-          closed = true;
-          subscription?.close();
-          controller.close();
-        };
-        const emit = (event: ParleyEvent) => {
-          for (const chunk of mapper.map(event)) controller.enqueue(chunk);
-        };
-        const checkWaiting = async (sequence: number) => {
-          // Parallel approvals are journaled together: close after the last of them.
-          const projection = await this.client.getSession(args.sessionId);
-          closeAt =
-            projection.state === 'input_required'
-              ? projection.latest_sequence
-              : Number.POSITIVE_INFINITY;
-          if (sequence >= closeAt) finish();
-        };
-        signal?.addEventListener(
-          'abort',
-          () => {
-            const open = !mapper.finished;
-            finish();
-            if (open)
-              this.cancelUnlessReplaced(args.chatId, args.sessionId, args.turnId, args.generation);
-          },
-          { once: true },
-        );
-        if (signal?.aborted) return finish();
-        subscription = this.client.subscribe(args.sessionId, {
-          after: args.after,
-          stopOnTerminal: false,
-          onEvent: async (event) => {
-            if (closed) return;
-            if (history !== null) {
-              history.push(event);
-              if (event.sequence < (args.replayUntil ?? 0)) return;
-              const replay = withoutAbandonedText(history);
-              history = null;
-              for (const past of replay) {
-                emit(past);
-                if (mapper.finished) return finish();
-              }
-            } else {
-              emit(event);
-            }
-            if (mapper.finished) return finish();
-            if (mapper.waiting) await checkWaiting(event.sequence);
-          },
-          onResync: () => {
-            // The turn's history was pruned under the stream: what it showed may be
-            // incomplete, so say so rather than pretend.
-            controller.enqueue({
-              type: 'error',
-              errorText: 'the conversation had to be resynchronised; reload it',
-            });
-            finish();
-          },
-          onState: (change) => {
-            if (change.state === 'closed' && change.reason === 'fatal' && !closed) {
-              controller.error(change.error ?? new Error('the event stream failed'));
-              closed = true;
-            }
-          },
-        });
-      },
-      cancel: () => {
-        closed = true;
-        subscription?.close();
-      },
+    return journalStream(this.client, {
+      ...args,
+      onStop: () =>
+        this.cancelUnlessReplaced(args.chatId, args.sessionId, args.turnId, args.generation),
     });
   }
 

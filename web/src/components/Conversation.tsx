@@ -38,8 +38,12 @@ export function Conversation(props: {
   }, [state.items, conversation.pending, conversation.writing]);
   useEffect(() => input.current?.focus(), [sessionId]);
 
-  // The turn a cancel stops: the one being answered, else the oldest still open.
-  const runningTurn = state.activeTurn ?? state.openTurns[0] ?? null;
+  // The turn a cancel stops: the one being answered, else the one the server says is
+  // current (a posted message that runs no turn, in a room, never counts).
+  const busy =
+    projection !== null && ['queued', 'running', 'input_required'].includes(projection.state);
+  const runningTurn =
+    state.activeTurn ?? (busy ? (projection?.current_turn?.turn_id ?? null) : null);
 
   async function send() {
     const message = text.trim();
@@ -79,7 +83,10 @@ export function Conversation(props: {
 
   useEffect(() => {
     const onEscape = (event: KeyboardEvent) => {
-      if (event.key === 'Escape' && runningTurn) {
+      // Esc in a card's field (a rejection reason, an answer) is not a cancel.
+      const target = event.target as HTMLElement | null;
+      const inField = target?.tagName === 'INPUT' || target?.tagName === 'SELECT';
+      if (event.key === 'Escape' && runningTurn && !inField) {
         event.preventDefault();
         void cancel();
       }

@@ -2,102 +2,15 @@
  * A conversation as the page shows it, rebuilt from the journal (PROTOCOL.md §3) by a pure
  * reducer: the same events in the same order always give the same timeline. Events at or
  * below the cursor are ignored, so a replay after a reconnect can never show anything
- * twice; `attempt_reset` drops the abandoned attempt's unsealed text.
- *
- * Glossary: a *segment* is the text of one model step as it streams; it is *sealed* when
- * the step ends in a tool call (that text is then kept by the runtime across attempts).
+ * twice; `attempt_reset` drops the abandoned attempt's unsealed text. Relative imports
+ * carry `.js` because the Node test suite imports this file too.
  */
-import type { ParleyEvent, TranscriptMessage } from 'parley/client';
+import type { ParleyEvent } from 'parley/client';
+import type { ConversationState, Item, OptionOffer } from './items.js';
 
-export interface Usage {
-  input_tokens: number;
-  output_tokens: number;
-  cost_usd: number;
-}
-
-export interface OptionOffer {
-  request_id: string;
-  choices: string[];
-}
-
-export type Item =
-  | {
-      kind: 'message';
-      key: string;
-      role: 'user' | 'assistant' | 'system';
-      author: string;
-      content: string;
-      turnId: string | null;
-      option?: { request_id: string; value: string } | undefined;
-    }
-  | {
-      kind: 'text';
-      key: string;
-      turnId: string;
-      author: string;
-      text: string;
-      sealed: boolean;
-      final: boolean;
-      options?: OptionOffer | undefined;
-    }
-  | {
-      kind: 'tool';
-      key: string;
-      turnId: string;
-      callId: string;
-      tool: string;
-      arguments: unknown;
-      result?: { ok: boolean; value: unknown } | undefined;
-    }
-  | {
-      kind: 'input';
-      key: string;
-      turnId: string;
-      requestId: string;
-      inputKind: 'approval' | 'question' | 'budget_extension';
-      callId?: string | undefined;
-      tool?: string | undefined;
-      arguments?: unknown;
-      prompt?: string | undefined;
-      expectedSequence: number;
-      resolved?:
-        { approved: boolean; actor: string | null; expired?: string | undefined } | undefined;
-    }
-  | {
-      kind: 'outcome';
-      key: string;
-      turnIds: string[];
-      outcome: 'cancelled' | 'error';
-      code?: string | undefined;
-      message?: string | undefined;
-      actor?: string | null | undefined;
-    };
-
-export interface ConversationState {
-  /** Highest sequence applied. */
-  cursor: number;
-  items: Item[];
-  /** Usage of each provider call, by the turn it belongs to. */
-  usage: Record<string, Usage>;
-  /** Turns admitted and not yet answered, cancelled or failed. */
-  openTurns: string[];
-  /** The lead turn of the burst a worker is on (or waiting for a person), if any. */
-  activeTurn: string | null;
-  /** Option offers already chosen (request_id → value). */
-  chosen: Record<string, string>;
-  /** Whether the burst waits for a person. */
-  waiting: boolean;
-}
-
-export const emptyConversation: ConversationState = {
-  cursor: 0,
-  items: [],
-  usage: {},
-  openTurns: [],
-  activeTurn: null,
-  chosen: {},
-  waiting: false,
-};
+export { emptyConversation } from './items.js';
+export type { ConversationState, Item, OptionOffer, Usage } from './items.js';
+export { fromTranscript } from './transcript.js';
 
 type Actor = { user?: string } | null | undefined;
 
@@ -332,41 +245,4 @@ function settle(state: ConversationState, turnIds: string[]): ConversationState 
     activeTurn: ended ? null : state.activeTurn,
     waiting: ended ? false : state.waiting,
   };
-}
-
-/**
- * After a resync (the journal before the cursor was pruned): the durable transcript is
- * what is left to show. Nothing between may be assumed to have succeeded (PROTOCOL.md §7).
- */
-export function fromTranscript(messages: TranscriptMessage[], cursor: number): ConversationState {
-  const ordered = [...messages].sort((a, b) => a.sequence - b.sequence);
-  return {
-    ...emptyConversation,
-    cursor,
-    items: ordered.map((message) =>
-      message.role === 'assistant' && message.turn_id
-        ? {
-            kind: 'text' as const,
-            key: `f:${message.id}`,
-            turnId: message.turn_id,
-            author: message.author,
-            text: message.content,
-            sealed: true,
-            final: true,
-          }
-        : {
-            kind: 'message' as const,
-            key: `m:${message.id}`,
-            role: message.role,
-            author: message.author,
-            content: message.content,
-            turnId: message.turn_id,
-          },
-    ),
-  };
-}
-
-/** Total usage of the turns shown (the projection has the session's own total). */
-export function turnUsage(state: ConversationState, turnId: string): Usage | null {
-  return state.usage[turnId] ?? null;
 }
