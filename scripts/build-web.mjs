@@ -33,7 +33,12 @@ function newest(path) {
   return latest;
 }
 
-const sources = [...target.sources, `${target.dir}/vite.config.ts`, 'package-lock.json'];
+const sources = [
+  ...target.sources,
+  `${target.dir}/vite.config.ts`,
+  'scripts/build-web.mjs',
+  'package-lock.json',
+];
 const upToDate =
   process.env.PARLEY_WEB_BUILD !== 'force' &&
   existsSync(stamp) &&
@@ -43,7 +48,9 @@ if (!upToDate) {
   execFileSync(
     'npx',
     ['vite', 'build', '--config', `${target.dir}/vite.config.ts`, '--logLevel', 'warn'],
-    { stdio: 'inherit' },
+    // Run from the test suite, NODE_ENV is `test`: Vite would then bundle React's
+    // development build. The app is always built for production.
+    { stdio: 'inherit', env: { ...process.env, NODE_ENV: 'production' } },
   );
   const gzipTwins = (dir) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {

@@ -74,6 +74,15 @@ describe('the web app', () => {
     await context.close();
   });
 
+  it('is served as a production build, from the API process', async () => {
+    const index = await fetch(`${server.url}/`);
+    expect(index.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    const script = /src="(\/assets\/[^"]+\.js)"/.exec(await index.text())?.[1];
+    expect(script).toBeDefined();
+    const bundle = await (await fetch(`${server.url}${script}`)).text();
+    expect(bundle).not.toContain('jsxDEV');
+  });
+
   it('sends a message and streams the reply as it is written, then shows usage', async () => {
     const { context, page } = await signedIn(browser, alice);
     const words = longMessage('w', 60);
