@@ -406,3 +406,31 @@ describe('chunks and messages', () => {
     expect(messages.map((message) => message.id)).toEqual(['t', replyMessageId('t')]);
   });
 });
+
+describe('a post that runs no turn (trigger_roles)', () => {
+  it('ends its stream at once instead of waiting for a reply that never comes', async () => {
+    const room = await startTestServer(
+      {
+        auth: { keys: [{ key_env: 'K_GUEST', tenant: 't', user: 'guest', roles: ['viewer'] }] },
+        agents: { default: { model: 'demo/echo', trigger_roles: ['member'] } },
+      },
+      { K_GUEST: 'guest-key' },
+    );
+    try {
+      const guest = new ParleyClient({ baseUrl: room.url, apiKey: 'guest-key' });
+      const chatId = (await guest.createSession({})).session_id;
+      const chunks = await collect(
+        await new ParleyChatTransport({ client: guest }).sendMessages({
+          chatId,
+          messages: [userMessage('just saying')],
+          trigger: 'submit-message',
+          messageId: undefined,
+          abortSignal: undefined,
+        }),
+      );
+      expect(chunks).toEqual([]);
+    } finally {
+      await room.close();
+    }
+  });
+});

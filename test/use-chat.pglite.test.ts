@@ -35,7 +35,8 @@ beforeAll(async () => {
   });
   siteUrl = `http://127.0.0.1:${port}`;
   browser = await launchBrowser();
-});
+  // The example's build (skipped when it is up to date) can take a while on a busy machine.
+}, 240_000);
 afterAll(async () => {
   await browser?.close();
   await new Promise<void>((resolve) => site?.httpServer.close(() => resolve()) ?? resolve());

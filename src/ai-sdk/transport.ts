@@ -77,6 +77,10 @@ export class ParleyChatTransport<
       agent: this.options.agent,
       signal: options.abortSignal,
     });
+    if (admission.state === 'stored') {
+      // A post by someone whose roles do not trigger the agent: kept, but no reply comes.
+      return new ReadableStream<UIMessageChunk>({ start: (controller) => controller.close() });
+    }
     return this.stream({
       chatId: options.chatId,
       sessionId,
