@@ -22,7 +22,6 @@ export function journalStream(
   const { mapper, signal } = args;
   let subscription: Subscription | null = null;
   let closed = false;
-  let closeAt = Number.POSITIVE_INFINITY;
   let history: ParleyEvent[] | null =
     args.replayUntil !== undefined && args.replayUntil > args.after ? [] : null;
   return new ReadableStream<UIMessageChunk>({
@@ -37,13 +36,11 @@ export function journalStream(
         for (const chunk of mapper.map(event)) controller.enqueue(chunk);
       };
       const checkWaiting = async (sequence: number) => {
-        // Parallel approvals are journaled together: close after the last of them.
+        // The requests of one step are journaled in one transaction, so the journal as
+        // it is now holds all of them: close after the last. (The session's state may not
+        // say input_required yet: the worker releases it in a later transaction.)
         const projection = await client.getSession(args.sessionId);
-        closeAt =
-          projection.state === 'input_required'
-            ? projection.latest_sequence
-            : Number.POSITIVE_INFINITY;
-        if (sequence >= closeAt) finish();
+        if (sequence >= projection.latest_sequence) finish();
       };
       signal?.addEventListener(
         'abort',
