@@ -4,7 +4,18 @@ import tseslint from 'typescript-eslint';
 import importX from 'eslint-plugin-import-x';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'web/**', '**/*.js', '**/*.mjs'] },
+  // web/ and examples/ are browser apps with their own tsconfig (type-checked by their build).
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      'coverage/**',
+      'web/**',
+      'examples/**',
+      '**/*.js',
+      '**/*.mjs',
+    ],
+  },
   ...tseslint.configs.recommendedTypeChecked,
   {
     files: ['**/*.ts'],
@@ -57,6 +68,30 @@ export default tseslint.config(
   {
     files: ['src/protocol/**/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: ['../*', 'node:*'] }] },
+  },
+  {
+    // parley/ai-sdk runs in browsers too: the client SDK and `ai`'s types, nothing else.
+    files: ['src/ai-sdk/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            '../api/*',
+            '../store/*',
+            '../runtime/*',
+            '../cli/*',
+            '../config/*',
+            '../providers/*',
+            '../tools/*',
+            'node:*',
+            'fastify',
+            'pg',
+            '@electric-sql/*',
+          ],
+        },
+      ],
+    },
   },
   {
     files: ['src/client/**/*.ts'],

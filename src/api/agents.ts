@@ -1,27 +1,57 @@
 import type { FastifyInstance } from 'fastify';
+import { defaultAgentName } from '../config/load.js';
+import { agentNamed, type AgentConfig } from '../config/types.js';
 import { ParleyError } from '../errors.js';
 import { resolveAgentTools } from '../tools/registry.js';
 import type { ApiDeps } from './deps.js';
+import { hasRole } from './principal.js';
+import { pathId } from './validate.js';
 
 /**
- * The agents this server runs and the tools each has (`parley tools list`): every tool
- * with its source (built-in, mcp:SERVER, skill), its policy, whether it is available now
- * (an MCP server may be down), and the MCP servers' state.
+ * What a client may know about an agent to pick one and to explain its cards: never its
+ * instructions (they can hold a product's private prompt) nor its model's credentials.
+ */
+function describeAgent(agent: AgentConfig, isDefault: boolean, mayAnswer: boolean) {
+  return {
+    name: agent.name,
+    default: isDefault,
+    model: `${agent.model.provider}/${agent.model.modelId}`,
+    greeting: agent.greeting,
+    skills: agent.skills,
+    tools: Object.entries(agent.tools).map(([name, tool]) => ({ name, policy: tool.policy })),
+    approver_roles: agent.approverRoles,
+    may_answer: mayAnswer,
+    // Images reach a model once the admission's `attachments` are wired (issue 7).
+    accepts_images: false,
+  };
+}
+
+/**
+ * Extensions for clients (docs/PROTOCOL.md, "Extensions"): the agents a session can be
+ * created with; every tool an agent has, with its source, policy and whether it is
+ * available now (`parley tools list`); and who the caller is (to tell "you" from others
+ * in a room without decoding anything client-side).
  */
 export function agentRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  app.get('/api/v1/agents', async () => ({
-    agents: Object.values(deps.config.agents).map((agent) => ({
-      name: agent.name,
-      model: `${agent.model.provider}/${agent.model.modelId}`,
-      skills: agent.skills,
-    })),
-  }));
+  app.get('/api/v1/agents', async (request) => {
+    const principal = request.principal;
+    const fallback = defaultAgentName(deps.config);
+    return {
+      items: Object.values(deps.config.agents).map((agent) =>
+        describeAgent(
+          agent,
+          agent.name === fallback,
+          agent.approverRoles === null ||
+            agent.approverRoles.some((role) => hasRole(principal, role)),
+        ),
+      ),
+    };
+  });
 
   app.get<{ Params: { name: string } }>('/api/v1/agents/:name/tools', async (request) => {
-    const agent = Object.hasOwn(deps.config.agents, request.params.name)
-      ? deps.config.agents[request.params.name]
-      : undefined;
-    if (!agent) throw new ParleyError('unknown_agent', `no agent named "${request.params.name}"`);
+    const name = pathId(request.params.name, 'name');
+    const agent = agentNamed(deps.config, name);
+    if (!agent) throw new ParleyError('unknown_agent', `no agent named "${name}"`);
     const tools = resolveAgentTools(agent, deps.tools ?? new Map()).map((tool) => ({
       name: tool.name,
       source: tool.source,
@@ -32,5 +62,10 @@ export function agentRoutes(app: FastifyInstance, deps: ApiDeps): void {
       idempotent: tool.idempotent,
     }));
     return { agent: agent.name, tools, mcp_servers: deps.mcpStatus?.() ?? [] };
+  });
+
+  app.get('/api/v1/me', async (request) => {
+    const { tenant, user, roles } = request.principal;
+    return { tenant, user, roles, mode: deps.config.auth.mode };
   });
 }

@@ -18,6 +18,7 @@ import { authenticate } from './principal.js';
 import { sessionRoutes } from './sessions.js';
 import { turnRoutes } from './turns.js';
 import { usageRoutes } from './usage.js';
+import { webRoutes } from './web.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -96,6 +97,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   fileRoutes(app, deps);
   memoryRoutes(app, deps);
   agentRoutes(app, deps);
+  webRoutes(app, deps);
   await app.register(async (admin) => {
     await adminPlugin(admin, deps);
     adminModelRoutes(admin, deps);

@@ -19,4 +19,6 @@ export interface ApiDeps {
   tools?: ReadonlyMap<string, Tool>;
   /** The MCP servers' state, for the same listing. */
   mcpStatus?: () => McpStatus[];
+  /** The built web app's folder (default: dist/web of this package). */
+  webDir?: string | undefined;
 }

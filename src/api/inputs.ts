@@ -1,7 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { agentNamed } from '../config/types.js';
+import { ParleyError } from '../errors.js';
 import { answerInput } from '../store/answerInput.js';
+import { listInputs } from '../store/listInputs.js';
+import { decodeCursor } from '../store/listSessions.js';
 import type { ApiDeps } from './deps.js';
 import { hasRole } from './principal.js';
 import { pathId, storableJson, validate } from './validate.js';
@@ -17,8 +20,40 @@ const answerBody = z
   })
   .strict();
 
-/** PROTOCOL.md §4: answer an approval, a question or a budget extension. */
+const inboxQuery = z.object({
+  state: z.literal('pending', { message: 'only state=pending can be listed' }),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: z.string().max(500).optional(),
+});
+
+/**
+ * PROTOCOL.md §4: answer an approval, a question or a budget extension; and the approvals
+ * inbox (extension): every pending request of the tenant that the caller may answer.
+ */
 export function inputRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  app.get('/api/v1/inputs', async (request) => {
+    const query = validate(inboxQuery, request.query);
+    let cursor: string | null = null;
+    if (query.cursor !== undefined) {
+      const parts = decodeCursor(query.cursor);
+      if (!parts || typeof parts[0] !== 'string' || parts.length !== 1) {
+        throw new ParleyError('invalid_cursor', 'cursor: not a cursor this server made');
+      }
+      cursor = parts[0];
+    }
+    const principal = request.principal;
+    // The same rule as the answer's 403 below: an agent without approver_roles lets any
+    // participant answer; otherwise one of its roles is needed.
+    const hiddenAgents = Object.values(deps.config.agents)
+      .filter(
+        (agent) =>
+          agent.approverRoles !== null &&
+          !agent.approverRoles.some((role) => hasRole(principal, role)),
+      )
+      .map((agent) => agent.name);
+    return listInputs(deps.db, principal.tenant, { hiddenAgents, limit: query.limit, cursor });
+  });
+
   app.post<{ Params: { sessionId: string; requestId: string } }>(
     '/api/v1/chat/sessions/:sessionId/inputs/:requestId',
     async (request) => {

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { errorCodes } from '../errors.js';
 import { providerPaths } from './openapiProviders.js';
 import { toolPaths } from './openapiTools.js';
+import { extensionPaths, extensionSchemas } from './openapiExtensions.js';
 
 const error = { $ref: '#/components/schemas/Error' };
 const errorResponse = (description: string) => ({
@@ -89,6 +90,7 @@ export const openapiDocument = {
           created_at: { type: 'string', format: 'date-time' },
         },
       },
+      ...extensionSchemas,
     },
   },
   security: [{ bearer: [] }],
@@ -329,6 +331,7 @@ export const openapiDocument = {
         responses: { '200': { description: 'text/plain' } },
       },
     },
+    ...extensionPaths,
   },
 } as const;
 

@@ -50,7 +50,7 @@ export async function toolsCommand(args: string[], options: Options): Promise<nu
   };
   const names = options.agent
     ? [options.agent]
-    : ((await get('/api/v1/agents')).agents as { name: string }[]).map((agent) => agent.name);
+    : ((await get('/api/v1/agents')).items as { name: string }[]).map((agent) => agent.name);
   const listings: AgentTools[] = [];
   for (const name of names) {
     listings.push(

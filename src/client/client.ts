@@ -3,8 +3,11 @@ import { newClientKey } from './ids.js';
 import { Subscription, type SubscribeOptions } from './subscription.js';
 import type {
   Admission,
+  AgentInfo,
   CancelResult,
+  InboxItem,
   InputAnswer,
+  Me,
   Page,
   SessionProjection,
   TranscriptMessage,
@@ -142,6 +145,29 @@ export class ParleyClient {
       `${sessionPath(sessionId)}/inputs/${encodeURIComponent(requestId)}`,
       { body, idempotent: false, signal: options.signal },
     );
+  }
+
+  /**
+   * Extension: the approvals inbox, every pending input request of the tenant that this
+   * principal may answer, oldest first.
+   */
+  listInputs(
+    options: { limit?: number; cursor?: string | null; signal?: AbortSignal } = {},
+  ): Promise<Page<InboxItem>> {
+    return this.http.request('GET', '/api/v1/inputs', {
+      query: { state: 'pending', limit: options.limit, cursor: options.cursor },
+      signal: options.signal,
+    });
+  }
+
+  /** Extension: the agents a session can be created with. */
+  listAgents(options: { signal?: AbortSignal } = {}): Promise<{ items: AgentInfo[] }> {
+    return this.http.request('GET', '/api/v1/agents', { signal: options.signal });
+  }
+
+  /** Extension: the caller's principal; a 401 here means the API key is missing or wrong. */
+  me(options: { signal?: AbortSignal } = {}): Promise<Me> {
+    return this.http.request('GET', '/api/v1/me', { signal: options.signal });
   }
 
   /** §5: cancels accepted work; idempotent by command_id, made once and kept across retries. */

@@ -33,6 +33,13 @@ export interface RequestOptions {
 
 export const protocolVersion = '1';
 
+/**
+ * Every answer must be the server's: a browser may keep a 410 (heuristically cacheable)
+ * and replay it to the next try whatever its Last-Event-ID, so a resync would never end.
+ * Browsers' fetch takes `cache`; Node's types do not list it (its fetch has no cache).
+ */
+const noStore = { cache: 'no-store' } as Record<string, unknown> as RequestInit;
+
 export class HttpTransport {
   readonly baseUrl: string;
   private readonly fetchImpl: typeof fetch;
@@ -74,6 +81,7 @@ export class HttpTransport {
       response = await this.fetchImpl(this.url(path), {
         method: 'GET',
         headers: this.headers(headers),
+        ...noStore,
         signal,
       });
     } catch (error) {
@@ -99,6 +107,7 @@ export class HttpTransport {
         method,
         headers: this.headers(hasBody ? { 'content-type': 'application/json' } : {}),
         body: hasBody ? JSON.stringify(options.body) : null,
+        ...noStore,
         signal: controller.signal,
       });
       if (!response.ok) throw await errorFrom(response);

@@ -61,3 +61,43 @@ export interface CancelResult {
   state: string;
   sequence: number;
 }
+
+/** One pending input request in the approvals inbox (GET /api/v1/inputs, an extension). */
+export interface InboxItem {
+  request_id: string;
+  session_id: string;
+  session_title: string | null;
+  agent: string;
+  turn_id: string;
+  kind: 'approval' | 'question' | 'budget_extension';
+  call_id: string;
+  tool: string | null;
+  arguments: unknown;
+  prompt: string | null;
+  /** The sequence of its `input_required` event: what an answer must carry. */
+  expected_sequence: number;
+  created_at: string;
+}
+
+/** An agent as GET /api/v1/agents describes it (an extension; never its instructions). */
+export interface AgentInfo {
+  name: string;
+  /** The agent a turn without `agent` gets. */
+  default: boolean;
+  greeting: string | null;
+  tools: { name: string; policy: 'allow' | 'approve' | 'deny' }[];
+  /** Null: any participant may answer its input requests. */
+  approver_roles: string[] | null;
+  /** Whether the caller may answer its input requests. */
+  may_answer: boolean;
+  accepts_images: boolean;
+}
+
+/** The caller's principal (GET /api/v1/me, an extension). */
+export interface Me {
+  tenant: string;
+  user: string;
+  roles: string[];
+  /** `dev`: no API keys are configured. */
+  mode: 'dev' | 'keys';
+}

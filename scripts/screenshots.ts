@@ -1,0 +1,105 @@
+// Screenshots of the web app's main screens, light and dark, wide and phone, for the
+// README (docs/screenshots/). Run with `npm run screenshots` after `npm run build`; it
+// starts its own Parley on embedded storage in a temp folder and Debian's Chromium.
+import { mkdirSync } from 'node:fs';
+import type { Page } from 'playwright-core';
+import { ParleyClient } from '../src/client/index.js';
+import { launchBrowser, phone, signedIn, wide } from '../test/support/browser.js';
+import { startTestServer } from '../test/support/server.js';
+
+const out = 'docs/screenshots';
+mkdirSync(out, { recursive: true });
+const server = await startTestServer(
+  {
+    auth: {
+      keys: [
+        { key_env: 'K_ANN', tenant: 'acme', user: 'ann', roles: ['lead'] },
+        { key_env: 'K_RAJ', tenant: 'acme', user: 'raj', roles: [] },
+      ],
+    },
+    agents: {
+      default: {
+        model: 'demo/echo',
+        greeting: 'Hi! I can run the calculator for you, after someone approves it.',
+        tools: { calculator: 'approve', clock: 'allow' },
+      },
+    },
+  },
+  { K_ANN: 'ann-key', K_RAJ: 'raj-key', PARLEY_DEMO_DELAY_MS: '0' },
+);
+const ann = new ParleyClient({ baseUrl: server.url, apiKey: 'ann-key' });
+const raj = new ParleyClient({ baseUrl: server.url, apiKey: 'raj-key' });
+
+async function settle(sessionId: string, state: string): Promise<void> {
+  for (let tries = 0; tries < 200; tries++) {
+    if ((await ann.getSession(sessionId)).state === state) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const release = await ann.createSession({ title: 'Release notes for 0.2' });
+await ann.admitTurn({
+  sessionId: release.session_id,
+  message:
+    'Draft the **release notes**: durable turns, `attempt_reset`, and the new web app.\n\n```sh\nnpm start\n```',
+});
+await settle(release.session_id, 'idle');
+await raj.admitTurn({
+  sessionId: release.session_id,
+  message: 'Add the approvals inbox too, please.',
+});
+await settle(release.session_id, 'idle');
+await ann.admitTurn({
+  sessionId: release.session_id,
+  message: '/tool calculator {"expression": "1299 * 12"}',
+});
+await settle(release.session_id, 'input_required');
+const budget = await raj.createSession({ title: 'Quarterly budget' });
+await raj.admitTurn({
+  sessionId: budget.session_id,
+  message: '/tool calculator {"expression": "4 * 2500 + 800"}',
+});
+await settle(budget.session_id, 'input_required');
+const options = await ann.createSession({ title: 'Pick a launch day' });
+await ann.admitTurn({ sessionId: options.session_id, message: '/options Monday|Tuesday|Thursday' });
+await settle(options.session_id, 'idle');
+
+const browser = await launchBrowser();
+async function shoot(
+  name: string,
+  path: string,
+  viewport: { width: number; height: number },
+  colorScheme: 'light' | 'dark',
+  ready: (page: Page) => Promise<void>,
+): Promise<void> {
+  const { context, page } = await signedIn(browser, 'ann-key', { viewport, colorScheme });
+  await page.goto(`${server.url}${path}`);
+  await ready(page);
+  await page.screenshot({ path: `${out}/${name}-${colorScheme}.png` });
+  await context.close();
+}
+
+for (const scheme of ['light', 'dark'] as const) {
+  const approval = async (page: Page) => {
+    await page.getByRole('region', { name: 'Approval needed: calculator' }).waitFor();
+    await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+  };
+  await shoot('conversation-wide', `/s/${release.session_id}`, wide, scheme, approval);
+  await shoot('conversation-phone', `/s/${release.session_id}`, phone, scheme, approval);
+  await shoot('inbox-wide', '/inbox', wide, scheme, async (page) => {
+    await page
+      .getByRole('region', { name: 'Approvals inbox' })
+      .getByRole('button', { name: 'Approve' })
+      .first()
+      .waitFor();
+  });
+  await shoot('sessions-phone', '/', phone, scheme, async (page) => {
+    await page.getByRole('link', { name: /Quarterly budget/ }).waitFor();
+  });
+  await shoot('options-wide', `/s/${options.session_id}`, wide, scheme, async (page) => {
+    await page.getByRole('group', { name: 'Options' }).waitFor();
+  });
+}
+await browser.close();
+await server.close();
+console.log(`screenshots written to ${out}/`);

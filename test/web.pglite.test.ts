@@ -1,0 +1,348 @@
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchBrowser, longMessage, phone, signedIn } from './support/browser.js';
+import { startTestServer, type TestServer } from './support/server.js';
+
+// The web app in a real browser (Debian's Chromium) against a real Parley: the demo model
+// writes one word every 40 ms, so "mid-reply" is a real state to wait for. Every wait is
+// for a state on the page (Playwright's auto-waiting locators), never a fixed sleep.
+let server: TestServer;
+let browser: Browser;
+const alice = 'alice-key';
+const bob = 'bob-key';
+
+beforeAll(async () => {
+  server = await startTestServer(
+    {
+      auth: {
+        keys: [
+          { key_env: 'K_ALICE', tenant: 'acme', user: 'alice', roles: ['lead', 'admin'] },
+          { key_env: 'K_BOB', tenant: 'acme', user: 'bob', roles: [] },
+        ],
+      },
+      agents: {
+        default: {
+          model: 'demo/echo',
+          tools: { calculator: 'approve', clock: 'allow', ask_user: 'allow' },
+        },
+      },
+    },
+    { K_ALICE: alice, K_BOB: bob, PARLEY_DEMO_DELAY_MS: '40' },
+  );
+  browser = await launchBrowser();
+});
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+/** Starts a conversation from the New chat page and sends `message` from the composer. */
+async function startConversation(page: Page, title: string, message: string): Promise<string> {
+  await page.goto(`${server.url}/new`);
+  await page.getByRole('textbox', { name: 'Title', exact: true }).fill(title);
+  await page.getByRole('button', { name: 'Start conversation' }).click();
+  await page.waitForURL(/\/s\/[A-Za-z0-9]+$/);
+  await send(page, message);
+  return page.url().split('/s/')[1] as string;
+}
+
+async function send(page: Page, message: string): Promise<void> {
+  const box = page.getByRole('textbox', { name: 'Message' });
+  await box.fill(message);
+  await box.press('Enter');
+}
+
+const replies = (page: Page) => page.getByRole('article', { name: 'Reply from default' });
+
+describe('the web app', () => {
+  it('signs in with an API key kept in session storage, never in the URL', async () => {
+    const { context, page } = await signedIn(browser, null);
+    await page.goto(server.url);
+    await page.getByLabel('API key').fill('wrong-key');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').filter({ hasText: 'not valid' }).waitFor();
+    await page.getByLabel('API key').fill(alice);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('navigation', { name: 'Conversations' }).waitFor();
+    expect(await page.locator('.whoami').textContent()).toBe('alice');
+    expect(page.url()).not.toContain(alice);
+    expect(
+      await page.evaluate(() => (globalThis as any).sessionStorage.getItem('parley.apiKey')),
+    ).toBe(alice);
+    await page.reload();
+    await page.getByRole('navigation', { name: 'Conversations' }).waitFor();
+    await context.close();
+  });
+
+  it('is served as a production build, from the API process', async () => {
+    const index = await fetch(`${server.url}/`);
+    expect(index.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    const script = /src="(\/assets\/[^"]+\.js)"/.exec(await index.text())?.[1];
+    expect(script).toBeDefined();
+    const bundle = await (await fetch(`${server.url}${script}`)).text();
+    expect(bundle).not.toContain('jsxDEV');
+  });
+
+  it('sends a message and streams the reply as it is written, then shows usage', async () => {
+    const { context, page } = await signedIn(browser, alice);
+    const words = longMessage('w', 60);
+    await startConversation(page, 'Streaming', words);
+    await page
+      .getByRole('article', { name: 'Your message' })
+      .or(page.getByRole('article', { name: 'Message from You' }))
+      .first()
+      .waitFor();
+    // Mid-reply: some words are there, the last one is not yet.
+    await replies(page).filter({ hasText: 'w3' }).waitFor();
+    expect(await replies(page).first().textContent()).not.toContain('w59');
+    await page.getByRole('button', { name: 'Stop' }).waitFor();
+    await page.getByRole('status', { name: 'default is writing' }).waitFor();
+    await replies(page).filter({ hasText: 'w59' }).waitFor();
+    expect(await replies(page).count()).toBe(1);
+    expect(await replies(page).locator('.markdown').textContent()).toBe(`You said: ${words}`);
+    await page.getByRole('button', { name: 'Stop' }).waitFor({ state: 'detached' });
+
+    await replies(page).getByText('Usage').click();
+    await replies(page)
+      .getByText(/tokens out/)
+      .waitFor();
+    await page.getByRole('button', { name: 'Usage' }).click();
+    await page
+      .getByRole('region', { name: 'Session usage' })
+      .getByText(/tokens in/)
+      .waitFor();
+    // The session list shows it, with its state.
+    await page.getByRole('link', { name: /Streaming, idle/ }).waitFor();
+    await context.close();
+  });
+
+  it('approves a tool in place: the outcome and the result appear in the thread', async () => {
+    const { context, page } = await signedIn(browser, alice);
+    await startConversation(page, 'Approve', '/tool calculator {"expression": "6*7"}');
+    const card = page.getByRole('region', { name: 'Approval needed: calculator' });
+    await card.getByText('"expression": "6*7"').waitFor();
+    await card.getByText('May answer: anyone in this conversation').waitFor();
+    await card.getByRole('button', { name: 'Approve' }).click();
+    await card.getByText('Approved by alice').waitFor();
+    await page.getByRole('region', { name: 'Tool calculator' }).getByText('42').first().waitFor();
+    await replies(page).filter({ hasText: 'Tool calculator returned' }).waitFor();
+    await context.close();
+  });
+
+  it('rejects a tool with a reason: the rejection is the tool result', async () => {
+    const { context, page } = await signedIn(browser, alice);
+    await startConversation(page, 'Reject', '/tool calculator {"expression": "1/0"}');
+    const card = page.getByRole('region', { name: 'Approval needed: calculator' });
+    await card.getByRole('button', { name: 'Reject' }).click();
+    await card.getByLabel('Reason for rejecting').fill('not with my numbers');
+    await card.getByRole('button', { name: 'Confirm rejection' }).click();
+    await card.getByText('Rejected by alice').waitFor();
+    await page
+      .getByRole('region', { name: 'Tool calculator' })
+      .getByText(/not with my numbers/)
+      .waitFor();
+    await context.close();
+  });
+
+  it('answers from the inbox while the conversation is open elsewhere: both update', async () => {
+    const asker = await signedIn(browser, alice);
+    await startConversation(asker.page, 'Inbox case', '/tool calculator {"expression": "2+3"}');
+    const card = asker.page.getByRole('region', { name: 'Approval needed: calculator' });
+    await card.getByRole('button', { name: 'Approve' }).waitFor();
+
+    const reviewer = await signedIn(browser, bob);
+    await reviewer.page.goto(`${server.url}/inbox`);
+    const inbox = reviewer.page.getByRole('region', { name: 'Approvals inbox' });
+    const item = inbox
+      .getByRole('region', { name: 'Approval needed: calculator' })
+      .filter({ hasText: 'Inbox case' });
+    await item.getByText('"expression": "2+3"').waitFor();
+    await item.getByRole('button', { name: 'Approve' }).click();
+    await item.waitFor({ state: 'detached' });
+
+    await card.getByText('Approved by bob').waitFor();
+    await asker.page
+      .getByRole('region', { name: 'Tool calculator' })
+      .getByText('5')
+      .first()
+      .waitFor();
+    await replies(asker.page).filter({ hasText: 'Tool calculator returned' }).waitFor();
+    await asker.context.close();
+    await reviewer.context.close();
+  });
+
+  it('drops a request from the inbox when it is answered in the conversation', async () => {
+    const asker = await signedIn(browser, alice);
+    await startConversation(
+      asker.page,
+      'Answered elsewhere',
+      '/tool calculator {"expression": "9-1"}',
+    );
+    const reviewer = await signedIn(browser, bob);
+    await reviewer.page.goto(`${server.url}/inbox`);
+    const item = reviewer.page
+      .getByRole('region', { name: 'Approval needed: calculator' })
+      .filter({ hasText: 'Answered elsewhere' });
+    await item.waitFor();
+    await asker.page
+      .getByRole('region', { name: 'Approval needed: calculator' })
+      .getByRole('button', { name: 'Approve' })
+      .click();
+    await item.waitFor({ state: 'detached' });
+    await asker.context.close();
+    await reviewer.context.close();
+  });
+
+  it('answers a question the agent asks, in its own card', async () => {
+    const { context, page } = await signedIn(browser, alice);
+    await startConversation(page, 'Question', '/tool ask_user {"question": "Which colour?"}');
+    const card = page.getByRole('region', { name: 'The agent asks' });
+    await card.getByText('Which colour?').waitFor();
+    await card.getByLabel('Your answer').fill('teal');
+    await card.getByRole('button', { name: 'Send answer' }).click();
+    await card.getByText('Answered by alice').waitFor();
+    await replies(page).filter({ hasText: 'teal' }).waitFor();
+    await context.close();
+  });
+
+  it('explains a failed turn in plain words', async () => {
+    const { context, page } = await signedIn(browser, alice);
+    await startConversation(page, 'Failure', '/fail permanent');
+    await page.getByRole('note').filter({ hasText: 'The model refused this request' }).waitFor();
+    await context.close();
+  });
+
+  it('presses an option: the offer locks, and the choice is sent', async () => {
+    const { context, page } = await signedIn(browser, alice);
+    await startConversation(page, 'Options', '/options red|green|blue');
+    const options = page.getByRole('group', { name: 'Options' });
+    await options.getByRole('button', { name: 'green' }).click();
+    await options.getByRole('button', { name: 'green', pressed: true }).waitFor();
+    for (const name of ['red', 'green', 'blue']) {
+      expect(await options.getByRole('button', { name }).isDisabled()).toBe(true);
+    }
+    await page.getByText('Chose “green”').waitFor();
+    await replies(page).nth(1).waitFor();
+    await context.close();
+  });
+
+  it('cancels the running turn with Esc', async () => {
+    const { context, page } = await signedIn(browser, alice);
+    const words = longMessage('c', 300);
+    await startConversation(page, 'Cancel', words);
+    await replies(page).filter({ hasText: 'c3' }).waitFor();
+    await page.keyboard.press('Escape');
+    await page.getByRole('note').filter({ hasText: 'Stopped by you' }).waitFor();
+    expect(await replies(page).first().textContent()).not.toContain('c299');
+    await page.getByRole('link', { name: /Cancel, idle/ }).waitFor();
+    await context.close();
+  });
+
+  it('reloads mid-reply and shows the continuation without duplicates', async () => {
+    const { context, page } = await signedIn(browser, alice);
+    const words = longMessage('r', 90);
+    await startConversation(page, 'Reload', words);
+    await replies(page).filter({ hasText: 'r4' }).waitFor();
+    expect(await replies(page).first().textContent()).not.toContain('r89');
+    await page.reload();
+    await replies(page).filter({ hasText: 'r89' }).waitFor();
+    expect(await replies(page).count()).toBe(1);
+    expect(await replies(page).locator('.markdown').textContent()).toBe(`You said: ${words}`);
+    expect(await page.getByRole('article', { name: 'Message from You' }).count()).toBe(1);
+    await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+
+    // Close the tab mid-reply and open the conversation again in a new one.
+    const more = longMessage('z', 60);
+    await send(page, more);
+    await replies(page).filter({ hasText: 'z4' }).waitFor();
+    const address = page.url();
+    await page.close();
+    const reopened = await context.newPage();
+    await reopened.goto(address);
+    await replies(reopened).filter({ hasText: 'z59' }).waitFor();
+    expect(await replies(reopened).count()).toBe(2);
+    expect(await replies(reopened).nth(1).locator('.markdown').textContent()).toBe(
+      `You said: ${more}`,
+    );
+    await context.close();
+  });
+
+  it('resyncs from the transcript when the journal it needs was pruned', async () => {
+    const { context, page } = await signedIn(browser, alice);
+    await startConversation(page, 'Pruned', 'before the prune');
+    await replies(page).filter({ hasText: 'You said: before the prune' }).waitFor();
+    const pruned = await fetch(`${server.url}/api/v1/admin/prune`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ older_than_seconds: 0 }),
+    });
+    expect(pruned.status).toBe(200);
+    await page.reload();
+    await replies(page).filter({ hasText: 'You said: before the prune' }).waitFor();
+    await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+    await send(page, 'after the prune');
+    await replies(page).filter({ hasText: 'You said: after the prune' }).waitFor();
+    expect(await replies(page).count()).toBe(2);
+    await context.close();
+  });
+
+  it('shows two people in one room each other’s messages, with their names', async () => {
+    const first = await signedIn(browser, alice);
+    const sessionId = await startConversation(first.page, 'Room', 'hello from alice');
+    const second = await signedIn(browser, bob);
+    await second.page.goto(`${server.url}/s/${sessionId}`);
+    await second.page
+      .getByRole('article', { name: 'Message from alice' })
+      .getByText('hello from alice')
+      .waitFor();
+    await send(second.page, 'hello from bob');
+    await first.page
+      .getByRole('article', { name: 'Message from bob' })
+      .getByText('hello from bob')
+      .waitFor();
+    await second.page
+      .getByRole('article', { name: 'Message from You' })
+      .getByText('hello from bob')
+      .waitFor();
+    await first.page
+      .getByRole('article', { name: 'Reply from default' })
+      .filter({ hasText: 'hello from bob' })
+      .waitFor();
+    await first.context.close();
+    await second.context.close();
+  });
+
+  it('fits a phone: the list, then one conversation with a way back', async () => {
+    const { context, page } = await signedIn(browser, alice, { viewport: phone });
+    await page.goto(server.url);
+    const list = page.getByRole('navigation', { name: 'Conversations' });
+    await list.getByRole('link', { name: /Room/ }).click();
+    await page.getByRole('textbox', { name: 'Message' }).waitFor();
+    await list.waitFor({ state: 'hidden' });
+    const width = await page.evaluate(
+      () => (globalThis as any).document.documentElement.scrollWidth,
+    );
+    expect(width).toBeLessThanOrEqual(phone.width);
+    await page.getByRole('link', { name: 'Back to conversations' }).click();
+    await list.waitFor();
+    await context.close();
+  });
+
+  it('renders markup from people and models as text: no HTML ever runs', async () => {
+    const { context, page } = await signedIn(browser, alice);
+    const attack = '<img src=x onerror="window.__xss=1"> **bold** <script>window.__xss=2</script>';
+    await startConversation(page, 'XSS', attack);
+    await replies(page).filter({ hasText: '</script>' }).waitFor();
+    expect(await replies(page).locator('.markdown').textContent()).toBe(
+      'You said: <img src=x onerror="window.__xss=1"> bold <script>window.__xss=2</script>',
+    );
+    expect(await page.locator('.thread img, .thread script').count()).toBe(0);
+    expect(await page.evaluate(() => (globalThis as any).__xss)).toBeUndefined();
+    expect(
+      await replies(page)
+        .locator('strong', { hasText: /^bold$/ })
+        .count(),
+    ).toBe(1);
+    await context.close();
+  });
+});

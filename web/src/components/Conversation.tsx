@@ -1,0 +1,206 @@
+import { useEffect, useRef, useState } from 'react';
+import { newClientKey, type AgentInfo, type ParleyClient } from 'parley/client';
+import { useConversation, type Connection } from '../conversation/useConversation';
+import { onLinkClick } from '../router';
+import { explainRequestError, formatCost, stateLabels } from '../words';
+import { Thread } from './Thread';
+
+const connectionLabels: Record<Connection, string> = {
+  connecting: 'Connecting',
+  live: 'Live',
+  reconnecting: 'Reconnecting',
+  resyncing: 'Resyncing',
+  offline: 'Offline',
+};
+
+export function Conversation(props: {
+  client: ParleyClient;
+  sessionId: string;
+  me: string;
+  agents: AgentInfo[];
+  draft?: string | undefined;
+}) {
+  const { client, sessionId } = props;
+  const conversation = useConversation(client, sessionId);
+  const { state, projection, connection } = conversation;
+  const [text, setText] = useState('');
+  const [notice, setNotice] = useState<string | null>(null);
+  const [showUsage, setShowUsage] = useState(false);
+  const cancelIds = useRef(new Map<string, string>());
+  const bottom = useRef<HTMLDivElement>(null);
+  const input = useRef<HTMLTextAreaElement>(null);
+  const agentName = projection?.agent ?? '';
+  const agent = props.agents.find((candidate) => candidate.name === agentName);
+
+  // Follow the newest content.
+  useEffect(() => {
+    bottom.current?.scrollIntoView({ block: 'end' });
+  }, [state.items, conversation.pending, conversation.writing]);
+  useEffect(() => input.current?.focus(), [sessionId]);
+
+  // The turn a cancel stops: the one being answered, else the one the server says is
+  // current (a posted message that runs no turn, in a room, never counts).
+  const busy =
+    projection !== null && ['queued', 'running', 'input_required'].includes(projection.state);
+  const runningTurn =
+    state.activeTurn ?? (busy ? (projection?.current_turn?.turn_id ?? null) : null);
+
+  async function send() {
+    const message = text.trim();
+    if (!message) return;
+    setText('');
+    setNotice(null);
+    try {
+      await conversation.send(message);
+    } catch (error) {
+      setNotice(explainRequestError(error));
+    }
+  }
+
+  async function cancel() {
+    if (!runningTurn) return;
+    // One command id per turn, so a retried click is the same cancel (PROTOCOL.md §5).
+    let commandId = cancelIds.current.get(runningTurn);
+    if (!commandId) {
+      commandId = newClientKey('cancel');
+      cancelIds.current.set(runningTurn, commandId);
+    }
+    try {
+      const result = await client.cancelTurn(sessionId, runningTurn, { commandId });
+      if (result.result === 'too_late')
+        setNotice('Too late to stop: the reply had already finished.');
+    } catch (error) {
+      setNotice(explainRequestError(error));
+    }
+  }
+
+  function onKeyDown(event: React.KeyboardEvent<HTMLTextAreaElement>) {
+    if (event.key === 'Enter' && !event.shiftKey && !event.nativeEvent.isComposing) {
+      event.preventDefault();
+      void send();
+    }
+  }
+
+  useEffect(() => {
+    const onEscape = (event: KeyboardEvent) => {
+      // Esc in a card's field (a rejection reason, an answer) is not a cancel.
+      const target = event.target as HTMLElement | null;
+      const inField = target?.tagName === 'INPUT' || target?.tagName === 'SELECT';
+      if (event.key === 'Escape' && runningTurn && !inField) {
+        event.preventDefault();
+        void cancel();
+      }
+    };
+    window.addEventListener('keydown', onEscape);
+    return () => window.removeEventListener('keydown', onEscape);
+  });
+
+  const parked = projection?.state === 'parked';
+  return (
+    <section className="conversation" aria-label="Conversation view">
+      <header className="conversation-header">
+        <a className="back" href="/" onClick={onLinkClick} aria-label="Back to conversations">
+          ←
+        </a>
+        <div className="title-block">
+          <h2 className="title">{projection?.title ?? 'Untitled conversation'}</h2>
+          <div className="meta small muted">
+            {agentName ? <span>with {agentName}</span> : null}
+            {projection ? (
+              <span className={`badge state-${projection.state}`}>
+                {stateLabels[projection.state]}
+              </span>
+            ) : null}
+          </div>
+        </div>
+        <span
+          className={`connection ${connection}`}
+          role="status"
+          aria-label={`Connection: ${connectionLabels[connection]}`}
+        >
+          <span className="dot" aria-hidden="true" />
+          {connectionLabels[connection]}
+        </span>
+        <button
+          type="button"
+          aria-expanded={showUsage}
+          onClick={() => {
+            setShowUsage((shown) => !shown);
+            conversation.refresh();
+          }}
+        >
+          Usage
+        </button>
+      </header>
+      {showUsage && projection ? (
+        <div className="usage-panel" role="region" aria-label="Session usage">
+          This conversation so far: {projection.usage.input_tokens} tokens in ·{' '}
+          {projection.usage.output_tokens} tokens out · {formatCost(projection.usage.cost_usd)}
+        </div>
+      ) : null}
+      {parked ? (
+        <p className="banner" role="note">
+          This conversation is paused after repeated failures. New messages wait until an operator
+          resumes it.
+        </p>
+      ) : null}
+      <Thread
+        client={client}
+        sessionId={sessionId}
+        state={state}
+        pending={conversation.pending}
+        me={props.me}
+        agent={agent}
+        agentName={agentName || 'The agent'}
+        writing={conversation.writing}
+        endRef={bottom}
+        onRetry={(post) => {
+          conversation
+            .send(post.text, post.turnId)
+            .catch((error: unknown) => setNotice(explainRequestError(error)));
+        }}
+      />
+      <form
+        className="composer"
+        onSubmit={(event) => {
+          event.preventDefault();
+          void send();
+        }}
+      >
+        {notice ? (
+          <p className="error small" role="alert">
+            {notice}
+          </p>
+        ) : null}
+        <div className="composer-row">
+          {/* Image attachments wait for the attachments endpoint (issue 7): no control until then. */}
+          <textarea
+            ref={input}
+            aria-label="Message"
+            placeholder="Write a message…"
+            value={text}
+            rows={Math.min(8, Math.max(1, text.split('\n').length))}
+            onChange={(event) => setText(event.target.value)}
+            onKeyDown={onKeyDown}
+          />
+          {runningTurn ? (
+            <button
+              type="button"
+              className="danger"
+              onClick={() => void cancel()}
+              title="Stop the running turn (Esc)"
+            >
+              Stop
+            </button>
+          ) : null}
+          <button type="submit" className="primary" disabled={!text.trim()}>
+            Send
+          </button>
+        </div>
+        <p className="hint small muted">
+          Enter sends · Shift+Enter adds a line · Esc stops the reply
+        </p>
+      </form>
+    </section>
+  );
+}

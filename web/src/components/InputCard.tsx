@@ -1,0 +1,169 @@
+import { useState } from 'react';
+import type { AgentInfo, ParleyClient } from 'parley/client';
+import { explainRequestError } from '../words';
+
+export interface InputRequest {
+  sessionId: string;
+  requestId: string;
+  inputKind: 'approval' | 'question' | 'budget_extension';
+  tool?: string | null | undefined;
+  arguments?: unknown;
+  prompt?: string | null | undefined;
+  expectedSequence: number;
+  resolved?: { approved: boolean; actor: string | null; expired?: string | undefined } | undefined;
+}
+
+const titles = {
+  approval: 'Approval needed',
+  question: 'The agent asks',
+  budget_extension: 'More budget needed',
+};
+
+/**
+ * An input request (PROTOCOL.md §4) as a decision card: approvals show the tool, its
+ * arguments and who may answer; questions take a written answer; budget extensions allow
+ * one more budget or stop. Used in the thread and in the inbox alike.
+ */
+export function InputCard(props: {
+  client: ParleyClient;
+  request: InputRequest;
+  agent: AgentInfo | undefined;
+  onAnswered?: (approved: boolean) => void;
+  heading?: React.ReactNode;
+}) {
+  const { client, request, agent } = props;
+  const [reason, setReason] = useState('');
+  const [answer, setAnswer] = useState('');
+  const [rejecting, setRejecting] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const mayAnswer = agent?.may_answer ?? true;
+  const who =
+    agent?.approver_roles && agent.approver_roles.length > 0
+      ? `people with the role ${agent.approver_roles.join(' or ')}`
+      : 'anyone in this conversation';
+
+  async function respond(approved: boolean, response?: Record<string, unknown>) {
+    setBusy(true);
+    setError(null);
+    try {
+      await client.answerInput(request.sessionId, request.requestId, {
+        expectedSequence: request.expectedSequence,
+        approved,
+        response,
+      });
+      props.onAnswered?.(approved);
+    } catch (failure) {
+      setError(explainRequestError(failure));
+      setBusy(false);
+    }
+  }
+
+  const label = request.tool
+    ? `${titles[request.inputKind]}: ${request.tool}`
+    : titles[request.inputKind];
+  const resolved = request.resolved;
+  return (
+    <section className={`card input-card ${resolved ? 'resolved' : 'open'}`} aria-label={label}>
+      {props.heading}
+      <h3 className="card-title">{label}</h3>
+      {request.prompt ? <p className="prompt">{request.prompt}</p> : null}
+      {request.inputKind === 'approval' ? (
+        <pre className="arguments" aria-label="Arguments">
+          {JSON.stringify(request.arguments ?? {}, null, 2)}
+        </pre>
+      ) : null}
+      {resolved ? (
+        <p className={`verdict ${resolved.approved ? 'ok' : 'no'}`} role="status">
+          {resolved.expired
+            ? `No longer needed (${resolved.expired})`
+            : `${resolved.approved ? (request.inputKind === 'question' ? 'Answered' : 'Approved') : 'Rejected'} by ${resolved.actor ?? 'someone'}`}
+        </p>
+      ) : (
+        <>
+          <p className="who">May answer: {who}</p>
+          {!mayAnswer ? (
+            <p className="muted">Your roles may not answer this request.</p>
+          ) : request.inputKind === 'question' ? (
+            <form
+              className="row"
+              onSubmit={(event) => {
+                event.preventDefault();
+                if (answer.trim()) void respond(true, { answer: answer.trim() });
+              }}
+            >
+              <input
+                aria-label="Your answer"
+                value={answer}
+                onChange={(event) => setAnswer(event.target.value)}
+                placeholder="Your answer"
+                disabled={busy}
+              />
+              <button type="submit" className="primary" disabled={busy || !answer.trim()}>
+                Send answer
+              </button>
+            </form>
+          ) : rejecting ? (
+            <form
+              className="row"
+              onSubmit={(event) => {
+                event.preventDefault();
+                void respond(false, reason.trim() ? { reason: reason.trim() } : undefined);
+              }}
+            >
+              <input
+                aria-label="Reason for rejecting"
+                value={reason}
+                onChange={(event) => setReason(event.target.value)}
+                placeholder="Why not? (optional)"
+                disabled={busy}
+                autoFocus
+              />
+              <button type="submit" className="danger" disabled={busy}>
+                Confirm rejection
+              </button>
+              <button type="button" onClick={() => setRejecting(false)} disabled={busy}>
+                Back
+              </button>
+            </form>
+          ) : (
+            <div className="row">
+              <button
+                type="button"
+                className="primary"
+                disabled={busy}
+                onClick={() => void respond(true)}
+              >
+                {request.inputKind === 'budget_extension' ? 'Allow more' : 'Approve'}
+              </button>
+              {request.inputKind === 'budget_extension' ? (
+                <button
+                  type="button"
+                  className="danger"
+                  disabled={busy}
+                  onClick={() => void respond(false)}
+                >
+                  Stop here
+                </button>
+              ) : (
+                <button
+                  type="button"
+                  className="danger"
+                  disabled={busy}
+                  onClick={() => setRejecting(true)}
+                >
+                  Reject
+                </button>
+              )}
+            </div>
+          )}
+          {error ? (
+            <p className="error" role="alert">
+              {error}
+            </p>
+          ) : null}
+        </>
+      )}
+    </section>
+  );
+}

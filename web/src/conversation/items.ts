@@ -1,0 +1,95 @@
+/**
+ * The conversation's view model: what the timeline holds (see model.ts for how events
+ * build it). Glossary: a *segment* is the text of one model step as it streams; it is
+ * *sealed* when the step ends in a tool call or a usage record (the runtime keeps that
+ * text across attempts).
+ */
+export interface Usage {
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+}
+
+export interface OptionOffer {
+  request_id: string;
+  choices: string[];
+}
+
+export type Item =
+  | {
+      kind: 'message';
+      key: string;
+      role: 'user' | 'assistant' | 'system';
+      author: string;
+      content: string;
+      turnId: string | null;
+      option?: { request_id: string; value: string } | undefined;
+    }
+  | {
+      kind: 'text';
+      key: string;
+      turnId: string;
+      author: string;
+      text: string;
+      sealed: boolean;
+      final: boolean;
+      options?: OptionOffer | undefined;
+    }
+  | {
+      kind: 'tool';
+      key: string;
+      turnId: string;
+      callId: string;
+      tool: string;
+      arguments: unknown;
+      result?: { ok: boolean; value: unknown } | undefined;
+    }
+  | {
+      kind: 'input';
+      key: string;
+      turnId: string;
+      requestId: string;
+      inputKind: 'approval' | 'question' | 'budget_extension';
+      callId?: string | undefined;
+      tool?: string | undefined;
+      arguments?: unknown;
+      prompt?: string | undefined;
+      expectedSequence: number;
+      resolved?:
+        { approved: boolean; actor: string | null; expired?: string | undefined } | undefined;
+    }
+  | {
+      kind: 'outcome';
+      key: string;
+      turnIds: string[];
+      outcome: 'cancelled' | 'error';
+      code?: string | undefined;
+      message?: string | undefined;
+      actor?: string | null | undefined;
+    };
+
+export interface ConversationState {
+  /** Highest sequence applied. */
+  cursor: number;
+  items: Item[];
+  /** Usage of each provider call, by the turn it belongs to. */
+  usage: Record<string, Usage>;
+  /** Turns admitted and not yet answered, cancelled or failed. */
+  openTurns: string[];
+  /** The lead turn of the burst a worker is on (or waiting for a person), if any. */
+  activeTurn: string | null;
+  /** Option offers already chosen (request_id → value). */
+  chosen: Record<string, string>;
+  /** Whether the burst waits for a person. */
+  waiting: boolean;
+}
+
+export const emptyConversation: ConversationState = {
+  cursor: 0,
+  items: [],
+  usage: {},
+  openTurns: [],
+  activeTurn: null,
+  chosen: {},
+  waiting: false,
+};

@@ -1,0 +1,66 @@
+/** Plain words for what the protocol says in codes. */
+import type { SessionState } from 'parley/client';
+
+export const stateLabels: Record<SessionState, string> = {
+  idle: 'idle',
+  queued: 'queued',
+  running: 'running',
+  input_required: 'waiting for input',
+  parked: 'parked',
+  closed: 'closed',
+};
+
+/** Why a turn failed for good (error event codes), for a person. */
+export function explainError(code: string | undefined, fallback: string | undefined): string {
+  switch (code) {
+    case 'session_parked':
+      return 'This conversation is paused: the agent failed several times in a row without making progress. Nothing more runs until an operator resumes it (parley sessions unpark).';
+    case 'provider_error':
+      return 'The model refused this request, so the reply stopped here. Sending it again will not help; rephrase it or ask an operator.';
+    case 'provider_unavailable':
+      return 'The model could not be reached, even after several tries. Send your message again in a moment.';
+    case 'unknown_agent':
+      return "This conversation's agent no longer exists on this server.";
+    default:
+      return fallback ? `The reply failed: ${fallback}` : 'The reply failed.';
+  }
+}
+
+/** Errors of a request the person made (send, answer, press, cancel). */
+export function explainRequestError(error: unknown): string {
+  const code = (error as { code?: string } | null)?.code;
+  const message = (error as { message?: string } | null)?.message;
+  switch (code) {
+    case 'network_error':
+    case 'timeout':
+      return 'The server cannot be reached right now.';
+    case 'unauthorized':
+      return 'Your API key is no longer accepted. Sign in again.';
+    case 'forbidden':
+      return 'Your roles may not do this.';
+    case 'stale_input':
+      return 'Someone already answered this request.';
+    case 'option_locked':
+      return 'Someone already chose an option here.';
+    case 'message_too_long':
+      return 'This message is too long for the server.';
+    default:
+      return message ?? 'Something went wrong.';
+  }
+}
+
+export function formatCost(usd: number): string {
+  if (usd === 0) return '$0';
+  if (usd < 0.01) return `$${usd.toFixed(5)}`;
+  return `$${usd.toFixed(2)}`;
+}
+
+export function timeAgo(iso: string, now = Date.now()): string {
+  const seconds = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
+  if (seconds < 45) return 'just now';
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 60) return `${minutes} min ago`;
+  const hours = Math.round(minutes / 60);
+  if (hours < 24) return `${hours} h ago`;
+  return new Date(iso).toLocaleDateString();
+}
