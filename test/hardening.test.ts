@@ -81,9 +81,20 @@ describe('role checks live on routes, not on URL text', () => {
 describe('one error envelope', () => {
   it('answers an over-long path segment with 414 uri_too_long, without echoing the URL', async () => {
     const long = 'x'.repeat(300);
-    const response = await rawGet(server.url, `/api/v1/chat/sessions/${long}`);
+    const response = await rawPost(
+      server.url,
+      `/api/v1/chat/sessions/${long}/turns/t/cancel`,
+      '{"command_id":"c"}',
+      { 'content-type': 'application/json', ...member },
+    );
     expect(response.status).toBe(414);
     expectEnvelope(response.body, 'uri_too_long', [long.slice(0, 50)]);
+    // A GET may fall through to the web app's catch-all route: still the envelope, no echo.
+    const get = await rawGet(server.url, `/api/v1/chat/sessions/${long}`);
+    expect(get.status).toBeGreaterThanOrEqual(400);
+    expect(get.status).toBeLessThan(500);
+    expect(get.body).not.toContain(long.slice(0, 50));
+    expect(typeof JSON.parse(get.body).error).toBe('string');
   });
 
   it('answers a badly encoded URL with 400 invalid_url, without echoing it', async () => {
