@@ -19,6 +19,7 @@ export const errorCodes = {
   turn_not_found: 404,
   option_not_found: 404,
   input_not_found: 404,
+  attachment_not_found: 404,
   turn_conflict: 409,
   agent_mismatch: 409,
   cursor_ahead: 409,

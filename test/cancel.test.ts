@@ -223,6 +223,7 @@ describe('cancel (§5)', () => {
         seenSequence: null,
         historyBefore: 0,
         historyLimit: 0,
+        historyBytes: 0,
       },
     );
     const answer = await cancel(apiOnly, sessionId, 'dead_1', 'cmd_dead');

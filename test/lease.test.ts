@@ -145,6 +145,7 @@ describe('releaseLease', () => {
       seenSequence: null,
       historyBefore: 0,
       historyLimit: 0,
+      historyBytes: 0,
     });
     await failTurn(db, lease, {
       turnIds: [t1],

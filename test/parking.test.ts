@@ -77,6 +77,7 @@ describe('parking after claims without progress', () => {
           seenSequence: null,
           historyBefore: 0,
           historyLimit: 0,
+          historyBytes: 0,
         },
       );
       await waitForLeaseExpiry(server.db, sessionId);
@@ -194,7 +195,7 @@ describe('permanent provider errors count toward parking', () => {
     const claimCount = async () => (await sessionRow(server.db, sessionId as string)).claim_count;
 
     for (let failure = 1; failure <= 4; failure++) {
-      expect(await turn(`/fail permanent ${failure}`)).toMatchObject({ code: 'provider_error' });
+      expect(await turn(`/fail permanent ${failure}`)).toMatchObject({ code: 'provider_auth' });
       expect(await claimCount()).toBe(failure);
     }
     // An answered turn is an applied write: the count starts over.
@@ -203,7 +204,7 @@ describe('permanent provider errors count toward parking', () => {
     for (let failure = 1; failure <= 5; failure++) {
       expect(await turn(`/fail permanent again ${failure}`)).toMatchObject({
         type: 'error',
-        code: 'provider_error',
+        code: 'provider_auth',
       });
       expect(await claimCount()).toBe(failure);
     }

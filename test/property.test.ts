@@ -141,6 +141,7 @@ async function crash(stage: 0 | 1 | 2): Promise<string | null> {
       seenSequence: claimed.last_sequence,
       historyBefore: 0,
       historyLimit: 0,
+      historyBytes: 0,
     });
     if (stage === 2) {
       await db.transaction((tx) =>

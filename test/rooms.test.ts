@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProcess, type Running } from '../src/cli/start.js';
 import { createLogger } from '../src/log.js';
 import { basePrompt } from '../src/runtime/basePrompt.js';
+import type { RuntimeDeps } from '../src/runtime/deps.js';
 import { collectTurns } from '../src/store/collectTurns.js';
 import { readEvents } from '../src/store/readEvents.js';
 import { testConfig } from './support/config.js';
@@ -151,7 +152,8 @@ describe('rooms and trigger roles', () => {
     // the history its attempt reads, then the folded turn.
     const history = (
       await running.db.query<any>(
-        `select role, author, coalesce(raw_content, content) as content, turn_id, sequence
+        `select role, author, coalesce(raw_content, content) as content, turn_id, sequence,
+                null as attachments
            from messages where session_id = $1 order by sequence`,
         [sessionId],
       )
@@ -165,9 +167,21 @@ describe('rooms and trigger roles', () => {
         author: 'rita',
         content: 'next',
         option: null,
+        attachments: null,
       },
     ];
-    const prompt = basePrompt(config.agents.default!, history, turns);
+    const deps = {
+      db: running.db,
+      config,
+      log: createLogger({ level: 'silent' }),
+    } as unknown as RuntimeDeps;
+    const { prompt } = await basePrompt(
+      deps,
+      { sessionId, tenant: 'acme', token: 'none' },
+      config.agents.default!,
+      history,
+      turns,
+    );
     const texts = prompt.map((message) =>
       typeof message.content === 'string'
         ? message.content

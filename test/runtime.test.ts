@@ -49,11 +49,21 @@ async function admit(body: Record<string, unknown>) {
 
 const words = (prefix: string, count: number) =>
   Array.from({ length: count }, (_unused, index) => `${prefix}${index + 1}`).join(' ');
-/** Event types in order, with each run of text deltas as one `text_delta+`. */
-const collapse = (events: { type: string }[]) =>
-  events
-    .map((event) => (event.type === 'text_delta' ? 'text_delta+' : event.type))
-    .filter((type, index, all) => type !== 'text_delta+' || all[index - 1] !== type);
+/**
+ * Event types in order; a run of text deltas is one `text_delta+`, and a run of several
+ * usage events (failed calls billed with the reply) one `usage+`.
+ */
+const collapse = (events: { type: string }[]) => {
+  const runs: { type: string; count: number }[] = [];
+  for (const { type } of events) {
+    const last = runs.at(-1);
+    if (last?.type === type && (type === 'text_delta' || type === 'usage')) last.count += 1;
+    else runs.push({ type, count: 1 });
+  }
+  return runs.map(({ type, count }) =>
+    type === 'text_delta' || (type === 'usage' && count > 1) ? `${type}+` : type,
+  );
+};
 const callsFor = (input: string) => worker.calls.filter((call) => call.input === input);
 
 describe('burst folding', () => {
@@ -220,7 +230,13 @@ describe('provider errors', () => {
     const calls = callsFor(message);
     expect(calls.map((call) => call.failed)).toEqual([true, true, false]);
     const events = await journal(server.db, sessionId);
-    expect(collapse(events)).toEqual(['message', 'turn_started', 'text_delta+', 'usage', 'done']);
+    expect(collapse(events)).toEqual(['message', 'turn_started', 'text_delta+', 'usage+', 'done']);
+    // The failed calls are billed too (issue 7), with the reply.
+    expect(events.filter((event) => event.type === 'usage').map((event) => event.outcome)).toEqual([
+      'failed',
+      'failed',
+      'ok',
+    ]);
     assertNoProviderText(events);
   });
 
@@ -241,13 +257,21 @@ describe('provider errors', () => {
     );
     expect(callsFor(message).map((call) => call.failed)).toEqual([true, true, true, true]);
     const events = await journal(server.db, sessionId);
-    expect(events.map((event) => event.type)).toEqual(['message', 'turn_started', 'error']);
+    expect(events.map((event) => event.type)).toEqual([
+      'message',
+      'turn_started',
+      ...Array(4).fill('usage'),
+      'error',
+    ]);
+    expect(
+      events.filter((event) => event.type === 'usage').every((e) => e.outcome === 'failed'),
+    ).toBe(true);
     assertNoProviderText(events);
     const projection = await request(server.url, 'GET', `/api/v1/chat/sessions/${sessionId}`);
     expect(projection.body).toMatchObject({ state: 'idle', current_turn: null });
   });
 
-  it('ends the turn on a permanent failure with provider_error, without retrying', async () => {
+  it('ends the turn on a permanent failure with provider_auth, without retrying', async () => {
     const message = `/fail permanent ${turnId()}`;
     const t = turnId();
     const { session_id: sessionId } = await admit({ turn_id: t, message });
@@ -255,12 +279,17 @@ describe('provider errors', () => {
     expect(terminal).toMatchObject({
       type: 'error',
       turn_id: t,
-      code: 'provider_error',
+      code: 'provider_auth',
       turn_ids: [t],
     });
     expect(callsFor(message)).toHaveLength(1);
     const events = await journal(server.db, sessionId);
-    expect(events.map((event) => event.type)).toEqual(['message', 'turn_started', 'error']);
+    expect(events.map((event) => event.type)).toEqual([
+      'message',
+      'turn_started',
+      'usage',
+      'error',
+    ]);
     assertNoProviderText(events);
     // The session is usable afterwards: the next message is answered.
     const next = turnId();
@@ -305,7 +334,7 @@ describe('provider errors', () => {
       'attempt_reset',
       'turn_started',
       'text_delta+',
-      'usage',
+      'usage+',
       'done',
     ]);
     const restarted = events.filter((event) => event.type === 'turn_started');
@@ -320,7 +349,7 @@ describe('provider errors', () => {
     assertNoProviderText(events);
   });
 
-  it('a permanent failure mid-reply ends the turn with provider_error and no raw text', async () => {
+  it('a permanent failure mid-reply ends the turn with provider_rejected and no raw text', async () => {
     const message = words('cut', 30);
     worker.faults.push({
       matches: (input) => input === message,
@@ -331,10 +360,10 @@ describe('provider errors', () => {
     const t = turnId();
     const { session_id: sessionId } = await admit({ turn_id: t, message });
     const terminal = await waitForTerminal(server.db, sessionId, t);
-    expect(terminal).toMatchObject({ type: 'error', code: 'provider_error', turn_ids: [t] });
+    expect(terminal).toMatchObject({ type: 'error', code: 'provider_rejected', turn_ids: [t] });
     expect(callsFor(message)).toHaveLength(1);
     const events = await journal(server.db, sessionId);
-    expect(collapse(events)).toEqual(['message', 'turn_started', 'text_delta+', 'error']);
+    expect(collapse(events)).toEqual(['message', 'turn_started', 'text_delta+', 'usage', 'error']);
     assertNoProviderText(events);
     for (const event of events) {
       expect(JSON.stringify(event)).not.toContain('RAW-PROVIDER-BODY');

@@ -33,7 +33,7 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
     for (const response of open) response.end();
   });
 
-  app.get<{ Params: { sessionId: string }; Querystring: { after?: string } }>(
+  app.get<{ Params: { sessionId: string }; Querystring: { after?: string; include?: string } }>(
     '/api/v1/chat/sessions/:sessionId/events',
     async (request, reply) => {
       const { tenant, user } = request.principal;
@@ -59,6 +59,21 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
         );
       }
       const after = Number(raw);
+      // Reasoning text goes only to clients that ask for it; others get the event bare.
+      const include = request.query.include;
+      if (
+        include !== undefined &&
+        (typeof include !== 'string' || !/^[a-z_,]{0,64}$/.test(include))
+      ) {
+        throw new ParleyError(
+          'invalid_request',
+          'include: a comma-separated list, e.g. reasoning',
+          {
+            field: 'include',
+          },
+        );
+      }
+      const includeReasoning = (include ?? '').split(',').includes('reasoning');
       if (after > session.latest_sequence) {
         throw new ParleyError('cursor_ahead', 'the cursor is past the latest event', {
           latest_sequence: session.latest_sequence,
@@ -83,7 +98,14 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
       openStreams.add(response);
       streams.set(principalKey, (streams.get(principalKey) ?? 0) + 1);
       sseConnections.inc();
-      const stream = new EventStream(deps, response, sessionId, after, session.latest_sequence);
+      const stream = new EventStream(
+        deps,
+        response,
+        sessionId,
+        after,
+        session.latest_sequence,
+        includeReasoning,
+      );
       const unsubscribe = feed.subscribe(sessionId, stream);
       request.raw.on('close', () => stream.close());
       response.on('close', () => stream.close());
@@ -102,6 +124,13 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
       }
     },
   );
+}
+
+/** A `reasoning_delta` without its text, for clients that did not ask for reasoning. */
+function withoutReasoning(event: ParleyEvent): ParleyEvent {
+  if (event.type !== 'reasoning_delta') return event;
+  const { delta: _delta, ...bare } = event;
+  return bare;
 }
 
 function resyncRequired(requested: number, earliest: number, latest: number): ParleyError {
@@ -135,6 +164,7 @@ class EventStream implements FeedSubscriber {
     private readonly sessionId: string,
     private cursor: number,
     private known: number,
+    private readonly includeReasoning: boolean,
   ) {}
 
   offer(latest: number, events: ParleyEvent[] | null): void {
@@ -209,8 +239,9 @@ class EventStream implements FeedSubscriber {
     for (const event of events) {
       if (this.closed) return;
       if (event.sequence !== this.cursor + 1) continue;
+      const shown = this.includeReasoning ? event : withoutReasoning(event);
       const flushed = this.write(
-        `id: ${event.sequence}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`,
+        `id: ${event.sequence}\nevent: ${event.type}\ndata: ${JSON.stringify(shown)}\n\n`,
       );
       this.cursor = event.sequence;
       if (!flushed) await this.drained();

@@ -19,7 +19,7 @@ const admitBody = z
       .object({ request_id: text().min(1).max(128), value: text().max(1000) })
       .strict()
       .optional(),
-    attachments: z.array(z.unknown()).max(0, 'attachments are not supported yet').optional(),
+    attachments: z.array(text().min(1).max(128)).max(10).optional(),
   })
   .strict();
 
@@ -65,6 +65,7 @@ export function turnRoutes(app: FastifyInstance, deps: ApiDeps): void {
       greetings,
       message: body.message,
       option: body.option ?? null,
+      attachments: body.attachments ?? [],
       triggers: triggersFor(request.principal),
       pendingInput,
     });

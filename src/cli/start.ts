@@ -10,6 +10,7 @@ import { refreshAndCheckCatalog } from '../catalog/startup.js';
 import { syncCatalog } from '../catalog/sync.js';
 import type { Env } from '../providers/credentials.js';
 import { createModelRegistry } from '../providers/registry.js';
+import { startModelInfo } from '../runtime/modelInfo.js';
 import { startRetention } from '../runtime/retention.js';
 import { Worker } from '../runtime/worker.js';
 import { McpManager, describeMcp } from '../tools/mcp/manager.js';
@@ -90,6 +91,13 @@ export async function startProcess(
 
     let worker: Worker | null = null;
     if (role.worker) {
+      // The catalog as prompt assembly reads it on every turn: in memory, refreshed.
+      const modelInfo = startModelInfo(db, {
+        refreshMs: 60_000,
+        onError: (error) => log.warn({ err: (error as Error).message }, 'catalog read failed'),
+      });
+      await modelInfo.refresh();
+      stops.push(modelInfo.stop);
       const started = new Worker({
         db,
         wakeups,
@@ -98,6 +106,8 @@ export async function startProcess(
         log,
         owner: `${hostname()}:${process.pid}`,
         tools,
+        modelInfo: modelInfo.lookup,
+        skills,
       });
       worker = started;
       started.start();

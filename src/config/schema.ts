@@ -172,7 +172,7 @@ export const fileSchema = z
         poll_ms: durationMs.default(2000),
         retry_attempts: z.number().int().positive().default(4),
         retry_base_ms: durationMs.default(500),
-        history_messages: z.number().int().nonnegative().default(40),
+        history_messages: z.number().int().nonnegative().default(500),
         shutdown_grace_ms: durationMs.default(10000),
         delta_batch_ms: durationMs.default(50),
         delta_batch_bytes: z.number().int().positive().default(4096),

@@ -55,6 +55,27 @@ export interface TextDeltaEvent extends EventBase {
   delta: string;
 }
 
+/**
+ * A fragment of the model's reasoning (Anthropic thinking, OpenAI reasoning summaries,
+ * Gemini thoughts), never part of the reply. `delta` is sent only to clients that ask for
+ * it (`?include=reasoning`); others get the event without it, so sequences stay gapless.
+ */
+export interface ReasoningDeltaEvent extends EventBase {
+  type: 'reasoning_delta';
+  turn_id: string;
+  delta?: string;
+}
+
+/** The scope gate found the turn off its topic (or failed, which counts as off-topic). */
+export interface GateEvent extends EventBase {
+  type: 'gate';
+  turn_id: string;
+  on_topic: boolean;
+  reason: string;
+  /** True when the verdict is the fail-closed default (an error, a timeout, no answer). */
+  failed: boolean;
+}
+
 /** An earlier attempt of this turn was abandoned: drop its partial text. */
 export interface AttemptResetEvent extends EventBase {
   type: 'attempt_reset';
@@ -110,17 +131,30 @@ export interface ToolResultEvent extends EventBase {
   ok: boolean;
   result?: unknown;
   error?: ToolError;
+  /** How long the call ran (absent for calls that never ran). */
+  duration_ms?: number;
 }
 
-/** Usage of one provider call. */
+/**
+ * Usage of one provider call. `input_tokens` counts every input token, cached ones
+ * included; `output_tokens` includes reasoning tokens. A call that failed or was cancelled
+ * is billed too (`outcome`), with the provider's counts when it sent them, else estimates.
+ */
 export interface UsageEvent extends EventBase {
   type: 'usage';
   turn_id: string;
   input_tokens: number;
   output_tokens: number;
+  cached_input_tokens: number;
+  reasoning_tokens: number;
   cost_usd: number;
   model: string;
   latency_ms: number;
+  /** From the call's start to its first output; null when there was none. */
+  ttft_ms: number | null;
+  /** `reply`: the agent's model; `gate`: the scope gate's classification. */
+  purpose: 'reply' | 'gate';
+  outcome: 'ok' | 'failed' | 'cancelled';
 }
 
 export interface FinalMessage {
@@ -159,6 +193,8 @@ export type ParleyEvent =
   | MessageEvent
   | TurnStartedEvent
   | TextDeltaEvent
+  | ReasoningDeltaEvent
+  | GateEvent
   | AttemptResetEvent
   | ToolCallEvent
   | InputRequiredEvent

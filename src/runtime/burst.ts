@@ -1,34 +1,29 @@
 import type { AgentConfig } from '../config/types.js';
 import { newMessageId, newRequestId } from '../ids.js';
 import { turnOutcomes } from '../metrics.js';
-import { priceUsage } from '../providers/registry.js';
+import type { NewEvent } from '../protocol/events.js';
 import type { QueuedTurn, SessionTurns } from '../store/collectTurns.js';
 import { commitTurn, type BurstRef, type Usage } from '../store/commitTurn.js';
 import { failTurn } from '../store/failTurn.js';
 import { startAttempt } from '../store/startAttempt.js';
 import type { BurstState, Lease } from '../store/types.js';
 import { waitForInput } from '../store/waitForInput.js';
-import { abortableDelay } from './abortable.js';
-import { basePrompt } from './basePrompt.js';
-import { DeltaBuffer } from './deltaBuffer.js';
+import { basePrompt, historyBytesFor, modelInfoOf } from './basePrompt.js';
 import type { RuntimeDeps } from './deps.js';
-import { backoffMs, ProviderFailure, streamStep, type StepResult } from './modelStep.js';
+import { needsGate, runGate } from './gateStep.js';
+import { modelStep, type PromptOptions } from './modelCall.js';
 import { continuePrompt, offeredTools, replyText } from './steps.js';
-import {
-  askForBudget,
-  budgetExhausted,
-  recordCalls,
-  resumeBurst,
-  settleCalls,
-} from './toolCalls.js';
-import { watchForNewInput } from './watchers.js';
+import { askForBudget, budgetExhausted, recordCalls, resumeBurst } from './toolCalls.js';
+import { settleCalls } from './toolLoop.js';
+import { countBilled } from './usage.js';
 
 export type BurstOutcome =
   /** `holding`: the commit kept the lease because more turns are queued. */
   | { kind: 'finished'; holding: boolean }
   | { kind: 'waiting' }
-  | { kind: 'pivot'; attempt: number; partial: boolean }
-  | { kind: 'cancel' };
+  /** `unbilled`: provider calls to bill with whatever closes the turn next. */
+  | { kind: 'pivot'; attempt: number; partial: boolean; unbilled: Usage[] }
+  | { kind: 'cancel'; unbilled: Usage[] };
 
 export interface BurstControl {
   /** Attempts already made at this burst (0 for a fresh one). */
@@ -40,15 +35,19 @@ export interface BurstControl {
   /** Aborts the step because a cancel was requested. */
   cancel: AbortSignal;
   allowPivot: boolean;
+  /** Provider calls of an earlier try at this burst (a pivot) not billed yet. */
+  unbilled: Usage[];
 }
 
 /**
- * Answers one burst (RUNTIME.md, the drain loop's body): `turn_started`, then model steps
- * until a reply without tool calls, which is committed with `done` in one token-gated
- * statement. Tool calls follow the agent's policy (steps.ts, toolCalls.ts); a call that
- * needs a person stops the turn (`waiting`) until an answer makes the session claimable
- * again, and the working conversation is saved on the session row between steps. Returns
- * early on a pivot or a cancel; throws when the lease is lost.
+ * Answers one burst (RUNTIME.md, the drain loop's body): `turn_started`; the scope gate
+ * for a fresh burst of messages; then model steps until a reply without tool calls, which
+ * is committed with `done` in one token-gated statement. Tool calls follow the agent's
+ * policy (steps.ts, toolCalls.ts, toolLoop.ts); a call that needs a person stops the turn
+ * (`waiting`) until an answer makes the session claimable again, and the working
+ * conversation is saved on the session row between steps. Every provider call is billed
+ * with the statement that closes its step (failed and cancelled ones too). Returns early
+ * on a pivot or a cancel; throws when the lease is lost.
  */
 export async function answerBurst(
   deps: RuntimeDeps,
@@ -84,6 +83,7 @@ export async function answerBurst(
     seenSequence: turns.last_sequence,
     historyBefore: (base[0] as QueuedTurn).admitted_sequence,
     historyLimit: deps.config.runtime.historyMessages,
+    historyBytes: agent ? historyBytesFor(modelInfoOf(deps, agent)) : 0,
   });
 
   if (!agent) {
@@ -96,85 +96,125 @@ export async function answerBurst(
     turnOutcomes.inc({ outcome: 'error' });
     return { kind: 'finished', holding: true };
   }
-  const prompt = basePrompt(agent, started.history, base);
+  const turn = { deps, lease, agent, burst, ref, lead: inBurst[0] as QueuedTurn };
+  /** Provider calls made but not billed yet: the next statement that closes a step bills them. */
+  let unbilled: Usage[] = [...state.unbilled];
+
+  if (needsGate(agent, inBurst, resumed.resumed)) {
+    const gate = await runGate(deps, agent, burst.lead, inBurst, state.signal);
+    if (gate.usage) unbilled.push(gate.usage);
+    if (!gate.onTopic) {
+      // Off topic (or the gate failed: it is fail-closed): the redirect is the reply.
+      return finish(turn, {
+        text: agent.gate.redirect,
+        options: null,
+        usage: unbilled,
+        tail: [],
+        before: gate.event ? [gate.event] : [],
+        raw: agent.gate.redirect,
+      });
+    }
+  }
+
+  const prompts = new Map<string, Promise<Awaited<ReturnType<typeof basePrompt>>>>();
+  const prompt = async (options: PromptOptions) => {
+    const key = `${options.tighter === true}:${options.withoutImages === true}`;
+    let built = prompts.get(key);
+    if (!built)
+      prompts.set(key, (built = basePrompt(deps, lease, agent, started.history, base, options)));
+    const { prompt: start, imagesSent } = await built;
+    return { prompt: continuePrompt(start, burst), images: imagesSent };
+  };
   const tools = offeredTools(agent, deps.tools);
 
   for (;;) {
-    if (state.cancel.aborted) return { kind: 'cancel' };
-    const open = await settleCalls(deps, lease, burst, state.signal);
+    if (state.cancel.aborted) return { kind: 'cancel', unbilled };
+    const open = await settleCalls(deps, lease, agent, burst, {
+      user: turn.lead.author,
+      signal: state.signal,
+    });
     if (open === 'waiting') {
       await waitForInput(deps.db, lease, { supersede, lastPosition: ref.lastPosition });
       return { kind: 'waiting' };
     }
-    if (state.cancel.aborted) return { kind: 'cancel' };
+    if (state.cancel.aborted) return { kind: 'cancel', unbilled };
     const exhausted = budgetExhausted(burst);
     if (exhausted) {
       if (agent.budgets.onExhausted === 'ask' && !exhausted.refused) {
         await askForBudget(deps, lease, burst, exhausted.reason);
         continue;
       }
-      return finish(deps, lease, agent, burst, ref, {
+      return finish(turn, {
         text: `I stopped here: ${exhausted.reason}.`,
         options: null,
-        usage: [],
-        tail: '',
+        usage: unbilled,
+        tail: [],
       });
     }
 
     const step = await modelStep(deps, lease, agent, burst, {
-      prompt: continuePrompt(prompt, burst),
+      prompt,
       tools,
       turns: inBurst,
       attempt,
       state,
     });
-    if (step.kind !== 'result') {
-      if (step.kind === 'failed') {
-        await failTurn(deps.db, lease, {
-          ...ref,
-          code: step.code,
-          message: step.message,
-          usage: [],
-        });
-        turnOutcomes.inc({ outcome: 'error' });
-        return { kind: 'finished', holding: true };
-      }
-      return step;
+    unbilled.push(...step.unbilled);
+    if (step.kind === 'failed') {
+      await failTurn(deps.db, lease, {
+        ...ref,
+        code: step.code,
+        message: step.message,
+        usage: unbilled,
+      });
+      countBilled(lease.tenant, agent.name, unbilled);
+      turnOutcomes.inc({ outcome: 'error' });
+      return { kind: 'finished', holding: true };
     }
+    // A pivot or a cancel: the broken-off call is billed with the cancel, or with the
+    // reply the pivot leads to (the drain loop passes it on).
+    if (step.kind === 'pivot') return { ...step, unbilled };
+    if (step.kind === 'cancel') return { kind: 'cancel', unbilled };
     attempt = step.attempt;
-    const { result, tail } = step;
-    const modelName = `${agent.model.provider}/${agent.model.modelId}`;
-    const usage: Usage = {
-      input_tokens: result.inputTokens,
-      output_tokens: result.outputTokens,
-      cost_usd: priceUsage(deps.config, modelName, result),
-      model: modelName,
-      latency_ms: result.latencyMs,
-    };
-    if (result.calls.length > 0) {
-      await recordCalls(deps, lease, agent, burst, result, usage, tail);
+    const usage = [...unbilled, step.usage];
+    unbilled = [];
+    if (step.result.calls.length > 0) {
+      await recordCalls(deps, lease, agent, burst, step.result, usage, step.tail);
+      countBilled(lease.tenant, agent.name, usage);
       continue;
     }
-    return finish(deps, lease, agent, burst, ref, {
-      text: result.text,
-      options: result.options,
-      usage: [usage],
-      tail,
+    return finish(turn, {
+      text: step.result.text,
+      options: step.result.options,
+      usage,
+      tail: step.tail,
     });
   }
 }
 
 async function finish(
-  deps: RuntimeDeps,
-  lease: Lease,
-  agent: AgentConfig,
-  burst: BurstState,
-  ref: BurstRef,
-  reply: { text: string; options: string[] | null; usage: Usage[]; tail: string },
+  turn: {
+    deps: RuntimeDeps;
+    lease: Lease;
+    agent: AgentConfig;
+    burst: BurstState;
+    ref: BurstRef;
+    lead: QueuedTurn;
+  },
+  reply: {
+    text: string;
+    options: string[] | null;
+    usage: Usage[];
+    tail: NewEvent[];
+    before?: NewEvent[];
+    /** The reply as written, when it is not the model's (the gate's redirect). */
+    raw?: string;
+  },
 ): Promise<BurstOutcome> {
-  const text = replyText(burst, reply.text);
+  const { deps, lease, agent, burst } = turn;
+  const text = reply.raw ?? replyText(burst, reply.text);
   const committed = await commitTurn(deps.db, lease, {
-    ...ref,
+    ...turn.ref,
     messageId: newMessageId(),
     author: agent.name,
     content: agent.completionText ?? text,
@@ -182,102 +222,13 @@ async function finish(
     options: reply.options ? { request_id: newRequestId(), choices: reply.options } : null,
     usage: reply.usage,
     tail: reply.tail,
+    before: reply.before ?? [],
+    effects: {
+      owner: { tenant: lease.tenant, agent: agent.name, user: turn.lead.author },
+      list: burst.effects ?? [],
+    },
   });
+  countBilled(lease.tenant, agent.name, reply.usage);
   turnOutcomes.inc({ outcome: 'done' });
   return { kind: 'finished', holding: committed.pending };
-}
-
-type StepOutcome =
-  | { kind: 'result'; result: StepResult; tail: string; attempt: number }
-  | { kind: 'failed'; code: string; message: string }
-  | { kind: 'pivot'; attempt: number; partial: boolean }
-  | { kind: 'cancel' };
-
-/**
- * One model step with its retries: transient provider failures are retried with backoff
- * and full jitter (a retry after some text was journaled starts a new attempt, so clients
- * drop that text first); a pivot or a cancel aborts the stream at once.
- */
-async function modelStep(
-  deps: RuntimeDeps,
-  lease: Lease,
-  agent: AgentConfig,
-  burst: BurstState,
-  step: {
-    prompt: ReturnType<typeof continuePrompt>;
-    tools: ReturnType<typeof offeredTools>;
-    turns: QueuedTurn[];
-    attempt: number;
-    state: BurstControl;
-  },
-): Promise<StepOutcome> {
-  const { runtime } = deps.config;
-  const { state } = step;
-  const model = deps.resolveModel(agent.model.provider, agent.model.modelId);
-  let attempt = step.attempt;
-  for (let call = 1; ; call++) {
-    const buffer = new DeltaBuffer(deps.db, lease, burst.lead, {
-      batchMs: runtime.deltaBatchMs,
-      batchBytes: runtime.deltaBatchBytes,
-    });
-    const pivot = watchForNewInput(
-      deps,
-      lease,
-      step.turns,
-      state.allowPivot && burst.steps.length === 0,
-    );
-    try {
-      const result = await streamStep(
-        model,
-        step.prompt,
-        buffer,
-        AbortSignal.any([state.signal, pivot.signal, state.cancel]),
-        step.tools,
-      );
-      return { kind: 'result', result, tail: await buffer.tail(), attempt };
-    } catch (error) {
-      await buffer.settle();
-      if (state.signal.aborted) throw error;
-      if (state.cancel.aborted) return { kind: 'cancel' };
-      if (pivot.signal.aborted) return { kind: 'pivot', attempt, partial: buffer.wroteText };
-      if (!(error instanceof ProviderFailure)) throw error;
-      const retry = error.isRetryable && call < runtime.retryAttempts;
-      deps.log.warn(
-        { session_id: lease.sessionId, status: error.statusCode, call, retry },
-        'model call failed',
-      );
-      if (!retry) {
-        return error.isRetryable
-          ? {
-              kind: 'failed',
-              code: 'provider_unavailable',
-              message: `the model provider did not answer after ${call} attempts`,
-            }
-          : {
-              kind: 'failed',
-              code: 'provider_error',
-              message: 'the model provider refused the request',
-            };
-      }
-      await abortableDelay(
-        backoffMs(runtime.retryBaseMs, call, deps.random),
-        AbortSignal.any([state.signal, state.cancel]),
-      );
-      if (state.signal.aborted) throw state.signal.reason;
-      if (buffer.wroteText) {
-        // Clients saw part of this call's text: tell them to drop it before the retry.
-        attempt += 1;
-        await startAttempt(deps.db, lease, {
-          turnIds: burst.turn_ids,
-          attempt,
-          resetPrevious: true,
-          seenSequence: null,
-          historyBefore: 0,
-          historyLimit: 0,
-        });
-      }
-    } finally {
-      pivot.stop();
-    }
-  }
 }

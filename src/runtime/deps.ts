@@ -3,7 +3,9 @@ import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
 import type { Db } from '../store/db.js';
 import type { Wakeups } from '../store/wakeups.js';
+import type { SkillCatalog } from '../tools/skills/catalog.js';
 import type { Tool } from '../tools/types.js';
+import type { ModelInfoLookup } from './modelInfo.js';
 
 /** Everything the worker touches, injected: the loop itself holds no I/O of its own. */
 export interface RuntimeDeps {
@@ -17,4 +19,8 @@ export interface RuntimeDeps {
   /** The tools agents may use, by name (built-ins: tools/registry.ts). */
   tools: Map<string, Tool>;
   random?: () => number;
+  /** The catalog's view of a model (context window, vision); null when unknown. */
+  modelInfo?: ModelInfoLookup;
+  /** The skills of `skills_dir`, for the system prompt of agents that list some. */
+  skills?: SkillCatalog;
 }

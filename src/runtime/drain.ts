@@ -10,6 +10,7 @@ import {
   LeaseLostError,
   type Lease,
 } from '../store/types.js';
+import type { Usage } from '../store/usageRows.js';
 import { answerBurst } from './burst.js';
 import type { RuntimeDeps } from './deps.js';
 import { startHeartbeat } from './heartbeat.js';
@@ -67,13 +68,16 @@ export async function drainSession(
   let partial = claimed.partial_output;
   let pivots = 0;
   let holding = true;
+  /** Provider calls of a try that was cut short, billed with what closes the turn next. */
+  let unbilled: Usage[] = [];
   const collect = () => collectTurns(deps.db, lease.sessionId, maxBurst);
   try {
     while (!control.shutdown.aborted) {
       // A cancel requested for the running burst (possibly before a crash) comes first,
       // before later input could be folded into that burst.
       if (cancel.signal.aborted || turns.cancel_command_id !== null) {
-        await cancelBurst(deps.db, lease, []);
+        await cancelBurst(deps.db, lease, unbilled);
+        unbilled = [];
         turnOutcomes.inc({ outcome: 'cancelled' });
         cancel.stop();
         cancel = watchForCancel(deps, lease);
@@ -91,7 +95,9 @@ export async function drainSession(
           signal: abort.signal,
           cancel: cancel.signal,
           allowPivot: pivots < maxPivots,
+          unbilled,
         });
+        unbilled = [];
       } catch (error) {
         if (error instanceof CancelRequestedError) cancel.trigger();
         else if (!(error instanceof BurstChangedError)) throw error;
@@ -113,8 +119,10 @@ export async function drainSession(
         pivots += 1;
         attempt = outcome.attempt;
         partial = outcome.partial;
+        unbilled = outcome.unbilled;
       } else if (outcome.kind === 'cancel') {
         cancel.trigger();
+        unbilled = outcome.unbilled;
       } else {
         pivots = 0;
         attempt = 0;

@@ -1,19 +1,17 @@
 import type { AgentConfig } from '../config/types.js';
 import { newRequestId } from '../ids.js';
-import { newEvent } from '../protocol/events.js';
+import { newEvent, type NewEvent } from '../protocol/events.js';
 import type { QueuedTurn } from '../store/collectTurns.js';
 import type { Usage } from '../store/commitTurn.js';
 import { readRequests } from '../store/readRequests.js';
 import { saveBurst, type NewInputRequest } from '../store/saveBurst.js';
 import type { BurstCall, BurstState, Lease } from '../store/types.js';
 import { foldInputs } from '../providers/foldedPrompt.js';
-import { runTool } from '../tools/registry.js';
 import type { RuntimeDeps } from './deps.js';
 import type { StepResult } from './modelStep.js';
-import { askUserTool, isOpen, policyOf } from './steps.js';
+import { askUserTool, policyOf } from './steps.js';
 import { wellFormed, wellFormedJson } from './text.js';
 
-const toolTimeoutMs = 30_000;
 const budgetTool = 'budget_extension';
 
 type Resumed = { kind: 'waiting' } | { kind: 'ready'; burst: BurstState; resumed: boolean };
@@ -104,66 +102,6 @@ export async function resumeBurst(
 }
 
 /**
- * Brings the open calls of the last step forward: runs allowed and approved ones (each
- * marked `running` first, so a crash mid-tool is never re-run: the next owner records it
- * as interrupted), and journals a `tool_result` for every call once. A started tool is
- * not cancelled by a turn's cancel: it finishes and its result is recorded.
- */
-export async function settleCalls(
-  deps: RuntimeDeps,
-  lease: Lease,
-  burst: BurstState,
-  signal: AbortSignal,
-): Promise<'waiting' | 'settled'> {
-  const calls = burst.steps.flatMap((step) => step.calls);
-  for (const call of calls.filter((call) => call.status === 'running')) {
-    call.status = 'failed';
-    call.error = {
-      code: 'interrupted',
-      message: 'the worker running this tool stopped; it may or may not have run',
-    };
-  }
-  const runnable = calls.filter((call) => call.status === 'pending' || call.status === 'approved');
-  if (runnable.length > 0) {
-    for (const call of runnable) call.status = 'running';
-    await saveBurst(deps.db, lease, burst);
-    await Promise.all(
-      runnable.map(async (call) => {
-        const tool = deps.tools.get(call.tool);
-        const outcome = tool
-          ? await runTool(tool, call.arguments, { signal, timeoutMs: toolTimeoutMs })
-          : {
-              ok: false as const,
-              error: { code: 'unknown_tool', message: `no tool named ${call.tool}` },
-            };
-        if (outcome.ok) {
-          call.status = 'done';
-          call.result = outcome.result;
-        } else {
-          call.status = 'failed';
-          call.error = outcome.error;
-        }
-      }),
-    );
-  }
-  const unreported = calls.filter((call) => !call.reported && !isOpen(call));
-  if (unreported.length > 0) {
-    for (const call of unreported) call.reported = true;
-    await saveBurst(deps.db, lease, burst, {
-      events: unreported.map((call) =>
-        newEvent('tool_result', burst.lead, {
-          call_id: call.call_id,
-          tool: call.tool,
-          ok: call.status === 'done',
-          ...(call.status === 'done' ? { result: call.result ?? null } : { error: call.error }),
-        }),
-      ),
-    });
-  }
-  return calls.some((call) => call.status === 'awaiting') ? 'waiting' : 'settled';
-}
-
-/**
  * Records a model step that proposed tool calls: `tool_call` events, and per the agent's
  * policy a request for each call that needs a person (`input_required`), or `denied`.
  */
@@ -173,8 +111,8 @@ export async function recordCalls(
   agent: AgentConfig,
   burst: BurstState,
   result: StepResult,
-  usage: Usage,
-  tail: string,
+  usage: Usage[],
+  tail: NewEvent[],
 ): Promise<void> {
   const requests: NewInputRequest[] = [];
   const calls: BurstCall[] = result.calls.map((proposed) => {
@@ -211,8 +149,8 @@ export async function recordCalls(
   burst.steps.push({ kind: 'model', text: wellFormed(result.text), calls });
   await saveBurst(deps.db, lease, burst, {
     events: [
-      ...(tail === '' ? [] : [newEvent('text_delta', burst.lead, { delta: tail })]),
-      newEvent('usage', burst.lead, { ...usage }),
+      ...tail,
+      ...usage.map((call) => newEvent('usage', burst.lead, { ...call })),
       ...calls.map((call) =>
         newEvent('tool_call', burst.lead, {
           call_id: call.call_id,
@@ -223,7 +161,7 @@ export async function recordCalls(
     ],
     requests,
     usage,
-    partialOutput: tail !== '',
+    partialOutput: tail.length > 0,
   });
 }
 

@@ -22,6 +22,8 @@ export interface AdmitTurnInput {
   greetings: ReadonlyMap<string, string | null>;
   message: string;
   option: { request_id: string; value: string } | null;
+  /** Images of this session (`attachments` rows) the turn carries, by id. */
+  attachments: string[];
   /** Whether the poster triggers a turn of each agent (its roles against trigger_roles). */
   triggers: ReadonlyMap<string, boolean>;
   /** Each agent's `pending_input`: may a new message supersede a waiting request? */
@@ -49,11 +51,17 @@ export interface Admission {
  */
 export async function admitTurn(db: Db, input: AdmitTurnInput): Promise<Admission> {
   const fingerprint = createHash('sha256')
-    .update(JSON.stringify([input.message, input.option]))
+    .update(
+      JSON.stringify(
+        input.attachments.length > 0
+          ? [input.message, input.option, input.attachments]
+          : [input.message, input.option],
+      ),
+    )
     .digest('hex');
   for (let attempt = 0; ; attempt++) {
     try {
-      if (input.sessionId !== null && input.option === null) {
+      if (input.sessionId !== null && input.option === null && input.attachments.length === 0) {
         const fast = await admitToSession(db, input, input.sessionId, fingerprint);
         if (fast) return fast;
       }
@@ -226,6 +234,7 @@ async function admitOnce(
 
   const triggers = input.triggers.get(session.agent) ?? true;
   if (input.option) await lockOption(tx, input, session.session_id);
+  if (input.attachments.length > 0) await checkAttachments(tx, input, session.session_id);
   // A message that runs a turn while a request waits for a person supersedes it (agent
   // `pending_input: supersede`), decided here under the session lock: an answer that
   // committed first has left nothing pending (its call runs, this message is answered
@@ -258,8 +267,8 @@ async function admitOnce(
   const messageId = newMessageId();
   await tx.query(
     `insert into turns (tenant, turn_id, session_id, position, state, fingerprint, admitted_sequence,
-                        message_id, option)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+                        message_id, option, attachments)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
     [
       input.tenant,
       input.turnId,
@@ -270,6 +279,7 @@ async function admitOnce(
       sequence,
       messageId,
       input.option === null ? null : JSON.stringify(input.option),
+      input.attachments.length === 0 ? null : JSON.stringify(input.attachments),
     ],
   );
   await tx.query(
@@ -325,6 +335,23 @@ async function lockOption(tx: Queryable, input: AdmitTurnInput, sessionId: strin
       where request_id = $1`,
     [option.request_id, option.value, input.turnId],
   );
+}
+
+/** Every attachment a turn names must be an image of this very session (else 404). */
+async function checkAttachments(
+  tx: Queryable,
+  input: AdmitTurnInput,
+  sessionId: string,
+): Promise<void> {
+  const wanted = [...new Set(input.attachments)];
+  const found = await tx.query(
+    `select 1 from attachments
+      where tenant = $1 and session_id = $2 and attachment_id = any($3::text[])`,
+    [input.tenant, sessionId, wanted],
+  );
+  if (found.rowCount !== wanted.length) {
+    throw new ParleyError('attachment_not_found', 'no such attachment in this session');
+  }
 }
 
 interface TurnRow {

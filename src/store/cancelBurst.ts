@@ -3,6 +3,7 @@ import type { Db } from './db.js';
 import { appendEvents } from './appendEvents.js';
 import { closeBurst } from './closeBurst.js';
 import { usageEvents, type Usage } from './commitTurn.js';
+import { billUsage } from './failTurn.js';
 import { expirePendingRequests } from './expireRequests.js';
 import { LeaseLostError, type Lease } from './types.js';
 
@@ -49,6 +50,7 @@ export async function cancelBurst(db: Db, lease: Lease, usage: Usage[]): Promise
       ]);
       const lastPosition = (running.rows[running.rows.length - 1] as { position: number }).position;
       await closeBurst(tx, lease, { turnIds, lastPosition }, 'cancelled');
+      await billUsage(tx, lease, lead, usage);
     }
     await tx.query('update sessions set cancel_command_id = null where session_id = $1', [
       lease.sessionId,

@@ -1,18 +1,16 @@
 import { newEvent, type NewEvent, type OptionsOffer } from '../protocol/events.js';
-import type { Queryable, Statement } from './db.js';
+import type { MemoryEffect } from '../tools/memory/effects.js';
+import { applyMemoryEffects, type MemoryOwner } from './applyMemoryEffects.js';
+import type { Db, Queryable, Statement } from './db.js';
 import { insertEventsSql } from './appendEvents.js';
 import { liveEvents, storedEventsJson } from './eventRows.js';
 import { holdsLease } from './startAttempt.js';
 import { CancelRequestedError, LeaseLostError, type Lease } from './types.js';
+import { insertUsageSql, sumUsage, usageJson, type Usage } from './usageRows.js';
 import { notifySql } from './wakeups.js';
 
-export interface Usage {
-  input_tokens: number;
-  output_tokens: number;
-  cost_usd: number;
-  model: string;
-  latency_ms: number;
-}
+export type { Usage } from './usageRows.js';
+export { sumUsage } from './usageRows.js';
 
 export interface BurstRef {
   turnIds: string[];
@@ -43,7 +41,7 @@ const commitStatement: Statement = {
              lease_owner = case when input_count > $5 then lease_owner end,
              lease_expires_at = case when input_count > $5 then lease_expires_at end
        where session_id = $1 and lease_token = $2 and cancel_command_id is null
-       returning tenant, session_id, last_sequence, input_count > $5 as pending
+       returning tenant, session_id, agent, last_sequence, input_count > $5 as pending
     ), inserted as (
       ${insertEventsSql('bumped', '$3')}
     ), message as (
@@ -55,9 +53,16 @@ const commitStatement: Statement = {
       insert into option_offers (request_id, tenant, session_id, message_id, choices)
       select $11, b.tenant, b.session_id, $7, $12::jsonb from bumped b where $11::text is not null
     ), closed as (
-      update turns t set state = 'done', answered_by = ($6::text[])[1], completed_at = now()
+      -- The burst's cost is its lead turn's.
+      update turns t
+         set state = 'done', answered_by = ($6::text[])[1], completed_at = now(),
+             input_tokens = t.input_tokens + case when t.turn_id = ($6::text[])[1] then $13 else 0 end,
+             output_tokens = t.output_tokens + case when t.turn_id = ($6::text[])[1] then $14 else 0 end,
+             cost_usd = t.cost_usd + case when t.turn_id = ($6::text[])[1] then $15 else 0 end
         from bumped b
        where t.tenant = b.tenant and t.turn_id = any($6::text[])
+    ), billed as (
+      ${insertUsageSql('bumped', '$16', '($6::text[])[1]')}
     )
     select b.last_sequence, b.pending,
            ${notifySql("'events'", 'b.session_id', 'b.last_sequence', '$4::text')} as notified
@@ -66,13 +71,15 @@ const commitStatement: Statement = {
 
 /**
  * Completes a burst in ONE token-gated statement (RUNTIME.md, "finish"): the last text of
- * the reply, the assistant message, the turn rows, the cursor, usage, the `usage` and
- * `done` events — and the lease, released unless another turn is already queued. Either
- * all of it is durable or, if the lease was lost or a cancel got the session row first,
- * none of it. Returns whether the worker still holds the lease (more turns are queued).
+ * the reply, the assistant message, the turn rows, the cursor, usage (events, the `usage`
+ * rows, the totals), the `done` event — and the lease, released unless another turn is
+ * already queued. Either all of it is durable or, if the lease was lost or a cancel got
+ * the session row first, none of it. Buffered effects (memory writes) are applied in the
+ * same transaction when there are any. Returns whether the worker still holds the lease
+ * (more turns are queued).
  */
 export async function commitTurn(
-  db: Queryable,
+  db: Db,
   lease: Lease,
   burst: BurstRef & {
     messageId: string;
@@ -83,13 +90,16 @@ export async function commitTurn(
     /** Options offered with the reply (request id made by the caller). */
     options: OptionsOffer | null;
     usage: Usage[];
-    /** Reply text not journaled yet (the delta buffer's tail): its last `text_delta`. */
-    tail: string;
+    /** What the step streamed and is not journaled yet (the delta buffer's tail). */
+    tail: NewEvent[];
+    /** Events that come before the usage and `done` (the scope gate's verdict). */
+    before?: NewEvent[];
+    /** Buffered memory writes of the turn, applied with the commit. */
+    effects?: { owner: MemoryOwner; list: readonly MemoryEffect[] };
   },
 ): Promise<{ sequence: number; pending: boolean }> {
   const lead = burst.turnIds[0] as string;
-  const events: NewEvent[] = [];
-  if (burst.tail !== '') events.push(newEvent('text_delta', lead, { delta: burst.tail }));
+  const events: NewEvent[] = [...burst.tail, ...(burst.before ?? [])];
   events.push(...usageEvents(lead, burst.usage));
   events.push(
     newEvent('done', lead, {
@@ -103,7 +113,7 @@ export async function commitTurn(
     }),
   );
   const totals = sumUsage(burst.usage);
-  const committed = await db.query<{ last_sequence: number; pending: boolean }>(commitStatement, [
+  const params = [
     lease.sessionId,
     lease.token,
     storedEventsJson(events),
@@ -119,7 +129,26 @@ export async function commitTurn(
     totals.input_tokens,
     totals.output_tokens,
     totals.cost_usd,
-  ]);
+    usageJson(burst.usage),
+  ];
+  const effects = burst.effects;
+  const commit = (q: Queryable) =>
+    q.query<{ last_sequence: number; pending: boolean }>(commitStatement, params);
+  const committed =
+    effects && effects.list.length > 0
+      ? await db.transaction(async (tx) => {
+          const result = await commit(tx);
+          // Nothing applied (lease lost, cancel first): no effect may be written either.
+          if (result.rows[0]) {
+            await applyMemoryEffects(
+              tx,
+              { ...effects.owner, sessionId: lease.sessionId },
+              effects.list,
+            );
+          }
+          return result;
+        })
+      : await commit(db);
   const row = committed.rows[0];
   if (row) return { sequence: row.last_sequence, pending: row.pending };
   // Nothing applied: a cancel took the session row first (no `done` then), or the lease is gone.
@@ -131,15 +160,4 @@ export async function commitTurn(
 /** One `usage` event per provider call of the burst. */
 export function usageEvents(lead: string, usage: Usage[]): NewEvent[] {
   return usage.map((call) => newEvent('usage', lead, { ...call }));
-}
-
-export function sumUsage(usage: Usage[]): Omit<Usage, 'model' | 'latency_ms'> {
-  return usage.reduce(
-    (sum, call) => ({
-      input_tokens: sum.input_tokens + call.input_tokens,
-      output_tokens: sum.output_tokens + call.output_tokens,
-      cost_usd: sum.cost_usd + call.cost_usd,
-    }),
-    { input_tokens: 0, output_tokens: 0, cost_usd: 0 },
-  );
 }

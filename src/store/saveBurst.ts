@@ -3,6 +3,7 @@ import type { Queryable, Statement } from './db.js';
 import { insertEventsSql } from './appendEvents.js';
 import { liveEvents, storedEventsJson } from './eventRows.js';
 import { LeaseLostError, type BurstState, type Lease } from './types.js';
+import { insertUsageSql, sumUsage, usageJson, type Usage } from './usageRows.js';
 import { notifySql } from './wakeups.js';
 
 export interface NewInputRequest {
@@ -30,9 +31,11 @@ const saveStatement: Statement = {
              output_tokens = output_tokens + $7,
              cost_usd = cost_usd + $8
        where session_id = $1 and lease_token = $2
-       returning tenant, session_id, last_sequence
+       returning tenant, session_id, agent, last_sequence
     ), inserted as (
       ${insertEventsSql('bumped', '$3')}
+    ), billed as (
+      ${insertUsageSql('bumped', '$11', '$12::text')}
     ), requests as (
       insert into input_requests (request_id, tenant, session_id, turn_id, call_id, kind, tool,
                                   arguments, expected_sequence)
@@ -61,8 +64,8 @@ export async function saveBurst(
   changes: {
     events?: NewEvent[];
     requests?: NewInputRequest[];
-    /** Usage of model calls made for this step, added to the session's totals. */
-    usage?: { input_tokens: number; output_tokens: number; cost_usd: number };
+    /** Model calls made for this step: billed (rows, session totals) with it. */
+    usage?: Usage[];
     /** The events carry text of the current attempt. */
     partialOutput?: boolean;
   } = {},
@@ -89,7 +92,7 @@ export async function saveBurst(
       position: events.length,
     };
   });
-  const usage = changes.usage ?? { input_tokens: 0, output_tokens: 0, cost_usd: 0 };
+  const usage = sumUsage(changes.usage ?? []);
   const saved = await db.query(saveStatement, [
     lease.sessionId,
     lease.token,
@@ -101,6 +104,8 @@ export async function saveBurst(
     usage.cost_usd,
     changes.partialOutput === true,
     JSON.stringify(rows),
+    usageJson(changes.usage ?? []),
+    burst.lead,
   ]);
   if (saved.rowCount === 0) throw new LeaseLostError(lease.sessionId);
 }

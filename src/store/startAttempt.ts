@@ -12,6 +12,8 @@ export interface HistoryMessage {
   content: string;
   turn_id: string | null;
   sequence: number;
+  /** The images a user message's turn carried. */
+  attachments: string[] | null;
 }
 
 const startStatement: Statement = {
@@ -37,11 +39,21 @@ const startStatement: Statement = {
     select b.last_sequence,
            ${notifySql("'events'", 'b.session_id', 'b.last_sequence', '$4::text')} as notified,
            (select coalesce(json_agg(h order by h.sequence), '[]'::json) from (
-              select role, author, coalesce(raw_content, content) as content, turn_id, sequence
-                from messages
-               where session_id = $1 and sequence < $9
-               order by sequence desc
-               limit $10) h) as history
+              -- Newest first, while the text read so far stays within the budget ($11):
+              -- the prompt builder keeps what fits the model's window.
+              select role, author, content, turn_id, sequence, attachments from (
+                select m.role, m.author, coalesce(m.raw_content, m.content) as content,
+                       m.turn_id, m.sequence,
+                       (select t.attachments from turns t
+                         where m.role = 'user' and t.tenant = m.tenant
+                           and t.turn_id = m.turn_id) as attachments,
+                       sum(octet_length(coalesce(m.raw_content, m.content)))
+                         over (order by m.sequence desc) as running
+                  from messages m
+                 where m.session_id = $1 and m.sequence < $9
+                 order by m.sequence desc
+                 limit $10) w
+               where w.running - octet_length(w.content) < $11) h) as history
       from bumped b`,
 };
 
@@ -63,9 +75,11 @@ export async function startAttempt(
     resetPrevious: boolean;
     /** null: no check (a retry within a running attempt). */
     seenSequence: number | null;
-    /** History before this sequence (the burst's first admission), at most `historyLimit`. */
+    /** History before this sequence (the burst's first admission): at most `historyLimit`
+     * messages and about `historyBytes` of text, newest first. */
     historyBefore: number;
     historyLimit: number;
+    historyBytes: number;
   },
 ): Promise<{ sequence: number; history: HistoryMessage[] }> {
   const lead = burst.turnIds[0] as string;
@@ -87,6 +101,7 @@ export async function startAttempt(
       burst.turnIds,
       burst.historyBefore,
       burst.historyLimit,
+      burst.historyBytes,
     ],
   );
   const row = started.rows[0];

@@ -52,6 +52,7 @@ export interface Lease {
 }
 
 export type { NewEvent } from '../protocol/events.js';
+import type { MemoryEffect } from '../tools/memory/effects.js';
 /** A journaled event as clients see it (PROTOCOL.md §3). */
 export type { ParleyEvent as JournalEvent } from '../protocol/events.js';
 
@@ -114,6 +115,8 @@ export interface BurstCall {
   error?: { code: string; message: string };
   /** Its `tool_result` is journaled. */
   reported?: boolean;
+  /** How long it ran. */
+  duration_ms?: number;
 }
 
 export interface BurstStep {
@@ -132,4 +135,6 @@ export interface BurstState {
   steps: BurstStep[];
   /** Budget granted so far (extended by an approved budget_extension). */
   budget: { iterations: number; tool_calls: number };
+  /** Memory writes the turn's tools buffered: applied with the commit, or never. */
+  effects?: MemoryEffect[];
 }

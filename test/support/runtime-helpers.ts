@@ -200,6 +200,7 @@ export function admit(
     greetings: new Map(),
     message: input.message,
     option: null,
+    attachments: [],
     triggers: new Map(),
     pendingInput: new Map(),
   });

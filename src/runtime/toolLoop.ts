@@ -1,0 +1,128 @@
+import type { AgentConfig } from '../config/types.js';
+import { newEvent } from '../protocol/events.js';
+import { saveBurst } from '../store/saveBurst.js';
+import type { BurstCall, BurstState, Lease } from '../store/types.js';
+import { MemoryEffects } from '../tools/memory/effects.js';
+import { resolveAgentTools, runResolvedTool, type ResolvedTool } from '../tools/registry.js';
+import { callScope } from '../tools/scope.js';
+import type { RuntimeDeps } from './deps.js';
+import { isOpen } from './steps.js';
+
+/**
+ * The tool loop (RUNTIME.md; issue 8): brings the open calls of a burst forward.
+ *
+ * - A call found `running` was started by a worker that died: it runs again only if its
+ *   tool is marked `idempotent`, else it is recorded as interrupted (it may or may not
+ *   have run).
+ * - Runnable calls (allowed, approved) run concurrently, at most `tools.max_concurrency`
+ *   at once, each under its tool's time limit; a call is saved `running` before it starts,
+ *   and its result is saved — with its `tool_result` event and duration — as soon as it
+ *   returns, so a crash mid-step resumes with the calls that finished and runs only those
+ *   that never started. Saves are serialised (each writes the whole working
+ *   conversation); a result's save also marks the next call `running`.
+ * - A started tool is not stopped by a cancel: it finishes and its result is recorded.
+ * - Tools buffer their side effects (memory) in the burst: the commit applies them.
+ */
+export async function settleCalls(
+  deps: RuntimeDeps,
+  lease: Lease,
+  agent: AgentConfig,
+  burst: BurstState,
+  context: { user: string; signal: AbortSignal },
+): Promise<'waiting' | 'settled'> {
+  const calls = burst.steps.flatMap((step) => step.calls);
+  const resolved = new Map(resolveAgentTools(agent, deps.tools).map((tool) => [tool.name, tool]));
+  for (const call of calls.filter((call) => call.status === 'running')) {
+    if (resolved.get(call.tool)?.idempotent) {
+      call.status = 'pending';
+      continue;
+    }
+    call.status = 'failed';
+    call.error = {
+      code: 'interrupted',
+      message: 'the worker running this tool stopped; it may or may not have run',
+    };
+  }
+  const queue = calls.filter((call) => call.status === 'pending' || call.status === 'approved');
+  if (queue.length > 0) await runCalls(deps, lease, agent, burst, resolved, queue, context);
+  const unreported = calls.filter((call) => !call.reported && !isOpen(call));
+  if (unreported.length > 0) {
+    for (const call of unreported) call.reported = true;
+    await saveBurst(deps.db, lease, burst, { events: unreported.map(resultEvent(burst)) });
+  }
+  return calls.some((call) => call.status === 'awaiting') ? 'waiting' : 'settled';
+}
+
+function resultEvent(burst: BurstState) {
+  return (call: BurstCall) =>
+    newEvent('tool_result', burst.lead, {
+      call_id: call.call_id,
+      tool: call.tool,
+      ok: call.status === 'done',
+      ...(call.status === 'done' ? { result: call.result ?? null } : { error: call.error }),
+      ...(call.duration_ms === undefined ? {} : { duration_ms: call.duration_ms }),
+    });
+}
+
+async function runCalls(
+  deps: RuntimeDeps,
+  lease: Lease,
+  agent: AgentConfig,
+  burst: BurstState,
+  resolved: Map<string, ResolvedTool>,
+  queue: BurstCall[],
+  context: { user: string; signal: AbortSignal },
+): Promise<void> {
+  const { tools } = deps.config;
+  const memory = new MemoryEffects(burst.effects ?? []);
+  let saving: Promise<void> = Promise.resolve();
+  /** Saves are chained: each writes the whole burst as it is when its turn comes. */
+  const save = (events: BurstCall[] = []) => {
+    saving = saving.then(() => {
+      burst.effects = memory.list();
+      for (const call of events) call.reported = true;
+      return saveBurst(deps.db, lease, burst, { events: events.map(resultEvent(burst)) });
+    });
+    return saving;
+  };
+  const waiting = [...queue];
+  const first = waiting.splice(0, Math.max(1, tools.maxConcurrency));
+  for (const call of first) call.status = 'running';
+  await save();
+
+  const run = async (call: BurstCall): Promise<void> => {
+    const tool = resolved.get(call.tool);
+    const outcome = tool
+      ? await runResolvedTool(tool, call.arguments, {
+          signal: context.signal,
+          scope: callScope(deps.config, {
+            tenant: lease.tenant,
+            agent: agent.name,
+            user: context.user,
+            sessionId: lease.sessionId,
+            callId: call.call_id,
+            memory,
+          }),
+          maxResultBytes: tools.maxResultBytes,
+        })
+      : {
+          ok: false as const,
+          error: { code: 'unknown_tool' as const, message: `no tool named ${call.tool}` },
+          durationMs: 0,
+        };
+    if (outcome.ok) {
+      call.status = 'done';
+      call.result = outcome.result;
+    } else {
+      call.status = 'failed';
+      call.error = outcome.error;
+    }
+    if (outcome.durationMs !== undefined) call.duration_ms = outcome.durationMs;
+    const next = waiting.shift();
+    if (next) next.status = 'running';
+    await save([call]);
+    if (next) await run(next);
+  };
+  await Promise.all(first.map(run));
+  await saving;
+}

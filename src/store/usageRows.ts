@@ -1,0 +1,42 @@
+import type { EventData } from '../protocol/events.js';
+
+/** One provider call's usage, as its `usage` event carries it (PROTOCOL.md, extended). */
+export type Usage = EventData<'usage'>;
+
+/**
+ * The SQL that bills usage rows (one per provider call, the `usage` table) from a JSON
+ * parameter (`usageJson`), after a session-row update `bumped` that returned `tenant,
+ * session_id, agent`: a statement that journals a step's `usage` events writes its rows in
+ * the same statement, so a call is billed exactly when its step's writes apply.
+ */
+export function insertUsageSql(bumped: string, rows: string, turnId: string): string {
+  return `insert into usage (tenant, session_id, turn_id, agent, model, purpose, outcome,
+                             input_tokens, output_tokens, cached_input_tokens, reasoning_tokens,
+                             cost_usd, latency_ms, ttft_ms)
+    select b.tenant, b.session_id, ${turnId}, b.agent, u.model, u.purpose, u.outcome,
+           u.input_tokens, u.output_tokens, u.cached_input_tokens, u.reasoning_tokens,
+           u.cost_usd, u.latency_ms, u.ttft_ms
+      from ${bumped} b,
+           jsonb_to_recordset(${rows}::jsonb) as u(model text, purpose text, outcome text,
+             input_tokens bigint, output_tokens bigint, cached_input_tokens bigint,
+             reasoning_tokens bigint, cost_usd numeric, latency_ms integer, ttft_ms integer)`;
+}
+
+export function usageJson(usage: Usage[]): string {
+  return JSON.stringify(usage);
+}
+
+export function sumUsage(usage: Usage[]): {
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+} {
+  return usage.reduce(
+    (sum, call) => ({
+      input_tokens: sum.input_tokens + call.input_tokens,
+      output_tokens: sum.output_tokens + call.output_tokens,
+      cost_usd: sum.cost_usd + call.cost_usd,
+    }),
+    { input_tokens: 0, output_tokens: 0, cost_usd: 0 },
+  );
+}
