@@ -1,3 +1,4 @@
+import { copyPgliteTemplate } from './support/template.js';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,6 +38,7 @@ afterEach(async () => {
 describe('parley serve (PGlite) killed with SIGKILL mid-reply', () => {
   it('restarts on the same data directory and the reconnecting client sees every event once', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'parley-crash-'));
+    copyPgliteTemplate(dataDir);
     cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
     const streams: SseClient[] = [];
     cleanup.push(() => streams.forEach((stream) => stream.close()));

@@ -6,7 +6,7 @@ import { freshStorage } from './support/db.js';
 
 describe('migrations', () => {
   it('apply once, are recorded, and a reopened database is up to date', async () => {
-    const fresh = await freshStorage();
+    const fresh = await freshStorage({ empty: true });
     const open = () =>
       fresh.storage.url ? openPostgres(fresh.storage.url, 4) : openPglite(fresh.storage.dataDir);
     try {
@@ -29,7 +29,7 @@ describe('migrations', () => {
   });
 
   it('lets concurrent first runs race safely', async () => {
-    const fresh = await freshStorage();
+    const fresh = await freshStorage({ empty: true });
     const dbs = fresh.storage.url
       ? await Promise.all([1, 2, 3].map(() => openPostgres(fresh.storage.url as string, 2)))
       : [await openPglite(fresh.storage.dataDir)];

@@ -1,3 +1,4 @@
+import { copyPgliteTemplate } from './support/template.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +12,7 @@ import { startParley, stopAllProcesses, type ParleyProcess } from './support/pro
 // exactly once (the new worker's attempt_reset replaces the partial text).
 let browser: Browser;
 const dataDir = mkdtempSync(join(tmpdir(), 'parley-web-restart-'));
+copyPgliteTemplate(dataDir);
 
 beforeAll(async () => {
   browser = await launchBrowser();

@@ -7,6 +7,7 @@ import type { Db } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
 import { openPglite } from '../../src/store/pglite.js';
 import { openPostgres } from '../../src/store/postgres.js';
+import { copyPgliteTemplate, postgresTemplateName } from './template.js';
 
 export const engine: 'pglite' | 'postgres' =
   process.env.PARLEY_TEST_ENGINE === 'postgres' ? 'postgres' : 'pglite';
@@ -20,15 +21,17 @@ export function adminUrl(): string {
 }
 
 /**
- * A fresh, empty storage location for one test: a new database on PostgreSQL, a new data
- * directory for PGlite. Never shared between tests, never mocked.
+ * A fresh storage location for one test: a new database on PostgreSQL, a new data
+ * directory for PGlite, each a copy of the migrated template (template.ts) unless `empty`
+ * (no schema at all: the migration tests). Never shared between tests, never mocked.
  */
-export async function freshStorage(): Promise<{
+export async function freshStorage(options: { empty?: boolean } = {}): Promise<{
   storage: { url: string | null; dataDir: string };
   drop: () => Promise<void>;
 }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-test-'));
   if (engine === 'pglite') {
+    if (!options.empty) copyPgliteTemplate(dataDir);
     return {
       storage: { url: null, dataDir },
       drop: async () => rmSync(dataDir, { recursive: true, force: true }),
@@ -37,7 +40,11 @@ export async function freshStorage(): Promise<{
   const name = `parley_t_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl() });
   await admin.connect();
-  await admin.query(`create database ${name}`);
+  await admin.query(
+    options.empty
+      ? `create database ${name}`
+      : `create database ${name} template ${postgresTemplateName()}`,
+  );
   await admin.end();
   const url = new URL(adminUrl());
   url.pathname = `/${name}`;
