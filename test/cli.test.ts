@@ -94,7 +94,7 @@ describe('parley CLI', () => {
   });
 
   it('migrates a fresh database, then reports it up to date', async () => {
-    const fresh = await freshStorage();
+    const fresh = await freshStorage({ empty: true });
     const env: Record<string, string> = fresh.storage.url
       ? { DATABASE_URL: fresh.storage.url }
       : { PARLEY_DATA_DIR: fresh.storage.dataDir };

@@ -209,6 +209,7 @@ describe('the web app', () => {
     const { context, page } = await signedIn(browser, alice);
     await startConversation(page, 'Failure', '/fail permanent');
     await page.getByRole('note').filter({ hasText: 'The model refused this request' }).waitFor();
+    await page.getByRole('note').filter({ hasText: 'credentials' }).waitFor();
     await context.close();
   });
 

@@ -3,6 +3,7 @@ import { ParleyError } from '../errors.js';
 import { getSession } from '../store/getSession.js';
 import { listWorkspaceFiles, workspaceDir } from '../tools/shell/workspace.js';
 import type { ApiDeps } from './deps.js';
+import { pathId } from './validate.js';
 
 /**
  * `GET /api/v1/chat/sessions/{id}/files`: what the session's shell commands left in its
@@ -15,7 +16,11 @@ export function fileRoutes(app: FastifyInstance, deps: ApiDeps): void {
     '/api/v1/chat/sessions/:sessionId/files',
     async (request) => {
       const tenant = request.principal.tenant;
-      const session = await getSession(deps.db, tenant, request.params.sessionId);
+      const session = await getSession(
+        deps.db,
+        tenant,
+        pathId(request.params.sessionId, 'session_id'),
+      );
       if (!session) throw new ParleyError('session_not_found', 'no such session');
       const dir = workspaceDir(deps.config.tools.workspaceDir, tenant, session.session_id);
       const listed = await listWorkspaceFiles(dir);

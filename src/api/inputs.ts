@@ -7,7 +7,7 @@ import { listInputs } from '../store/listInputs.js';
 import { decodeCursor } from '../store/listSessions.js';
 import type { ApiDeps } from './deps.js';
 import { hasRole } from './principal.js';
-import { pathId, storableJson, validate } from './validate.js';
+import { pathId, storableJson, validate, text } from './validate.js';
 
 const answerBody = z
   .object({
@@ -23,7 +23,7 @@ const answerBody = z
 const inboxQuery = z.object({
   state: z.literal('pending', { message: 'only state=pending can be listed' }),
   limit: z.coerce.number().int().min(1).max(200).default(50),
-  cursor: z.string().max(500).optional(),
+  cursor: text().max(500).optional(),
 });
 
 /**

@@ -6,15 +6,15 @@ import { decodeCursor } from '../store/listSessions.js';
 import { listMemories } from '../store/listMemories.js';
 import type { ApiDeps } from './deps.js';
 import { hasRole } from './principal.js';
-import { validate } from './validate.js';
+import { validate, text, pathId } from './validate.js';
 
 const listQuery = z
   .object({
     limit: z.coerce.number().int().min(1).max(200).default(50),
-    cursor: z.string().max(500).optional(),
-    agent: z.string().min(1).max(128).optional(),
+    cursor: text().max(500).optional(),
+    agent: text().min(1).max(128).optional(),
     /** Admins only, for someone else: a user name, or `*` for every user of the tenant. */
-    user: z.string().min(1).max(128).optional(),
+    user: text().min(1).max(128).optional(),
   })
   .strict();
 
@@ -50,8 +50,9 @@ export function memoryRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.delete<{ Params: { memoryId: string } }>('/api/v1/memories/:memoryId', async (request) => {
     const { principal } = request;
     const own = hasRole(principal, 'admin') ? null : principal.user;
-    const deleted = await deleteMemory(deps.db, principal.tenant, request.params.memoryId, own);
+    const memoryId = pathId(request.params.memoryId, 'memory_id');
+    const deleted = await deleteMemory(deps.db, principal.tenant, memoryId, own);
     if (!deleted) throw new ParleyError('not_found', 'no such memory');
-    return { memory_id: request.params.memoryId, deleted: true };
+    return { memory_id: memoryId, deleted: true };
   });
 }

@@ -41,6 +41,8 @@ export interface TranscriptMessage {
   turn_id: string | null;
   sequence: number;
   created_at: string;
+  /** A reply's cost: the provider calls of the turn it answers. */
+  usage?: { input_tokens: number; output_tokens: number; cost_usd: number };
 }
 
 /** The 202 answer of POST /api/v1/chat/turns. `stored`: kept, but no turn runs. */

@@ -9,9 +9,15 @@ interface MessageRow {
   turn_id: string | null;
   sequence: number;
   created_at: Date;
+  input_tokens?: number | null;
+  output_tokens?: number | null;
+  cost_usd?: number | null;
 }
 
-/** The durable transcript, newest first; `before` is a journal sequence (exclusive). */
+/**
+ * The durable transcript, newest first; `before` is a journal sequence (exclusive). A
+ * reply carries what its turn cost (`usage`: every provider call of the burst it answers).
+ */
 export async function listMessages(
   db: Queryable,
   tenant: string,
@@ -19,10 +25,12 @@ export async function listMessages(
   options: { before: number | null; limit: number },
 ): Promise<{ items: TranscriptMessage[]; next_cursor: string | null }> {
   const found = await db.query<MessageRow>(
-    `select message_id, role, author, content, turn_id, sequence, created_at
-       from messages
-      where tenant = $1 and session_id = $2 and sequence < $3
-      order by sequence desc, role desc
+    `select m.message_id, m.role, m.author, m.content, m.turn_id, m.sequence, m.created_at,
+            t.input_tokens, t.output_tokens, t.cost_usd
+       from messages m
+       left join turns t on m.role = 'assistant' and t.tenant = m.tenant and t.turn_id = m.turn_id
+      where m.tenant = $1 and m.session_id = $2 and m.sequence < $3
+      order by m.sequence desc, m.role desc
       limit $4`,
     [tenant, sessionId, options.before ?? Number.MAX_SAFE_INTEGER, options.limit + 1],
   );
@@ -34,30 +42,19 @@ export async function listMessages(
   };
 }
 
-/**
- * The last `limit` messages before a sequence, oldest first: the model's history. The
- * model sees its raw replies, also where `completion_text` replaced the visible one.
- */
-export async function recentMessages(
-  db: Queryable,
-  sessionId: string,
-  beforeSequence: number,
-  limit: number,
-): Promise<TranscriptMessage[]> {
-  const found = await db.query<MessageRow>(
-    `select message_id, role, author, coalesce(raw_content, content) as content, turn_id, sequence,
-            created_at
-       from messages
-      where session_id = $1 and sequence < $2
-      order by sequence desc
-      limit $3`,
-    [sessionId, beforeSequence, limit],
-  );
-  return found.rows.reverse().map(toMessage);
-}
-
 function toMessage(row: MessageRow): TranscriptMessage {
+  const usage =
+    row.role === 'assistant' && row.turn_id !== null && row.input_tokens != null
+      ? {
+          usage: {
+            input_tokens: row.input_tokens,
+            output_tokens: row.output_tokens ?? 0,
+            cost_usd: row.cost_usd ?? 0,
+          },
+        }
+      : {};
   return {
+    ...usage,
     id: row.message_id,
     role: row.role,
     author: row.author,

@@ -43,11 +43,18 @@ export function encodeCursor(parts: (string | number)[]): string {
   return Buffer.from(JSON.stringify(parts)).toString('base64url');
 }
 
-/** Returns null for anything that is not a cursor this server made. */
+/**
+ * Returns null for anything that is not a cursor this server made: not base64url JSON, not
+ * an array, or holding text the database would refuse (NUL, an unpaired surrogate).
+ */
 export function decodeCursor(cursor: string): unknown[] | null {
   try {
     const parts: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    return Array.isArray(parts) ? parts : null;
+    if (!Array.isArray(parts)) return null;
+    const storable = (part: unknown) =>
+      typeof part !== 'string' ||
+      (!part.includes('\u0000') && (part as string & { isWellFormed(): boolean }).isWellFormed());
+    return parts.every(storable) ? parts : null;
   } catch {
     return null;
   }

@@ -64,6 +64,8 @@ export interface TranscriptMessage {
   turn_id: string | null;
   sequence: number;
   created_at: string;
+  /** A reply's cost: the provider calls of the turn it answers. */
+  usage?: { input_tokens: number; output_tokens: number; cost_usd: number };
 }
 
 /** Raised by a token-gated write that applied nothing: another worker owns the session. */

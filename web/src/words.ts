@@ -15,8 +15,12 @@ export function explainError(code: string | undefined, fallback: string | undefi
   switch (code) {
     case 'session_parked':
       return 'This conversation is paused: the agent failed several times in a row without making progress. Nothing more runs until an operator resumes it (parley sessions unpark).';
-    case 'provider_error':
+    case 'provider_rejected':
       return 'The model refused this request, so the reply stopped here. Sending it again will not help; rephrase it or ask an operator.';
+    case 'provider_auth':
+      return 'The model refused this request: the server’s credentials for it are not accepted. An operator must fix the provider key.';
+    case 'context_length':
+      return 'This conversation has grown too long for the model, even with its oldest part left out. Start a new conversation.';
     case 'provider_unavailable':
       return 'The model could not be reached, even after several tries. Send your message again in a moment.';
     case 'unknown_agent':
