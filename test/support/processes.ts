@@ -183,7 +183,8 @@ export async function startParley(role: Role, options: StartOptions = {}): Promi
     ...(options.databaseUrl === undefined ? {} : { DATABASE_URL: options.databaseUrl }),
     ...options.env,
   });
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', role], {
+  // The built command (the global setup builds it): what operators run, and it starts fast.
+  const child = spawn(process.execPath, ['dist/cli/main.js', role], {
     cwd: root,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,3 +1,4 @@
+import type { Tool } from '../../src/tools/types.js';
 import type {
   LanguageModelV3,
   LanguageModelV3CallOptions,
@@ -156,6 +157,7 @@ export async function startTestWorker(
   db: Db,
   config: Config,
   owner = 'test-worker',
+  tools: Map<string, Tool> = builtInTools(),
 ): Promise<TestWorker> {
   const wakeups = new Wakeups(db);
   await wakeups.start();
@@ -167,7 +169,7 @@ export async function startTestWorker(
     resolveModel,
     log: createLogger({ level: 'silent' }),
     owner,
-    tools: builtInTools(),
+    tools,
   };
   const worker = new Worker(deps);
   worker.start();
