@@ -29,6 +29,8 @@ import type { CounterSnapshot } from './server.js';
 import { fmt, median, percentile, round } from './stats.js';
 import { medianOf, peerPlan, peerReplyText, peerShapedRun, runPeerOnce } from './peer.js';
 import { measureReplyBytes } from './replyBytes.js';
+import { measureProviderPath, PacedProvider } from './providerPath.js';
+import { measureToolLoop } from './toolLoop.js';
 
 const runs = Number(process.env.PARLEY_BENCH_RUNS ?? 3);
 const engines = (process.env.PARLEY_BENCH_ENGINES ?? 'pglite,postgres').split(',');
@@ -651,6 +653,12 @@ async function benchEngine(
     await waitDrained(server);
     const bytes = await phase('bytes', () => measureBytes(server, baseline));
     const replyBytes = await phase('reply_bytes', () => measureReplyBytes(server));
+    const providerPath = pacedProvider
+      ? await phase('provider_path', () =>
+          measureProviderPath(server, pacedProvider as PacedProvider),
+        )
+      : null;
+    const toolLoop = await phase('tool_loop', () => measureToolLoop(server));
     const admission = await phase('admission', () => measureAdmission(server));
     return {
       engine: server.engine,
@@ -668,6 +676,8 @@ async function benchEngine(
       history,
       bytes,
       reply_bytes: replyBytes,
+      provider_path: providerPath,
+      tool_loop: toolLoop,
     };
   } finally {
     await server.close();
@@ -864,6 +874,29 @@ function table(results: { pglite: Outcome; postgres: Outcome }): string {
       (r) => `${fmt(r.reply_bytes.slope)}× + ${r.reply_bytes.fixed_overhead_bytes}`,
     ],
     [
+      '6. provider path: Parley first-token overhead p50 / p99 (ms)',
+      (r) =>
+        r.provider_path
+          ? pair(
+              r.provider_path.first_token_overhead_p50_ms,
+              r.provider_path.first_token_overhead_p99_ms,
+            )
+          : 'not run',
+    ],
+    [
+      '   journal bytes per 1,000 reply tokens',
+      (r) =>
+        r.provider_path ? String(r.provider_path.journal_bytes_per_1000_reply_tokens) : 'not run',
+    ],
+    [
+      '7. tool loop: overhead per tool step (ms / round trips)',
+      (r) => pair(r.tool_loop.overhead_per_tool_step_ms, r.tool_loop.round_trips_per_tool_step),
+    ],
+    [
+      '   bytes per turn with three tool calls',
+      (r) => String(r.tool_loop.three_tool_calls.bytes_per_turn),
+    ],
+    [
       '    10 KB: first 10 / last 10 turns (bytes)',
       (r) => {
         const size = r.reply_bytes.sizes[1];
@@ -921,8 +954,13 @@ function revision(root: string): { commit: string | null; src_modified: boolean 
   }
 }
 
+/** The provider-path phase's local OpenAI-style server, started before the servers under test. */
+let pacedProvider: PacedProvider | null = null;
+
 async function main(): Promise<void> {
   const root = dirname(dirname(fileURLToPath(import.meta.url)));
+  pacedProvider = await PacedProvider.start();
+  process.env.PARLEY_BENCH_PACED_URL = pacedProvider.url;
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
   const started = now();
   const loadBefore = loadavg();
@@ -990,6 +1028,7 @@ async function main(): Promise<void> {
     `total ${fmt(report.total_seconds)} s; raw results in ${out}; method in docs/benchmarks.md\n`,
   );
   closeClient();
+  await pacedProvider.close();
 }
 
 main().catch((error: unknown) => {

@@ -126,6 +126,23 @@ export async function startBenchServer(storage: {
       storage: { url: storage.url, data_dir: storage.dataDir },
       // The peer-shaped run keeps one stream open per session: a hundred of them.
       limits: { streams_per_principal: 10_000 },
+      providers: {
+        demo: { kind: 'demo' },
+        // The provider-path phase's local OpenAI-style server (bench/providerPath.ts).
+        ...(process.env.PARLEY_BENCH_PACED_URL
+          ? {
+              paced: {
+                kind: 'openai_compatible',
+                base_url: `${process.env.PARLEY_BENCH_PACED_URL}/v1`,
+              },
+            }
+          : {}),
+      },
+      agents: {
+        default: { model: 'demo/echo' },
+        tooled: { model: 'demo/echo', tools: { clock: 'allow' } },
+        ...(process.env.PARLEY_BENCH_PACED_URL ? { paced: { model: 'paced/paced-200' } } : {}),
+      },
     },
     { PARLEY_DEMO_DELAY_MS: '0' },
     'bench',
