@@ -203,10 +203,14 @@ describe('memory as buffered effects', () => {
       '/tool remember {"text": "never stored"}\n/tool calculator {"expression": "1+1"}';
     const { session_id: sessionId } = await admit(db, { turnId: id, message });
     // The remember ran (allow); the calculator waits for a person: the turn stops there.
-    await waitUntil(
-      async () => (await journal(db, sessionId)).some((event) => event.type === 'input_required'),
-      'the approval request',
-    );
+    // The request is journaled with the step; the allowed call runs after it: wait for both.
+    await waitUntil(async () => {
+      const events = await journal(db, sessionId);
+      return (
+        events.some((event) => event.type === 'input_required') &&
+        events.some((event) => event.type === 'tool_result' && event.tool === 'remember')
+      );
+    }, 'the approval request and the remember result');
     const row = await db.query<{ burst: any }>('select burst from sessions where session_id = $1', [
       sessionId,
     ]);
