@@ -1,6 +1,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { ParleyError } from '../errors.js';
 import { httpRequests } from '../metrics.js';
+import { adapterRoutes } from './adapters.js';
 import { adminPlugin } from './admin.js';
 import { attachmentRoutes } from './attachments.js';
 import { agentRoutes } from './agents.js';
@@ -94,6 +95,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   modelRoutes(app, deps);
   usageRoutes(app, deps);
   attachmentRoutes(app, deps);
+  adapterRoutes(app, deps);
   fileRoutes(app, deps);
   memoryRoutes(app, deps);
   agentRoutes(app, deps);

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../api/app.js';
+import { startPlatforms } from '../adapters/startup.js';
 import { assertBindAllowed } from '../api/principal.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
@@ -88,6 +89,11 @@ export async function startProcess(
     await mcp.start();
     stops.push(() => mcp.stop());
 
+    // Chat platforms (issue 11): inbound endpoints on the API, their outbox and the
+    // outbound webhooks delivered by workers.
+    const platforms = await startPlatforms({ db, wakeups, config, env, log, role });
+    stops.push(() => platforms.stop());
+
     let worker: Worker | null = null;
     if (role.worker) {
       const started = new Worker({
@@ -132,6 +138,7 @@ export async function startProcess(
         syncModels: (provider) => syncCatalog(catalog, provider),
         tools,
         mcpStatus: () => mcp.status(),
+        platforms: platforms.set,
       });
       app = built;
       stops.push(() => built.close());
