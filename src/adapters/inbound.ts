@@ -85,7 +85,10 @@ function resolve(deps: InboundDeps, adapterName: string): Resolved {
 async function onMessage(deps: InboundDeps, thread: Thread, message: Message): Promise<void> {
   if (message.author.isMe || message.author.isBot === true) return;
   const { client, platform, agent } = resolve(deps, thread.adapter.name);
-  const text = platformText(message.text, deps.config.server.maxMessageBytes);
+  const text = platformText(
+    message.isMention ? withoutMention(message.text, client) : message.text,
+    deps.config.server.maxMessageBytes,
+  );
   if (text.trim() === '') return;
   const principal = principalFor(platform, message.author.userId);
   const sessionId = await bindThread(deps.db, {
@@ -100,7 +103,7 @@ async function onMessage(deps: InboundDeps, thread: Thread, message: Message): P
   await admitTurn(deps.db, {
     tenant: platform.tenant,
     author: principal.user,
-    turnId: clientKey([client.name, thread.channelId, message.id]),
+    turnId: clientKey([client.name, thread.channelId.replace(/^[^:]+:/, ''), message.id]),
     sessionId,
     agent: null,
     defaultAgent: agent.name,
@@ -110,6 +113,20 @@ async function onMessage(deps: InboundDeps, thread: Thread, message: Message): P
     triggers: new Map([[agent.name, triggers(agent, principal)]]),
     pendingInput: new Map([[agent.name, agent.pendingInput]]),
   });
+}
+
+/**
+ * "@parley summarise this" is addressed to the agent, not about it: a leading mention of
+ * the bot (by name or id, as the platform renders it) is left out of the turn's text.
+ */
+export function withoutMention(text: string, client: PlatformClient): string {
+  const names = [client.adapter.userName, client.adapter.botUserId]
+    .filter((name): name is string => typeof name === 'string' && name !== '')
+    .map((name) => name.toLowerCase());
+  const match = /^\s*<?@([^\s>]+)>?[\s,:]*/.exec(text);
+  return match && names.includes((match[1] as string).toLowerCase())
+    ? text.slice(match[0].length)
+    : text;
 }
 
 /** The recipient of a streamed reply (Slack): who wrote, in which workspace. */

@@ -85,7 +85,9 @@ export const teamsSchema = z
     /** Single-tenant bots: the Entra tenant; null for multi-tenant. */
     app_tenant_id: z.string().min(1).nullable().default(null),
     /** (added) Bot Framework's OpenID configuration (inbound token keys). */
-    openid_url: httpUrl.default('https://login.botframework.com/v1/.well-known/openidconfiguration'),
+    openid_url: httpUrl.default(
+      'https://login.botframework.com/v1/.well-known/openidconfiguration',
+    ),
     /** (added) The token endpoint for outbound calls; default Entra's for the tenant. */
     token_url: httpUrl.nullable().default(null),
   })

@@ -74,11 +74,7 @@ export interface TeamsConfig extends PlatformBase {
 }
 
 export type PlatformConfig =
-  | SlackConfig
-  | DiscordConfig
-  | GchatConfig
-  | TelegramConfig
-  | TeamsConfig;
+  SlackConfig | DiscordConfig | GchatConfig | TelegramConfig | TeamsConfig;
 
 export interface AdaptersConfig {
   slack?: SlackConfig;

@@ -1,10 +1,5 @@
 import type { AdaptersFile, WebhooksFile } from './platformSchema.js';
-import type {
-  AdaptersConfig,
-  PlatformName,
-  PlatformUser,
-  WebhookConfig,
-} from './platformTypes.js';
+import type { AdaptersConfig, PlatformName, PlatformUser, WebhookConfig } from './platformTypes.js';
 
 /** A configuration mistake, worded for the start-up message. */
 export class PlatformConfigError extends Error {}
@@ -41,10 +36,7 @@ export function compileAdapters(
     if (!agents.has(agent)) {
       throw new PlatformConfigError(`adapters.${name}.agent: no agent named "${agent}"`);
     }
-    const users: Record<string, PlatformUser> = Object.create(null) as Record<
-      string,
-      PlatformUser
-    >;
+    const users: Record<string, PlatformUser> = Object.create(null) as Record<string, PlatformUser>;
     for (const [id, user] of Object.entries(entry.users)) users[id] = user;
     return {
       tenant: entry.tenant,
@@ -59,9 +51,7 @@ export function compileAdapters(
   };
   const required = (name: PlatformName, key: string, variable: string) => {
     if (!env[variable]) {
-      throw new PlatformConfigError(
-        `adapters.${name}.${key}: the variable ${variable} is not set`,
-      );
+      throw new PlatformConfigError(`adapters.${name}.${key}: the variable ${variable} is not set`);
     }
     return variable;
   };

@@ -60,7 +60,8 @@ function approvalCard(replyId: string, card: ApprovalCard): AdapterPostableMessa
   if (card.kind === 'approval' && card.arguments !== undefined) {
     details.push(`\`${clip(JSON.stringify(card.arguments)).slice(0, 1500)}\``);
   }
-  if (card.kind === 'question' && !card.resolution) details.push('_Reply in this thread to answer._');
+  if (card.kind === 'question' && !card.resolution)
+    details.push('_Reply in this thread to answer._');
   const children = details.length > 0 ? [CardText(clip(details.join('\n\n')))] : [];
   const resolution = card.resolution;
   if (resolution) {

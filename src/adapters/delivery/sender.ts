@@ -62,7 +62,12 @@ export async function deliverReply(deps: SenderDeps, row: ClaimedReply, token: s
   } catch (error) {
     const delay = retryDelay(error, row.attempts, retryBaseMs, deps.random ?? Math.random);
     deps.log.warn(
-      { adapter: row.adapter, reply_id: row.reply_id, attempt: row.attempts + 1, err: describe(error) },
+      {
+        adapter: row.adapter,
+        reply_id: row.reply_id,
+        attempt: row.attempts + 1,
+        err: describe(error),
+      },
       'platform delivery failed; retrying',
     );
     await recordReplyFailed(deps.db, {
@@ -104,8 +109,17 @@ async function streamReply(
     }
     return { messageId, stream: { mode: 'edit', sent: '' } };
   };
+  const ended = reply.status !== 'streaming';
   try {
     if (messageId === null) {
+      if (ended) {
+        // Nothing streamed before the turn ended: the whole reply is one post.
+        const message = render(row.reply_id, reply);
+        if (message !== null) {
+          messageId = await timed(deps, client.post(row.thread_id, message, row.reply_id));
+        }
+        return { messageId, stream: { mode: 'edit', sent: '' } };
+      }
       if (reply.text === '') return { messageId, stream: state ?? { mode: 'native', sent: '' } };
       messageId = await timed(deps, native.start(row.thread_id, reply.text, recipient));
       state = { mode: 'native', sent: reply.text };
@@ -116,16 +130,18 @@ async function streamReply(
     } else {
       return await toEdits();
     }
-    if (!row.final) return { messageId, stream: state };
-    const plain = reply.status === 'done' && !reply.options;
-    if (plain) {
+    if (!ended) return { messageId, stream: state };
+    if (reply.status === 'done' && !reply.options) {
       await timed(deps, native.stop(row.thread_id, messageId));
       return { messageId, stream: { mode: 'edit', sent: reply.text } };
     }
     return await toEdits();
   } catch (error) {
     if (!isPlatformRefusal(error)) throw error;
-    deps.log.warn({ adapter: row.adapter, err: describe(error) }, 'native streaming refused; using edits');
+    deps.log.warn(
+      { adapter: row.adapter, err: describe(error) },
+      'native streaming refused; using edits',
+    );
     if (messageId === null) {
       const message = render(row.reply_id, reply);
       if (message === null) return { messageId, stream: { mode: 'edit', sent: '' } };
@@ -145,7 +161,10 @@ function isPlatformRefusal(error: unknown): boolean {
 function timed<T>(deps: SenderDeps, call: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('the platform did not answer in time')), deps.callTimeoutMs);
+    timer = setTimeout(
+      () => reject(new Error('the platform did not answer in time')),
+      deps.callTimeoutMs,
+    );
   });
   return Promise.race([call, timeout]).finally(() => clearTimeout(timer));
 }

@@ -20,10 +20,7 @@ export function verifySlack(
   if (!timestamp || !signature || !/^\d+$/.test(timestamp)) return false;
   if (Math.abs(nowSeconds - Number(timestamp)) > maxAgeSeconds) return false;
   const expected = Buffer.from(
-    `v0=${createHmac('sha256', secret)
-      .update(`v0:${timestamp}:`)
-      .update(raw)
-      .digest('hex')}`,
+    `v0=${createHmac('sha256', secret).update(`v0:${timestamp}:`).update(raw).digest('hex')}`,
   );
   const given = Buffer.from(signature);
   return given.length === expected.length && timingSafeEqual(given, expected);
