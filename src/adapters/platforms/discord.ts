@@ -12,6 +12,19 @@ import { secret, type Env, type PlatformClient } from './types.js';
  * first reached Discord, its id was never recorded) returns the first message.
  */
 class ParleyDiscordAdapter extends DiscordAdapter {
+  /**
+   * An edit replaces the message's buttons too: Discord keeps the old components when
+   * an edit leaves them out, so a resolved approval would keep its buttons.
+   */
+  protected override buildMessagePayload(
+    message: AdapterPostableMessage,
+    options?: { clearContentForCard?: boolean },
+  ) {
+    const built = super.buildMessagePayload(message, options);
+    if (options?.clearContentForCard) built.payload.components ??= [];
+    return built;
+  }
+
   async postOnce(threadId: string, message: AdapterPostableMessage, nonce: string) {
     const { channelId, threadId: discordThreadId } = this.decodeThreadId(threadId);
     const { payload } = this.buildMessagePayload(message);
