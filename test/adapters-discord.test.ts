@@ -217,4 +217,21 @@ describe('Discord delivery', () => {
     expect(replies).toHaveLength(1);
     expect(discord.server.callsTo(`POST /api/v10/channels/${message.id}/messages`)).toHaveLength(3);
   });
+
+  it('posts once when the first create reached Discord but its answer was lost (nonce)', async () => {
+    const message = mention('a lost answer');
+    discord.loseNextCreateResponse = true;
+    await post(message.body, forwarded);
+    const replies = await until(
+      () => discord.inChannel(message.id),
+      (found) => found.some((reply) => /You said: a lost answer/.test(reply.content)),
+      'the reply',
+    );
+    expect(replies).toHaveLength(1);
+    const creates = discord.server
+      .callsTo(`POST /api/v10/channels/${message.id}/messages`)
+      .map((call) => call.body.nonce);
+    expect(creates.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(creates).size).toBe(1);
+  });
 });

@@ -9,7 +9,8 @@ import { secret, type Env, type PlatformClient } from './types.js';
 /**
  * The SDK's Discord adapter with an idempotent post: Discord deduplicates a message
  * create by `nonce` when `enforce_nonce` is set, so a post repeated after a crash (the
- * first reached Discord, its id was never recorded) returns the first message.
+ * first reached Discord, its id was never recorded) returns, and updates, the first
+ * message instead of making a second.
  */
 class ParleyDiscordAdapter extends DiscordAdapter {
   /**
@@ -33,8 +34,13 @@ class ParleyDiscordAdapter extends DiscordAdapter {
       'POST',
       { ...payload, nonce, enforce_nonce: true },
     );
-    const created = (await response.json()) as { id?: unknown };
+    const created = (await response.json()) as { id?: unknown; content?: unknown };
     if (typeof created.id !== 'string') throw new Error('Discord returned no message id');
+    // A nonce Discord had seen returns the first message as it was posted: bring it up to
+    // what this post carries (the reply may have grown since).
+    if ((created.content ?? '') !== (payload.content ?? '')) {
+      await this.editMessage(threadId, created.id, message);
+    }
     return created.id;
   }
 }

@@ -18,7 +18,7 @@ type Create = (params: CreateParams, ...rest: unknown[]) => Promise<{ data: unkn
  * itself (against `jwks_url`) before the SDK sees it, so the SDK's own check, which only
  * knows Google's key URLs, is skipped. And a post carries a client-assigned message id
  * (`client-…`): Google refuses a second create with the same id, so a post repeated
- * after a crash finds the first message instead of making another.
+ * after a crash updates the first message instead of making another.
  */
 class ParleyGchatAdapter extends GoogleChatAdapter {
   readonly messageKey = new AsyncLocalStorage<string>();
@@ -27,7 +27,7 @@ class ParleyGchatAdapter extends GoogleChatAdapter {
     super(config);
     const messages = this.chatApi.spaces.messages as unknown as {
       create: Create;
-      get: (params: { name: string }) => Promise<{ data: unknown }>;
+      update: (params: Record<string, unknown>) => Promise<{ data: unknown }>;
     };
     const create = messages.create.bind(messages);
     messages.create = async (params, ...rest) => {
@@ -37,7 +37,14 @@ class ParleyGchatAdapter extends GoogleChatAdapter {
         return await create({ ...params, messageId: key }, ...rest);
       } catch (error) {
         if ((error as { status?: unknown }).status !== 409) throw error;
-        return messages.get({ name: `${String(params.parent)}/messages/${key}` });
+        // The first create reached Google (its answer was lost): bring that message up
+        // to what this post carries, since the reply may have grown meanwhile.
+        const body = (params.requestBody ?? {}) as { cardsV2?: unknown };
+        return messages.update({
+          name: `${String(params.parent)}/messages/${key}`,
+          updateMask: body.cardsV2 ? 'cardsV2' : 'text',
+          requestBody: body,
+        });
       }
     };
   }

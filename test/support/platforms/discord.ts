@@ -18,6 +18,8 @@ export interface DiscordMessage {
 export class FakeDiscord {
   readonly messages = new Map<string, DiscordMessage>();
   readonly typing: string[] = [];
+  /** The next message create is made but answered 500: a response lost on the way back. */
+  loseNextCreateResponse = false;
   /** Threads by id: their parent channel. */
   readonly threads = new Map<string, string>();
   private next = 5000;
@@ -53,6 +55,10 @@ export class FakeDiscord {
           history: [body.content ?? ''],
         };
         this.messages.set(message.id, message);
+        if (this.loseNextCreateResponse) {
+          this.loseNextCreateResponse = false;
+          return { status: 500, json: { message: 'Internal Server Error', code: 0 } };
+        }
         return { json: this.wire(message) };
       })
       .on('PATCH /api/v10/channels/*', (call) => {

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 export interface FakeCall {
   method: string;
   path: string;
+  query: URLSearchParams;
   headers: Record<string, string | string[] | undefined>;
   /** The body, parsed: JSON, form fields, or the raw text. */
   body: any;
@@ -92,6 +93,7 @@ export class FakePlatform {
     return {
       method: request.method ?? 'GET',
       path: url.pathname,
+      query: url.searchParams,
       headers: request.headers,
       body,
     };
