@@ -20,6 +20,7 @@ import { sessionRoutes } from './sessions.js';
 import { turnRoutes } from './turns.js';
 import { usageRoutes } from './usage.js';
 import { webRoutes } from './web.js';
+import { adminWebhookRoutes } from './webhooks.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -103,6 +104,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(async (admin) => {
     await adminPlugin(admin, deps);
     adminModelRoutes(admin, deps);
+    adminWebhookRoutes(admin, deps);
   });
   return app;
 }

@@ -13,6 +13,7 @@ import type { Env } from '../providers/credentials.js';
 import { createModelRegistry } from '../providers/registry.js';
 import { startRetention } from '../runtime/retention.js';
 import { Worker } from '../runtime/worker.js';
+import { startWebhooks } from '../webhooks/loop.js';
 import { McpManager, describeMcp } from '../tools/mcp/manager.js';
 import { builtInTools, ToolRegistry, type ToolIo } from '../tools/registry.js';
 import { checkShellSandboxes } from '../tools/shell/startup.js';
@@ -93,6 +94,17 @@ export async function startProcess(
     // outbound webhooks delivered by workers.
     const platforms = await startPlatforms({ db, wakeups, config, env, log, role });
     stops.push(() => platforms.stop());
+    if (role.worker && Object.keys(config.webhooks).length > 0) {
+      const webhooks = await startWebhooks({
+        db,
+        wakeups,
+        webhooks: config.webhooks,
+        env,
+        log,
+        pollMs: config.runtime.pollMs,
+      });
+      stops.push(webhooks.stop);
+    }
 
     let worker: Worker | null = null;
     if (role.worker) {

@@ -121,8 +121,11 @@ export function startDelivery(deps: DeliveryDeps): { stop: () => Promise<void> }
     }
   };
 
+  let lastTyping = 0;
   const type = async () => {
     const now = Date.now();
+    if (now - lastTyping < 1000) return;
+    lastTyping = now;
     for (const { adapter, thread_id: threadId } of await typingThreads(deps.db, adapters)) {
       const client = deps.clients.get(adapter);
       const every = client ? typingEveryMs[client.name] : null;
@@ -135,8 +138,10 @@ export function startDelivery(deps: DeliveryDeps): { stop: () => Promise<void> }
     for (const [key, at] of lastTyped) if (now - at > 60_000) lastTyped.delete(key);
   };
 
+  let sweeps = 0;
+  let lastSweep = 0;
   const loop = (async () => {
-    for (let round = 0; !stopped.signal.aborted; round++) {
+    while (!stopped.signal.aborted) {
       wake = new AbortController();
       let sleepMs = deps.pollMs;
       try {
@@ -152,12 +157,17 @@ export function startDelivery(deps: DeliveryDeps): { stop: () => Promise<void> }
             }),
           );
         }
-        const behind = await threadsToFollow(deps.db, {
-          adapters,
-          recentMs: round % fullSweepEvery === 0 ? null : deps.pollMs * 30,
-          limit: 200,
-        });
-        await foldSessions(behind);
+        // The sweep (for lost wake-ups) runs once per poll interval, however many wake-ups.
+        if (Date.now() - lastSweep >= deps.pollMs) {
+          lastSweep = Date.now();
+          sweeps += 1;
+          const behind = await threadsToFollow(deps.db, {
+            adapters,
+            recentMs: sweeps % fullSweepEvery === 1 ? null : deps.pollMs * 30,
+            limit: 200,
+          });
+          await foldSessions(behind);
+        }
         await deps.initialize();
         await send();
         await type();
