@@ -41,6 +41,7 @@ export async function startPlatforms(deps: {
       clients: set.clients,
       log: deps.log,
       pollMs: deps.config.runtime.pollMs,
+      leaseMs: deps.config.runtime.leaseTtlMs,
       newId: () => `rep_${nextUlid()}`,
       initialize: () => set.initialize(),
     });

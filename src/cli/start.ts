@@ -21,6 +21,7 @@ import { checkAgentSkills, loadSkillCatalog, type SkillCatalog } from '../tools/
 import type { Db } from '../store/db.js';
 import { describeStore, openStore } from '../store/open.js';
 import { releaseDeadLeases } from '../store/releaseLease.js';
+import { releaseOutboxLeases } from '../store/releaseOutboxLeases.js';
 import { Wakeups } from '../store/wakeups.js';
 
 export interface Running {
@@ -79,6 +80,8 @@ export async function startProcess(
       // died are dead, and their sessions can be claimed at once instead of after a ttl.
       const released = await releaseDeadLeases(db);
       if (released > 0) log.info({ sessions: released }, 'released the leases of a previous run');
+      // Likewise the platform outbox's and the webhook deliveries' sender leases.
+      await releaseOutboxLeases(db);
     }
     const wakeups = new Wakeups(db);
     await wakeups.start();
@@ -102,6 +105,7 @@ export async function startProcess(
         env,
         log,
         pollMs: config.runtime.pollMs,
+        leaseMs: config.runtime.leaseTtlMs,
       });
       stops.push(webhooks.stop);
     }

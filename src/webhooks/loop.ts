@@ -20,13 +20,14 @@ export interface WebhookLoopDeps {
   env: Record<string, string | undefined>;
   log: Logger;
   pollMs: number;
+  /** runtime.lease_ttl_ms: a dead sender's deliveries are taken over after it (or after the endpoint's time limit, if longer). */
+  leaseMs: number;
   fetch?: typeof fetch;
 }
 
 /** Message ids as Standard Webhooks suggests them: `msg_` and a sortable id. */
 const nextUlid = monotonicFactory();
 const claimSize = 32;
-const leaseMs = 60_000;
 const fullSweepEvery = 60;
 
 /**
@@ -118,7 +119,10 @@ export async function startWebhooks(deps: WebhookLoopDeps): Promise<{ stop: () =
       const due = await claimWebhookDeliveries(deps.db, {
         webhooks: names,
         token,
-        leaseMs,
+        leaseMs: Math.max(
+          deps.leaseMs,
+          ...Object.values(deps.webhooks).map((webhook) => webhook.timeoutMs + 1000),
+        ),
         limit: claimSize,
       });
       if (due.length === 0) return;

@@ -22,8 +22,12 @@ export interface DeliveryDeps {
   /** Longest sleep: the sweep that covers lost wake-ups (runtime.poll_ms). */
   pollMs: number;
   newId: () => string;
-  /** Platform calls that take longer fail (default 20 s). */
-  callTimeoutMs?: number;
+  /**
+   * A sender's lease on an outbox row (runtime.lease_ttl_ms): past it, a row whose sender
+   * died is taken over. A platform call may take two thirds of it, so a live sender's
+   * call always ends (answered or failed) before its lease does.
+   */
+  leaseMs: number;
   /** Readies the platform adapters before the first send (the SDK's initialisation). */
   initialize: () => Promise<void>;
 }
@@ -39,8 +43,6 @@ const typingEveryMs: Record<PlatformName, number | null> = {
 
 /** Rows one claim takes, sent concurrently (each to its own thread). */
 const claimSize = 16;
-/** A sender's lease on a row: past it, another process may take the row over. */
-const leaseMs = 60_000;
 /** Every this many rounds, the sweep looks at every bound session, not only recent ones. */
 const fullSweepEvery = 60;
 
@@ -101,7 +103,12 @@ export function startDelivery(deps: DeliveryDeps): { stop: () => Promise<void> }
   const send = async () => {
     for (;;) {
       const token = newLeaseToken();
-      const rows = await claimReplies(deps.db, { adapters, token, leaseMs, limit: claimSize });
+      const rows = await claimReplies(deps.db, {
+        adapters,
+        token,
+        leaseMs: deps.leaseMs,
+        limit: claimSize,
+      });
       if (rows.length === 0) return;
       await Promise.all(
         rows.map((row) =>
@@ -110,7 +117,7 @@ export function startDelivery(deps: DeliveryDeps): { stop: () => Promise<void> }
               db: deps.db,
               clients: deps.clients,
               log: deps.log,
-              callTimeoutMs: deps.callTimeoutMs ?? 20_000,
+              callTimeoutMs: Math.floor((deps.leaseMs * 2) / 3),
             },
             row,
             token,

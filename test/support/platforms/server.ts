@@ -31,7 +31,7 @@ export class FakePlatform {
   private readonly routes: [string, FakeRoute][] = [];
   private readonly failures = new Map<string, { left: number; status: number; json: unknown }>();
   private readonly held = new Set<string>();
-  private readonly waiting: (() => void)[] = [];
+  private readonly waiting: { route: string; wake: () => void }[] = [];
 
   static async start(): Promise<FakePlatform> {
     const fake = new FakePlatform();
@@ -67,7 +67,12 @@ export class FakePlatform {
 
   release(): void {
     this.held.clear();
-    for (const wake of this.waiting.splice(0)) wake();
+    for (const { wake } of this.waiting.splice(0)) wake();
+  }
+
+  /** Calls of `route` being held now. */
+  heldCount(route: string): number {
+    return this.waiting.filter((waiting) => waiting.route === route).length;
   }
 
   callsTo(route: string): FakeCall[] {
@@ -102,7 +107,7 @@ export class FakePlatform {
   private async answer(call: FakeCall): Promise<FakeAnswer | null> {
     const held = [...this.held].find((route) => matches(route, call));
     if (held !== undefined) {
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
+      await new Promise<void>((resolve) => this.waiting.push({ route: held, wake: resolve }));
       return null;
     }
     this.calls.push(call);
