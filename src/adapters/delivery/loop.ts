@@ -47,7 +47,7 @@ const claimSize = 16;
 const fullSweepEvery = 60;
 
 /** The store's fold step around the pure `fold`, making new rows' ids with `newId`. */
-function foldStepWith(newId: () => string): FoldStep {
+export function foldStepWith(newId: () => string): FoldStep {
   return (thread, events, rows) => {
     const byId = new Map<string, OutboxRow>();
     const byRequest = new Map<string, OutboxRow>();
