@@ -52,7 +52,7 @@ beforeAll(async () => {
     {
       agents: {
         default: {
-          tools: { calculator: 'approve' },
+          tools: { calculator: 'approve', ask_user: 'allow' },
           trigger_roles: ['member', 'reviewer'],
           approver_roles: ['reviewer'],
         },
@@ -365,5 +365,56 @@ describe('Slack through the Chat SDK', () => {
       ...slack.server.callsTo('POST /api/chat.postMessage'),
     ];
     expect(posts.filter((call) => call.body.channel === thread.channel)).toHaveLength(3);
+  });
+
+  it("takes the next reply in the thread as the answer to the agent's question", async () => {
+    const thread = newThread();
+    await deliver(
+      slackMessageEvent({
+        user: 'U_BOB',
+        text: '/tool ask_user {"question": "Which colour?"}',
+        ts: thread.ts,
+        channel: thread.channel,
+        mention: true,
+      }),
+    );
+    const question = await until(
+      () =>
+        slack
+          .thread(thread.channel, thread.ts)
+          .find((message) => message.text.includes('Which colour?')),
+      (found) => found !== undefined,
+      'the question',
+    );
+    expect(JSON.stringify(question!.blocks)).not.toContain('"p.a"');
+    const replyTs = `${thread.ts.split('.')[0]}.8${thread.ts.split('.')[1]?.slice(1)}`;
+    await deliver(
+      slackMessageEvent({
+        user: 'U_ALICE',
+        text: 'green',
+        ts: replyTs,
+        threadTs: thread.ts,
+        channel: thread.channel,
+      }),
+    );
+    await until(
+      () => slack.thread(thread.channel, thread.ts),
+      (messages) =>
+        messages.some((message) => /Tool ask_user returned: .*green/.test(message.text)),
+      'the answer used by the agent',
+    );
+    const request = await server.db.query<{ state: string; response: unknown; actor: unknown }>(
+      `select r.state, r.response, r.actor from input_requests r
+         join adapter_threads a on a.session_id = r.session_id where a.thread_id = $1`,
+      [`slack:${thread.channel}:${thread.ts}`],
+    );
+    expect(request.rows[0]).toEqual({
+      state: 'answered',
+      response: { answer: 'green' },
+      actor: { user: 'alice', tenant: 'acme' },
+    });
+    expect(
+      slack.thread(thread.channel, thread.ts).find((message) => message.ts === question!.ts)?.text,
+    ).toContain('Answered by alice');
   });
 });

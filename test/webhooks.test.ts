@@ -223,6 +223,9 @@ describe('outbound webhooks (Standard Webhooks)', () => {
       child.on('exit', (code) => resolve({ code, stdout }));
     });
     expect(cli.code).toBe(0);
+    const openapi = await request(server.url, 'GET', '/api/v1/openapi.json');
+    expect(openapi.body.paths['/api/v1/admin/webhooks']).toBeDefined();
+    expect(openapi.body.paths['/adapters/slack/events']).toBeDefined();
     expect(cli.stdout).toMatch(/audit\s+\d+\s+\d+\s+[1-9]/);
     expect(cli.stdout).toContain('Dead letters');
     expect(cli.stdout).toContain(sessionId);
