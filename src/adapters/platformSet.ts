@@ -1,4 +1,5 @@
-import { Chat } from 'chat';
+import type { DiscordAdapter } from '@chat-adapter/discord';
+import { Chat, type StateAdapter } from 'chat';
 import { configuredPlatforms, type PlatformName } from '../config/platformTypes.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
@@ -31,6 +32,7 @@ export type InboundOutcome =
  */
 export class PlatformSet {
   readonly clients: ReadonlyMap<string, PlatformClient>;
+  readonly state: StateAdapter;
   private readonly chat: Chat;
 
   constructor(db: Db, config: Config, env: Env, log: Logger) {
@@ -42,7 +44,7 @@ export class PlatformSet {
     this.chat = new Chat({
       userName: 'parley',
       adapters: Object.fromEntries([...clients].map(([name, client]) => [name, client.adapter])),
-      state: new ParleyChatState(db, log),
+      state: (this.state = new ParleyChatState(db, log)),
       concurrency: 'concurrent',
       logger: chatLogger(log),
     });
@@ -99,6 +101,24 @@ export class PlatformSet {
     } catch (error) {
       return { kind: 'failed', error };
     }
+  }
+
+  /**
+   * One Discord Gateway session (the SDK's listener), forwarding every event to
+   * `webhookUrl` with the bot token, until `signal` aborts or `durationMs` passes.
+   */
+  async runDiscordGateway(webhookUrl: string, signal: AbortSignal, durationMs: number) {
+    const adapter = this.clients.get('discord')?.adapter as DiscordAdapter | undefined;
+    if (!adapter) return;
+    await this.initialize();
+    let session: Promise<unknown> = Promise.resolve();
+    await adapter.startGatewayListener(
+      { waitUntil: (task) => (session = task) },
+      durationMs,
+      signal,
+      webhookUrl,
+    );
+    await session;
   }
 
   async close(): Promise<void> {

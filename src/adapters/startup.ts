@@ -4,6 +4,7 @@ import type { Logger } from '../log.js';
 import type { Db } from '../store/db.js';
 import type { Wakeups } from '../store/wakeups.js';
 import { startDelivery } from './delivery/loop.js';
+import { startDiscordGateway } from './discordGateway.js';
 import { PlatformSet } from './platformSet.js';
 import type { Env } from './platforms/types.js';
 
@@ -13,6 +14,8 @@ const nextUlid = monotonicFactory();
 export interface PlatformsRunning {
   /** The configured platforms (null when there are none): the API's inbound endpoints. */
   set: PlatformSet | null;
+  /** Called once the API listens at `url`: starts what needs the process's own address. */
+  listening: (url: string) => void;
   stop: () => Promise<void>;
 }
 
@@ -32,7 +35,7 @@ export async function startPlatforms(deps: {
 }): Promise<PlatformsRunning> {
   const stops: (() => Promise<void>)[] = [];
   const set = new PlatformSet(deps.db, deps.config, deps.env, deps.log);
-  if (set.size === 0) return { set: null, stop: async () => {} };
+  if (set.size === 0) return { set: null, listening: () => {}, stop: async () => {} };
   stops.push(() => set.close());
   if (deps.role.worker) {
     const delivery = startDelivery({
@@ -49,6 +52,16 @@ export async function startPlatforms(deps: {
   }
   return {
     set,
+    listening: (url) => {
+      if (!deps.role.api || !deps.config.adapters.discord?.gateway) return;
+      const webhookUrl = `${url}/adapters/discord/interactions`;
+      const gateway = startDiscordGateway({
+        state: set.state,
+        run: (signal, durationMs) => set.runDiscordGateway(webhookUrl, signal, durationMs),
+        log: deps.log,
+      });
+      stops.push(gateway.stop);
+    },
     stop: async () => {
       for (const stop of stops.reverse()) await stop();
     },

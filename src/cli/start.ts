@@ -159,6 +159,7 @@ export async function startProcess(
       app = built;
       stops.push(() => built.close());
       url = await built.listen({ host: config.server.host, port: config.server.port });
+      platforms.listening(url);
     }
 
     let stopping: Promise<void> | null = null;
