@@ -113,7 +113,11 @@ export class PlatformSet {
     await this.initialize();
     let session: Promise<unknown> = Promise.resolve();
     await adapter.startGatewayListener(
-      { waitUntil: (task) => (session = task) },
+      {
+        waitUntil: (task) => {
+          session = task;
+        },
+      },
       durationMs,
       signal,
       webhookUrl,
