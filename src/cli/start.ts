@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../api/app.js';
 import { startPlatforms } from '../adapters/startup.js';
 import { assertBindAllowed } from '../api/principal.js';
+import { configuredPlatforms } from '../config/platformTypes.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
 import type { CatalogProblem } from '../catalog/check.js';
@@ -195,6 +196,16 @@ export function describeStartup(config: Config, running: Running, role: string):
     lines.push(
       `parley ${role}: worker claiming up to ${config.runtime.maxParallelTurns} sessions, lease ttl ${config.runtime.leaseTtlMs} ms`,
     );
+  }
+  const platforms = configuredPlatforms(config.adapters).map((adapter) => adapter.platform);
+  if (platforms.length > 0) {
+    lines.push(
+      `parley ${role}: chat platforms ${platforms.join(', ')}${running.app ? ' (inbound on /adapters/…)' : ''}${running.worker ? ', replies delivered here' : ''}`,
+    );
+  }
+  const webhooks = Object.keys(config.webhooks);
+  if (webhooks.length > 0 && running.worker) {
+    lines.push(`parley ${role}: outbound webhooks ${webhooks.join(', ')}`);
   }
   for (const line of [...running.toolLines, ...describeMcp(running.mcp.status())]) {
     lines.push(`parley ${role}: ${line}`);
