@@ -71,6 +71,7 @@ class RecordingPlatform {
       ...(withStream
         ? {
             stream: {
+              available: () => true,
               start: async (_thread, streamed) => {
                 fail();
                 const id = `m${this.next++}`;

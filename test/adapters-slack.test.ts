@@ -417,4 +417,24 @@ describe('Slack through the Chat SDK', () => {
       slack.thread(thread.channel, thread.ts).find((message) => message.ts === question!.ts)?.text,
     ).toContain('Answered by alice');
   });
+
+  it('answers a direct message (no thread to stream into) by a post and its edits', async () => {
+    const n = nextTs++;
+    const ts = `1712345678.${String(n).padStart(6, '0')}`;
+    await deliver(
+      slackMessageEvent({ user: 'U_BOB', text: 'hello in private', ts, channel: `D${n}` }),
+    );
+    const messages = await until(
+      () => [...slack.messages.values()].filter((message) => message.channel === `D${n}`),
+      (found) => found.some((message) => /You said: hello in private/.test(message.text)),
+      'the reply in the direct message',
+    );
+    expect(messages).toHaveLength(1);
+    expect(messages[0]!.streaming).toBe(false);
+    expect(
+      slack.server
+        .callsTo('POST /api/chat.startStream')
+        .filter((call) => call.body.channel === `D${n}`),
+    ).toEqual([]);
+  });
 });

@@ -36,7 +36,11 @@ export async function deliverReply(deps: SenderDeps, row: ClaimedReply, token: s
   let stream = (row.stream as StreamState | null) ?? null;
   try {
     let messageId = row.platform_message_id;
-    if (client.stream && content.type === 'reply' && stream?.mode !== 'edit') {
+    if (
+      client.stream?.available(row.thread_id, recipientOf(row)) &&
+      content.type === 'reply' &&
+      stream?.mode !== 'edit'
+    ) {
       const streamed = await streamReply(deps, client, row, content, stream);
       messageId = streamed.messageId;
       stream = streamed.stream;
@@ -96,10 +100,7 @@ async function streamReply(
   state: StreamState | null,
 ): Promise<{ messageId: string | null; stream: StreamState }> {
   const native = client.stream as NonNullable<PlatformClient['stream']>;
-  const recipient = {
-    userId: typeof row.context.user_id === 'string' ? row.context.user_id : null,
-    teamId: typeof row.context.team_id === 'string' ? row.context.team_id : null,
-  };
+  const recipient = recipientOf(row);
   let messageId = row.platform_message_id;
   const toEdits = async (): Promise<{ messageId: string | null; stream: StreamState }> => {
     if (messageId !== null) {
@@ -150,6 +151,14 @@ async function streamReply(
     }
     return await toEdits();
   }
+}
+
+/** Who a streamed reply is for: the author (and workspace) of the message that ran the turn. */
+function recipientOf(row: ClaimedReply) {
+  return {
+    userId: typeof row.context.user_id === 'string' ? row.context.user_id : null,
+    teamId: typeof row.context.team_id === 'string' ? row.context.team_id : null,
+  };
 }
 
 /** Slack answered `ok: false` (not a rate limit, not a transport failure). */

@@ -24,6 +24,13 @@ export function slackClient(config: SlackConfig, env: Env, log: Logger): Platfor
   const channelOf = (threadId: string) => adapter.decodeThreadId(threadId);
 
   const stream: NativeStream = {
+    // Slack streams only into a thread, and outside a direct message only to a known
+    // recipient (the user and workspace of the message that ran the turn).
+    available(threadId, recipient) {
+      const { channel, threadTs } = channelOf(threadId);
+      if (!threadTs) return false;
+      return channel.startsWith('D') || (recipient.userId !== null && recipient.teamId !== null);
+    },
     async start(threadId, text, recipient) {
       const { channel, threadTs } = channelOf(threadId);
       const started = await adapter.webClient.chat.startStream({

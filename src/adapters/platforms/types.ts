@@ -31,6 +31,8 @@ export interface PlatformClient {
 
 /** A platform's message streaming: one message that grows as text is appended. */
 export interface NativeStream {
+  /** Whether this thread and recipient can have a stream (else the reply is edited). */
+  available(threadId: string, recipient: StreamRecipient): boolean;
   /** Starts the stream with its first text; returns the message id. */
   start(threadId: string, text: string, recipient: StreamRecipient): Promise<string>;
   append(threadId: string, messageId: string, text: string): Promise<void>;
