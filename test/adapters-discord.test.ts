@@ -83,12 +83,12 @@ afterAll(async () => {
 
 describe('Discord through the Chat SDK', () => {
   it('turns a forwarded message into one turn, answered in a thread by a post and its edits', async () => {
-    const message = mention('hello from discord');
+    const message = mention('hello from discord, with a few more words to say');
     expect((await post(message.body, forwarded)).status).toBe(200);
     // The mention started a thread (its id is the message's); the reply streams there.
     const replies = await until(
       () => discord.inChannel(message.id),
-      (found) => found.some((reply) => /You said: hello from discord/.test(reply.content)),
+      (found) => found.some((reply) => /You said: hello from discord, with a few more words to say/.test(reply.content)),
       'the reply in the thread',
     );
     expect(replies).toHaveLength(1);
@@ -97,7 +97,7 @@ describe('Discord through the Chat SDK', () => {
     expect(discord.typing).toContain(message.id);
     const turns = await server.db.query<{ tenant: string; author: string }>(
       `select t.tenant, m.author from turns t join messages m on m.turn_id = t.turn_id and m.role = 'user'
-        where m.content = 'hello from discord'`,
+        where m.content = 'hello from discord, with a few more words to say'`,
       [],
     );
     expect(turns.rows).toEqual([{ tenant: 'guild-tenant', author: 'bob' }]);

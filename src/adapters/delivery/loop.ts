@@ -91,11 +91,14 @@ export function startDelivery(deps: DeliveryDeps): { stop: () => Promise<void> }
     wake.abort();
   });
 
+  /** Whether this round folded anything (a turn may have started: typing is due at once). */
+  let folded = false;
   const foldSessions = async (sessions: Iterable<string>) => {
     for (const sessionId of sessions) {
       for (;;) {
-        const { more } = await foldThread(deps.db, sessionId, foldStep);
-        if (!more) break;
+        const result = await foldThread(deps.db, sessionId, foldStep);
+        if (result.folded > 0) folded = true;
+        if (!result.more) break;
       }
     }
   };
@@ -131,7 +134,8 @@ export function startDelivery(deps: DeliveryDeps): { stop: () => Promise<void> }
   let lastTyping = 0;
   const type = async () => {
     const now = Date.now();
-    if (now - lastTyping < 1000) return;
+    // Renewals at most once a second; a round that folded new events looks at once.
+    if (!folded && now - lastTyping < 1000) return;
     lastTyping = now;
     for (const { adapter, thread_id: threadId } of await typingThreads(deps.db, adapters)) {
       const client = deps.clients.get(adapter);
@@ -150,6 +154,7 @@ export function startDelivery(deps: DeliveryDeps): { stop: () => Promise<void> }
   const loop = (async () => {
     while (!stopped.signal.aborted) {
       wake = new AbortController();
+      folded = false;
       let sleepMs = deps.pollMs;
       try {
         const woken = [...dirty];
