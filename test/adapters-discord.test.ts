@@ -88,7 +88,10 @@ describe('Discord through the Chat SDK', () => {
     // The mention started a thread (its id is the message's); the reply streams there.
     const replies = await until(
       () => discord.inChannel(message.id),
-      (found) => found.some((reply) => /You said: hello from discord, with a few more words to say/.test(reply.content)),
+      (found) =>
+        found.some((reply) =>
+          /You said: hello from discord, with a few more words to say/.test(reply.content),
+        ),
       'the reply in the thread',
     );
     expect(replies).toHaveLength(1);

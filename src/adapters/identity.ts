@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { AgentConfig, Principal } from '../config/types.js';
 import type { PlatformConfig } from '../config/platformTypes.js';
+import { storable } from './text.js';
 
 /**
  * Who a platform user is in Parley: the configured author and roles for a listed user,
@@ -8,7 +9,8 @@ import type { PlatformConfig } from '../config/platformTypes.js';
  * The author is stable (a display name is not): it is the actor of an approval and the
  * owner of memories.
  */
-export function principalFor(platform: PlatformConfig, userId: string): Principal {
+export function principalFor(platform: PlatformConfig, platformUserId: string): Principal {
+  const userId = storable(platformUserId);
   const listed = Object.hasOwn(platform.users, userId) ? platform.users[userId] : undefined;
   return {
     tenant: platform.tenant,

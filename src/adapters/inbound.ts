@@ -13,7 +13,7 @@ import { pendingQuestion } from '../store/pendingQuestion.js';
 import { actionIds, type ApprovalCard, type ReplyText } from './delivery/content.js';
 import { clientKey, mayAnswer, principalFor, triggers } from './identity.js';
 import type { PlatformClient } from './platforms/types.js';
-import { platformText } from './text.js';
+import { platformText, storable } from './text.js';
 
 export interface InboundDeps {
   db: Db;
@@ -94,7 +94,7 @@ async function onMessage(deps: InboundDeps, thread: Thread, message: Message): P
   const sessionId = await bindThread(deps.db, {
     tenant: platform.tenant,
     adapter: client.name,
-    threadId: thread.id,
+    threadId: storable(thread.id),
     agent: agent.name,
     greeting: agent.greeting,
     context: messageContext(message),
@@ -134,8 +134,8 @@ function messageContext(message: Message): Record<string, string> {
   const raw = (message.raw ?? {}) as { team?: unknown; team_id?: unknown };
   const team = typeof raw.team === 'string' ? raw.team : raw.team_id;
   return {
-    user_id: message.author.userId,
-    ...(typeof team === 'string' ? { team_id: team } : {}),
+    user_id: storable(message.author.userId),
+    ...(typeof team === 'string' ? { team_id: storable(team) } : {}),
   };
 }
 

@@ -19,3 +19,10 @@ export function platformText(text: string, maxBytes: number): string {
   if (cut.endsWith('\uFFFD')) cut = cut.slice(0, -1);
   return `${cut}${marker}`;
 }
+
+/** Any string from a platform (an id, a name), made storable as above. */
+export function storable(text: string): string {
+  return (
+    text.replaceAll('\u0000', '\uFFFD') as string & { toWellFormed(): string }
+  ).toWellFormed();
+}
