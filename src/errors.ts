@@ -12,6 +12,7 @@ export const errorCodes = {
   invalid_option: 400,
   invalid_cursor: 400,
   unauthorized: 401,
+  invalid_signature: 401,
   forbidden: 403,
   not_found: 404,
   session_not_found: 404,
@@ -36,6 +37,7 @@ export const errorCodes = {
   too_many_streams: 429,
   headers_too_large: 431,
   internal_error: 500,
+  platform_event_failed: 500,
   not_ready: 503,
 } as const;
 

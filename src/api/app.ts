@@ -1,6 +1,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { ParleyError } from '../errors.js';
 import { httpRequests } from '../metrics.js';
+import { adapterRoutes } from './adapters.js';
 import { adminPlugin } from './admin.js';
 import { attachmentRoutes } from './attachments.js';
 import { agentRoutes } from './agents.js';
@@ -19,6 +20,7 @@ import { sessionRoutes } from './sessions.js';
 import { turnRoutes } from './turns.js';
 import { usageRoutes } from './usage.js';
 import { webRoutes } from './web.js';
+import { adminWebhookRoutes } from './webhooks.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -94,6 +96,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   modelRoutes(app, deps);
   usageRoutes(app, deps);
   attachmentRoutes(app, deps);
+  adapterRoutes(app, deps);
   fileRoutes(app, deps);
   memoryRoutes(app, deps);
   agentRoutes(app, deps);
@@ -101,6 +104,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(async (admin) => {
     await adminPlugin(admin, deps);
     adminModelRoutes(admin, deps);
+    adminWebhookRoutes(admin, deps);
   });
   return app;
 }

@@ -1,4 +1,5 @@
 import type { SyncReport } from '../catalog/sync.js';
+import type { PlatformSet } from '../adapters/platformSet.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
 import type { Db } from '../store/db.js';
@@ -19,6 +20,8 @@ export interface ApiDeps {
   tools?: ReadonlyMap<string, Tool>;
   /** The MCP servers' state, for the same listing. */
   mcpStatus?: () => McpStatus[];
+  /** The configured chat platforms (issue 11), for their inbound endpoints. */
+  platforms?: PlatformSet | null;
   /** The built web app's folder (default: dist/web of this package). */
   webDir?: string | undefined;
 }

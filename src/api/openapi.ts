@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { errorCodes } from '../errors.js';
+import { platformPaths } from './openapiPlatforms.js';
 import { providerPaths } from './openapiProviders.js';
 import { toolPaths } from './openapiTools.js';
 import { extensionPaths, extensionSchemas } from './openapiExtensions.js';
@@ -314,6 +315,7 @@ export const openapiDocument = {
     },
     ...providerPaths,
     ...toolPaths,
+    ...platformPaths,
     '/healthz': {
       get: { summary: 'Process up', security: [], responses: { '200': json({ type: 'object' }) } },
     },

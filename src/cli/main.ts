@@ -9,6 +9,7 @@ import { chatCommand } from './chat/index.js';
 import { modelsCommand } from './models.js';
 import { describeStartup, startProcess } from './start.js';
 import { toolsCommand } from './tools.js';
+import { webhooksCommand } from './webhooks.js';
 
 const usage = `parley — a durable chat-agent runtime
 
@@ -29,6 +30,7 @@ Usage:
                                delete old journal events (old cursors then answer 410)
   parley tools list [--agent NAME]
                                every tool an agent has, its source and policy (through the API)
+  parley webhooks status       outbound webhooks: pending, delivered, dead letters (admin, through the API)
 
 Options:
   --config PATH                configuration file (else PARLEY_CONFIG, else ./parley.yaml)
@@ -87,6 +89,8 @@ async function main(argv: string[]): Promise<number> {
       return chatCommand(values);
     case 'tools':
       return toolsCommand(rest, values);
+    case 'webhooks':
+      return webhooksCommand(rest, values);
     default:
       process.stderr.write(`unknown command "${command}"\n\n${usage}`);
       return 2;

@@ -1,7 +1,9 @@
 import { hostname } from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../api/app.js';
+import { startPlatforms } from '../adapters/startup.js';
 import { assertBindAllowed } from '../api/principal.js';
+import { configuredPlatforms } from '../config/platformTypes.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
 import type { CatalogProblem } from '../catalog/check.js';
@@ -13,6 +15,7 @@ import { createModelRegistry } from '../providers/registry.js';
 import { startModelInfo } from '../runtime/modelInfo.js';
 import { startRetention } from '../runtime/retention.js';
 import { Worker } from '../runtime/worker.js';
+import { startWebhooks } from '../webhooks/loop.js';
 import { McpManager, describeMcp } from '../tools/mcp/manager.js';
 import { builtInTools, ToolRegistry, type ToolIo } from '../tools/registry.js';
 import { checkShellSandboxes } from '../tools/shell/startup.js';
@@ -20,6 +23,7 @@ import { checkAgentSkills, loadSkillCatalog, type SkillCatalog } from '../tools/
 import type { Db } from '../store/db.js';
 import { describeStore, openStore } from '../store/open.js';
 import { releaseDeadLeases } from '../store/releaseLease.js';
+import { releaseOutboxLeases } from '../store/releaseOutboxLeases.js';
 import { Wakeups } from '../store/wakeups.js';
 
 export interface Running {
@@ -78,6 +82,8 @@ export async function startProcess(
       // died are dead, and their sessions can be claimed at once instead of after a ttl.
       const released = await releaseDeadLeases(db);
       if (released > 0) log.info({ sessions: released }, 'released the leases of a previous run');
+      // Likewise the platform outbox's and the webhook deliveries' sender leases.
+      await releaseOutboxLeases(db);
     }
     const wakeups = new Wakeups(db);
     await wakeups.start();
@@ -88,6 +94,23 @@ export async function startProcess(
     const mcp = new McpManager(config.mcpServers, tools, { env, log });
     await mcp.start();
     stops.push(() => mcp.stop());
+
+    // Chat platforms (issue 11): inbound endpoints on the API, their outbox and the
+    // outbound webhooks delivered by workers.
+    const platforms = await startPlatforms({ db, wakeups, config, env, log, role });
+    stops.push(() => platforms.stop());
+    if (role.worker && Object.keys(config.webhooks).length > 0) {
+      const webhooks = await startWebhooks({
+        db,
+        wakeups,
+        webhooks: config.webhooks,
+        env,
+        log,
+        pollMs: config.runtime.pollMs,
+        leaseMs: config.runtime.leaseTtlMs,
+      });
+      stops.push(webhooks.stop);
+    }
 
     let worker: Worker | null = null;
     if (role.worker) {
@@ -142,10 +165,12 @@ export async function startProcess(
         syncModels: (provider) => syncCatalog(catalog, provider),
         tools,
         mcpStatus: () => mcp.status(),
+        platforms: platforms.set,
       });
       app = built;
       stops.push(() => built.close());
       url = await built.listen({ host: config.server.host, port: config.server.port });
+      platforms.listening(url);
     }
 
     let stopping: Promise<void> | null = null;
@@ -181,6 +206,16 @@ export function describeStartup(config: Config, running: Running, role: string):
     lines.push(
       `parley ${role}: worker claiming up to ${config.runtime.maxParallelTurns} sessions, lease ttl ${config.runtime.leaseTtlMs} ms`,
     );
+  }
+  const platforms = configuredPlatforms(config.adapters).map((adapter) => adapter.platform);
+  if (platforms.length > 0) {
+    lines.push(
+      `parley ${role}: chat platforms ${platforms.join(', ')}${running.app ? ' (inbound on /adapters/…)' : ''}${running.worker ? ', replies delivered here' : ''}`,
+    );
+  }
+  const webhooks = Object.keys(config.webhooks);
+  if (webhooks.length > 0 && running.worker) {
+    lines.push(`parley ${role}: outbound webhooks ${webhooks.join(', ')}`);
   }
   for (const line of [...running.toolLines, ...describeMcp(running.mcp.status())]) {
     lines.push(`parley ${role}: ${line}`);

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
+import { compileAdapters, compileWebhooks, PlatformConfigError } from './platforms.js';
 import { fileSchema, type ConfigFile } from './schema.js';
 import { compileAgentTools, compileToolSettings, ToolConfigError } from './tools.js';
 import type {
@@ -77,6 +78,21 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
     }
     metricsKeySha256 = createHash('sha256').update(value).digest('hex');
   }
+  let platforms: Pick<Config, 'adapters' | 'webhooks'>;
+  try {
+    platforms = {
+      adapters: compileAdapters(
+        file.adapters,
+        new Set(Object.keys(agents)),
+        defaultAgentOf(agents),
+        env,
+      ),
+      webhooks: compileWebhooks(file.webhooks, env),
+    };
+  } catch (error) {
+    if (error instanceof PlatformConfigError) throw new ConfigError(error.message);
+    throw error;
+  }
   const demoDelay = env.PARLEY_DEMO_DELAY_MS === undefined ? 20 : Number(env.PARLEY_DEMO_DELAY_MS);
   if (!Number.isInteger(demoDelay) || demoDelay < 0) {
     throw new ConfigError('PARLEY_DEMO_DELAY_MS must be a whole number of milliseconds');
@@ -129,6 +145,7 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
     models: compileModelOverrides(file, providers),
     agents: nullPrototype(agents),
     ...compileToolSettings(file),
+    ...platforms,
     demo: { delayMs: demoDelay },
     source,
   };
@@ -354,5 +371,9 @@ function nullPrototype<T>(record: Record<string, T>): Record<string, T> {
 
 /** The agent a request names, or the default one (the first agent when none is called `default`). */
 export function defaultAgentName(config: Config): string {
-  return config.agents.default ? 'default' : (Object.keys(config.agents)[0] as string);
+  return defaultAgentOf(config.agents);
+}
+
+function defaultAgentOf(agents: Record<string, AgentConfig>): string {
+  return agents.default ? 'default' : (Object.keys(agents)[0] as string);
 }

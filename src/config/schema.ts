@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { adaptersSchema, webhooksSchema } from './platformSchema.js';
 
 /**
  * The configuration file's shape (CONFIG.md). Keys are snake_case as users write them;
@@ -246,6 +247,8 @@ export const fileSchema = z
       .prefault({}),
     skills_dir: z.string().default('./skills'),
     mcp_servers: z.record(mcpServerName, mcpServerSchema).default({}),
+    adapters: adaptersSchema,
+    webhooks: webhooksSchema,
   })
   .strict();
 

@@ -1,3 +1,5 @@
+import type { AdaptersConfig, WebhookConfig } from './platformTypes.js';
+
 /**
  * The compiled configuration: validated once at start-up (config/load.ts) and passed to
  * every part by value. Nothing reads the file or the environment after this.
@@ -169,6 +171,10 @@ export interface Config {
   };
   skillsDir: string;
   mcpServers: Record<string, McpServerConfig>;
+  /** Chat platforms (issue 11): each belongs to one tenant and one agent. */
+  adapters: AdaptersConfig;
+  /** Outbound webhooks by name (Standard Webhooks). */
+  webhooks: Record<string, WebhookConfig>;
   demo: { delayMs: number };
   /** Where the configuration came from, for the start-up line. */
   source: string;

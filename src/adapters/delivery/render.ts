@@ -1,0 +1,86 @@
+import { Actions, Button, Card, CardText, type AdapterPostableMessage } from 'chat';
+import { actionIds, type ApprovalCard, type ReplyContent, type ReplyText } from './content.js';
+
+/** Longest text Parley puts in one platform message (Slack's section limit is 3000). */
+const maxText = 2900;
+
+function clip(text: string): string {
+  return text.length <= maxText ? text : `${text.slice(0, maxText - 1)}…`;
+}
+
+/** The visible text of a reply: its text and how it ended. */
+export function replyText(reply: ReplyText): string {
+  const parts = reply.text === '' ? [] : [reply.text];
+  if (reply.status === 'error') parts.push(`⚠️ ${reply.error ?? 'The agent could not answer.'}`);
+  if (reply.status === 'cancelled') parts.push('_(cancelled)_');
+  if (reply.options?.chosen !== undefined) parts.push(`✓ ${reply.options.chosen}`);
+  return parts.join('\n\n');
+}
+
+/**
+ * The platform message for an outbox row: markdown for text, a card (Block Kit, Card v2,
+ * Discord components, an inline keyboard, an Adaptive Card: the SDK converts it) where
+ * there are buttons. Buttons carry the row's id, so a press finds the request it answers.
+ * `textInCard: false` leaves the text out of a card added to an existing text message
+ * (Google Chat shows a message's text and its cards together).
+ */
+export function render(
+  replyId: string,
+  content: ReplyContent,
+  options: { textInCard: boolean } = { textInCard: true },
+): AdapterPostableMessage | null {
+  if (content.type === 'notice') return { markdown: clip(content.text) };
+  if (content.type === 'approval') return approvalCard(replyId, content);
+  const text = replyText(content);
+  const offered = content.options;
+  if (offered && offered.chosen === undefined && content.status === 'done') {
+    return Card({
+      children: [
+        ...(options.textInCard && text !== '' ? [CardText(clip(text))] : []),
+        Actions(
+          offered.choices.map((choice, index) =>
+            Button({ id: actionIds.option, value: `${replyId}.${index}`, label: choice }),
+          ),
+        ),
+      ],
+    });
+  }
+  return text === '' ? null : { markdown: clip(text) };
+}
+
+function approvalCard(replyId: string, card: ApprovalCard): AdapterPostableMessage {
+  const title =
+    card.kind === 'approval'
+      ? `Approve ${card.tool ?? 'this call'}?`
+      : card.kind === 'budget_extension'
+        ? 'Extend the budget?'
+        : 'Question';
+  const details: string[] = [];
+  if (card.prompt) details.push(card.prompt);
+  if (card.kind === 'approval' && card.arguments !== undefined) {
+    details.push(`\`${clip(JSON.stringify(card.arguments)).slice(0, 1500)}\``);
+  }
+  if (card.kind === 'question' && !card.resolution)
+    details.push('_Reply in this thread to answer._');
+  const children = details.length > 0 ? [CardText(clip(details.join('\n\n')))] : [];
+  const resolution = card.resolution;
+  if (resolution) {
+    const outcome = resolution.expired
+      ? `Expired (${resolution.expired})`
+      : card.kind === 'question'
+        ? `Answered by ${resolution.actor ?? 'someone'}`
+        : `${resolution.approved ? '✅ Approved' : '❌ Rejected'} by ${resolution.actor ?? 'someone'}`;
+    return Card({ title, children: [...children, CardText(outcome)] });
+  }
+  if (card.kind === 'question') return Card({ title, children });
+  return Card({
+    title,
+    children: [
+      ...children,
+      Actions([
+        Button({ id: actionIds.approve, value: replyId, label: 'Approve', style: 'primary' }),
+        Button({ id: actionIds.reject, value: replyId, label: 'Reject', style: 'danger' }),
+      ]),
+    ],
+  });
+}

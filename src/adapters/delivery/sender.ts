@@ -1,0 +1,197 @@
+import type { Logger } from '../../log.js';
+import type { ClaimedReply } from '../../store/claimReplies.js';
+import type { Db } from '../../store/db.js';
+import { recordReplyFailed, recordReplySent } from '../../store/recordReply.js';
+import type { PlatformClient } from '../platforms/types.js';
+import type { ReplyContent, ReplyText } from './content.js';
+import { render } from './render.js';
+
+export interface SenderDeps {
+  db: Db;
+  clients: ReadonlyMap<string, PlatformClient>;
+  log: Logger;
+  /** A platform call that takes longer counts as failed (its lease must outlive it). */
+  callTimeoutMs: number;
+  /** Random in [0, 1): the backoff's jitter. Injected for tests. */
+  random?: () => number;
+}
+
+/** Slack's stream bookkeeping on the row: what the open stream has been given. */
+interface StreamState {
+  mode: 'native' | 'edit';
+  sent: string;
+}
+
+/**
+ * Delivers one claimed outbox row: posts it (the first time) or edits its message to the
+ * latest content, then records what the platform confirmed. A failure is recorded with
+ * a backoff (the platform's retry-after for a rate limit) and tried again, across
+ * restarts; after the adapter's last attempt the row is dead.
+ */
+export async function deliverReply(deps: SenderDeps, row: ClaimedReply, token: string) {
+  const client = deps.clients.get(row.adapter);
+  if (!client) return;
+  const content = row.content as unknown as ReplyContent;
+  const { retryBaseMs, maxAttempts, editIntervalMs } = client.config;
+  let stream = (row.stream as StreamState | null) ?? null;
+  try {
+    let messageId = row.platform_message_id;
+    if (
+      client.stream?.available(row.thread_id, recipientOf(row)) &&
+      content.type === 'reply' &&
+      stream?.mode !== 'edit'
+    ) {
+      const streamed = await streamReply(deps, client, row, content, stream);
+      messageId = streamed.messageId;
+      stream = streamed.stream;
+    } else {
+      const message = render(row.reply_id, content, {
+        textInCard: !(client.name === 'gchat' && messageId !== null),
+      });
+      if (message !== null) {
+        messageId =
+          messageId === null
+            ? await timed(deps, client.post(row.thread_id, message, row.reply_id))
+            : (await timed(deps, client.edit(row.thread_id, messageId, message)), messageId);
+      }
+    }
+    await recordReplySent(deps.db, {
+      replyId: row.reply_id,
+      token,
+      version: row.version,
+      messageId,
+      stream,
+      nextAfterMs: editIntervalMs,
+    });
+  } catch (error) {
+    const delay = retryDelay(error, row.attempts, retryBaseMs, deps.random ?? Math.random);
+    deps.log.warn(
+      {
+        adapter: row.adapter,
+        reply_id: row.reply_id,
+        attempt: row.attempts + 1,
+        err: describe(error),
+      },
+      'platform delivery failed; retrying',
+    );
+    await recordReplyFailed(deps.db, {
+      replyId: row.reply_id,
+      token,
+      error: describe(error),
+      nextAfterMs: delay,
+      maxAttempts,
+      ...(stream === null ? {} : { stream }),
+    });
+  }
+}
+
+/**
+ * A reply through the platform's own streaming (Slack): the first text starts the
+ * stream, later text is appended, the end stops it. Text that no longer extends what was
+ * sent (an `attempt_reset`), or an ending with more than text (options, an error), stops
+ * the stream and edits the message to the full content; so does any refusal of the
+ * streaming calls, after which the reply continues with edits.
+ */
+async function streamReply(
+  deps: SenderDeps,
+  client: PlatformClient,
+  row: ClaimedReply,
+  reply: ReplyText,
+  state: StreamState | null,
+): Promise<{ messageId: string | null; stream: StreamState }> {
+  const native = client.stream as NonNullable<PlatformClient['stream']>;
+  const recipient = recipientOf(row);
+  let messageId = row.platform_message_id;
+  const toEdits = async (): Promise<{ messageId: string | null; stream: StreamState }> => {
+    if (messageId !== null) {
+      await timed(deps, native.stop(row.thread_id, messageId)).catch(() => {});
+      const message = render(row.reply_id, reply);
+      if (message !== null) await timed(deps, client.edit(row.thread_id, messageId, message));
+    }
+    return { messageId, stream: { mode: 'edit', sent: '' } };
+  };
+  const ended = reply.status !== 'streaming';
+  try {
+    if (messageId === null) {
+      if (ended) {
+        // Nothing streamed before the turn ended: the whole reply is one post.
+        const message = render(row.reply_id, reply);
+        if (message !== null) {
+          messageId = await timed(deps, client.post(row.thread_id, message, row.reply_id));
+        }
+        return { messageId, stream: { mode: 'edit', sent: '' } };
+      }
+      if (reply.text === '') return { messageId, stream: state ?? { mode: 'native', sent: '' } };
+      messageId = await timed(deps, native.start(row.thread_id, reply.text, recipient));
+      state = { mode: 'native', sent: reply.text };
+    } else if (state !== null && reply.text.startsWith(state.sent)) {
+      const more = reply.text.slice(state.sent.length);
+      if (more !== '') await timed(deps, native.append(row.thread_id, messageId, more));
+      state = { mode: 'native', sent: reply.text };
+    } else {
+      return await toEdits();
+    }
+    if (!ended) return { messageId, stream: state };
+    if (reply.status === 'done' && !reply.options) {
+      await timed(deps, native.stop(row.thread_id, messageId));
+      return { messageId, stream: { mode: 'edit', sent: reply.text } };
+    }
+    return await toEdits();
+  } catch (error) {
+    if (!isPlatformRefusal(error)) throw error;
+    deps.log.warn(
+      { adapter: row.adapter, err: describe(error) },
+      'native streaming refused; using edits',
+    );
+    if (messageId === null) {
+      const message = render(row.reply_id, reply);
+      if (message === null) return { messageId, stream: { mode: 'edit', sent: '' } };
+      messageId = await timed(deps, client.post(row.thread_id, message, row.reply_id));
+      return { messageId, stream: { mode: 'edit', sent: '' } };
+    }
+    return await toEdits();
+  }
+}
+
+/** Who a streamed reply is for: the author (and workspace) of the message that ran the turn. */
+function recipientOf(row: ClaimedReply) {
+  return {
+    userId: typeof row.context.user_id === 'string' ? row.context.user_id : null,
+    teamId: typeof row.context.team_id === 'string' ? row.context.team_id : null,
+  };
+}
+
+/** Slack answered `ok: false` (not a rate limit, not a transport failure). */
+function isPlatformRefusal(error: unknown): boolean {
+  const slack = error as { code?: unknown; data?: { error?: unknown } } | null;
+  return slack?.code === 'slack_webapi_platform_error' && slack.data?.error !== 'ratelimited';
+}
+
+function timed<T>(deps: SenderDeps, call: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error('the platform did not answer in time')),
+      deps.callTimeoutMs,
+    );
+  });
+  return Promise.race([call, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Doubling from the base with half jitter, capped at five minutes; a rate limit's own wait wins. */
+export function retryDelay(
+  error: unknown,
+  attempts: number,
+  baseMs: number,
+  random: () => number,
+): number {
+  const retryAfter = (error as { retryAfter?: unknown } | null)?.retryAfter;
+  if (typeof retryAfter === 'number' && retryAfter > 0) return Math.min(retryAfter * 1000, 600_000);
+  const ceiling = Math.min(baseMs * 2 ** attempts, 300_000);
+  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
+}
+
+/** An error as Parley records it: its own message, cut short (never a response body). */
+function describe(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).slice(0, 300);
+}

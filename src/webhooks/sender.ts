@@ -1,0 +1,82 @@
+import type { WebhookConfig } from '../config/platformTypes.js';
+import type { Logger } from '../log.js';
+import type { ClaimedDelivery } from '../store/claimWebhookDeliveries.js';
+import type { Db } from '../store/db.js';
+import { recordWebhookAttempt } from '../store/recordWebhookAttempt.js';
+import { webhookHeaders } from './sign.js';
+
+export interface WebhookEndpoint {
+  config: WebhookConfig;
+  /** The signing key (the secret's bytes). */
+  key: Buffer;
+}
+
+export interface WebhookSenderDeps {
+  db: Db;
+  log: Logger;
+  fetch: typeof fetch;
+  now: () => number;
+  random: () => number;
+}
+
+/**
+ * POSTs one delivery: JSON, signed per attempt, no redirect followed (a 3xx is a
+ * failure), within the endpoint's time limit. Any 2xx delivers it; anything else is
+ * retried with backoff (doubling from `retry_base_ms` with half jitter, at most ten
+ * minutes) until `max_attempts`, then the delivery is dead-lettered.
+ */
+export async function sendDelivery(
+  deps: WebhookSenderDeps,
+  endpoint: WebhookEndpoint,
+  delivery: ClaimedDelivery,
+  token: string,
+): Promise<void> {
+  const body = JSON.stringify(delivery.payload);
+  const { config } = endpoint;
+  let status: number | null = null;
+  let error: string | null = null;
+  try {
+    const response = await deps.fetch(config.url, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': 'Parley-Webhooks',
+        ...webhookHeaders(endpoint.key, delivery.delivery_id, Math.floor(deps.now() / 1000), body),
+      },
+      body,
+      signal: AbortSignal.timeout(config.timeoutMs),
+    });
+    status = response.status;
+    // The body is not read: nothing of the receiver's answer is kept or logged.
+    await response.body?.cancel().catch(() => {});
+    if (status < 200 || status >= 300) error = `HTTP ${status}`;
+  } catch (failure) {
+    error =
+      (failure as Error).name === 'TimeoutError'
+        ? `no answer within ${config.timeoutMs} ms`
+        : 'the endpoint could not be reached';
+  }
+  const ceiling = Math.min(config.retryBaseMs * 2 ** delivery.attempts, 600_000);
+  const delay = error === null ? 0 : Math.round(ceiling / 2 + (deps.random() * ceiling) / 2);
+  if (error !== null) {
+    deps.log.warn(
+      {
+        webhook: config.name,
+        delivery_id: delivery.delivery_id,
+        attempt: delivery.attempts + 1,
+        err: error,
+      },
+      'webhook delivery failed',
+    );
+  }
+  await recordWebhookAttempt(deps.db, {
+    deliveryId: delivery.delivery_id,
+    token,
+    status,
+    delivered: error === null,
+    error,
+    nextAfterMs: delay,
+    maxAttempts: config.maxAttempts,
+  });
+}

@@ -1,0 +1,122 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { engine, freshStorage } from './support/db.js';
+import { FakeTelegram, telegramMessageUpdate } from './support/platforms/telegram.js';
+import { until } from './support/poll.js';
+import { startParley, stopAllProcesses, type StartOptions } from './support/processes.js';
+import { request } from './support/server.js';
+
+// A real `parley serve` killed with SIGKILL after a reply was committed to the journal
+// and before the platform acknowledged it (the fake holds the post unanswered): after a
+// restart on the same storage the reply is posted once.
+
+const botToken = '424242:restart-token-made-by-the-test';
+const secretToken = 'restart-secret-made-by-the-test';
+let telegram: FakeTelegram;
+const cleanup: (() => Promise<void> | void)[] = [];
+
+beforeAll(async () => {
+  telegram = await FakeTelegram.start(botToken);
+});
+afterEach(async () => {
+  await stopAllProcesses();
+  for (const clean of cleanup.splice(0)) await clean();
+});
+afterAll(async () => {
+  await telegram?.close();
+});
+
+describe(`parley serve (${engine}) killed between a reply's commit and its delivery`, () => {
+  it('posts the reply once after the restart', async () => {
+    let storage: Pick<StartOptions, 'dataDir' | 'databaseUrl'>;
+    if (engine === 'pglite') {
+      const dataDir = mkdtempSync(join(tmpdir(), 'parley-adapters-restart-'));
+      cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
+      storage = { dataDir };
+    } else {
+      const fresh = await freshStorage();
+      cleanup.push(() => fresh.drop());
+      storage = { databaseUrl: fresh.storage.url as string };
+    }
+    const options: StartOptions = {
+      ...storage,
+      env: {
+        TG_BOT_TOKEN: botToken,
+        TG_SECRET: secretToken,
+        PARLEY_DEMO_DELAY_MS: '0',
+        PARLEY_LEASE_TTL_MS: '3000',
+      },
+      config: {
+        runtime: { poll_ms: 200, shutdown_grace_ms: 2000 },
+        adapters: {
+          telegram: {
+            // The dev principal's tenant, so the test can read the session through the API.
+            tenant: 'default',
+            bot_token_env: 'TG_BOT_TOKEN',
+            secret_token_env: 'TG_SECRET',
+            api_url: telegram.server.url,
+            retry_base_ms: 50,
+          },
+        },
+      },
+    };
+
+    // Every post is held: the platform never answers the first process.
+    telegram.server.hold(`POST /bot${botToken}/sendMessage`);
+    const first = await startParley('serve', options);
+    const update = telegramMessageUpdate({
+      updateId: 1,
+      chatId: 8080,
+      messageId: 1,
+      userId: 7,
+      text: 'survive the crash',
+    });
+    const answer = await fetch(`${first.url}/adapters/telegram/webhook`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-telegram-bot-api-secret-token': secretToken,
+      },
+      body: update,
+    });
+    expect(answer.status).toBe(200);
+
+    // The reply is committed (its `done` is in the journal) ...
+    const sessions = await until(
+      () => request(first.url as string, 'GET', '/api/v1/chat/sessions'),
+      (listed) => listed.body.items?.length === 1,
+      'the session',
+    );
+    const sessionId = sessions.body.items[0].session_id as string;
+    await until(
+      () => request(first.url as string, 'GET', `/api/v1/chat/sessions/${sessionId}/messages`),
+      (messages) => messages.body.items?.some((item: any) => item.role === 'assistant'),
+      'the committed reply',
+    );
+    // ... and its post is in flight, held by the platform: now the process dies.
+    await until(
+      () => telegram.server.heldCount(`POST /bot${botToken}/sendMessage`),
+      (held) => held > 0,
+      'the post in flight',
+    );
+    first.kill('SIGKILL');
+    await first.exited;
+    telegram.server.release();
+    expect(telegram.inChat('8080')).toHaveLength(0);
+
+    const second = await startParley('serve', options);
+    const posted = await until(
+      () => telegram.inChat('8080'),
+      (messages) => messages.length > 0,
+      'the reply after the restart',
+    );
+    expect(posted[0]?.text).toContain('You said: survive the crash');
+    // Given every chance to post twice, it did not.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(telegram.inChat('8080')).toHaveLength(1);
+    second.kill('SIGTERM');
+    await second.exited;
+  });
+});

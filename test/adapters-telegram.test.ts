@@ -1,0 +1,137 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from './support/poll.js';
+import {
+  FakeTelegram,
+  telegramCallbackUpdate,
+  telegramMessageUpdate,
+} from './support/platforms/telegram.js';
+import { startTestServer, type TestServer } from './support/server.js';
+
+const botToken = '123456:telegram-token-made-by-the-test';
+const secretToken = 'telegram-secret-token-made-by-the-test';
+let telegram: FakeTelegram;
+let server: TestServer;
+let next = 1;
+
+async function send(body: string, token = secretToken) {
+  const response = await fetch(`${server.url}/adapters/telegram/webhook`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': token },
+    body,
+  });
+  return { status: response.status, body: await response.text() };
+}
+
+function message(chatId: number, userId: number, text: string) {
+  const n = next++;
+  return telegramMessageUpdate({ updateId: 1000 + n, chatId, messageId: n, userId, text });
+}
+
+beforeAll(async () => {
+  telegram = await FakeTelegram.start(botToken);
+  server = await startTestServer(
+    {
+      agents: { default: { trigger_roles: ['member'] } },
+      adapters: {
+        telegram: {
+          tenant: 'tg',
+          bot_token_env: 'TG_BOT_TOKEN',
+          secret_token_env: 'TG_SECRET',
+          api_url: telegram.server.url,
+          users: { '42': { user: 'tina', roles: ['member'] } },
+          edit_interval_ms: 20,
+          retry_base_ms: 50,
+        },
+      },
+    },
+    { TG_BOT_TOKEN: botToken, TG_SECRET: secretToken, PARLEY_DEMO_DELAY_MS: '60' },
+  );
+});
+
+afterAll(async () => {
+  await server?.close();
+  await telegram?.close();
+});
+
+describe('Telegram through the Chat SDK', () => {
+  it('turns a private message into one turn, answered by a post and its edits', async () => {
+    const update = message(5001, 42, 'hello telegram bot');
+    expect((await send(update)).status).toBe(200);
+    const replies = await until(
+      () => telegram.inChat('5001'),
+      (found) => found.some((reply) => /You said: hello telegram bot/.test(reply.text)),
+      'the reply',
+    );
+    expect(replies).toHaveLength(1);
+    expect(replies[0]!.history.length).toBeGreaterThan(1);
+    expect(telegram.actions).toContainEqual({ chat_id: '5001', action: 'typing' });
+    // Telegram's own retry of the update (same update and message ids) is the same turn.
+    expect((await send(update)).status).toBe(200);
+    const turns = await server.db.query(
+      `select 1 from messages where content = 'hello telegram bot' and role = 'user'`,
+    );
+    expect(turns.rowCount).toBe(1);
+  });
+
+  it('refuses a wrong secret token with 401 and writes nothing', async () => {
+    const before = (await server.db.query('select 1 from sessions')).rowCount;
+    const answer = await send(message(5002, 42, 'forged'), 'wrong-secret');
+    expect(answer.status).toBe(401);
+    expect(JSON.parse(answer.body)).toMatchObject({ error: 'invalid_signature' });
+    const missing = await fetch(`${server.url}/adapters/telegram/webhook`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: message(5002, 42, 'forged'),
+    });
+    expect(missing.status).toBe(401);
+    expect((await server.db.query('select 1 from sessions')).rowCount).toBe(before);
+  });
+
+  it('stores the message of a user without a trigger role, and answers nobody', async () => {
+    expect((await send(message(5003, 77, 'a stranger writes'))).status).toBe(200);
+    const stored = await until(
+      () =>
+        server.db.query<{ state: string; author: string }>(
+          `select t.state, m.author from turns t join messages m on m.turn_id = t.turn_id and m.role = 'user'
+            where m.content = 'a stranger writes'`,
+        ),
+      (result) => result.rows.length === 1,
+      'the stored post',
+    );
+    expect(stored.rows[0]).toEqual({ state: 'stored', author: 'telegram:77' });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(telegram.inChat('5003')).toHaveLength(0);
+  });
+
+  it('offers options as an inline keyboard; a press chooses one', async () => {
+    await send(message(5004, 42, '/options tea|coffee'));
+    const offer = await until(
+      () =>
+        telegram
+          .inChat('5004')
+          .find((reply) => reply.reply_markup?.inline_keyboard?.flat().length > 0),
+      (found) => found !== undefined,
+      'the inline keyboard',
+    );
+    const coffee = offer!.reply_markup.inline_keyboard
+      .flat()
+      .find((button: any) => button.text === 'coffee');
+    expect(Buffer.byteLength(coffee.callback_data)).toBeLessThanOrEqual(64);
+    const press = telegramCallbackUpdate({
+      updateId: 9000,
+      chatId: 5004,
+      messageId: offer!.message_id,
+      userId: 42,
+      data: coffee.callback_data,
+    });
+    expect((await send(press)).status).toBe(200);
+    await until(
+      () => telegram.inChat('5004'),
+      (found) => found.some((reply) => /Selected option: coffee/.test(reply.text)),
+      'the answer to the chosen option',
+    );
+    expect(
+      telegram.inChat('5004').find((reply) => reply.message_id === offer!.message_id)?.text,
+    ).toContain('✓ coffee');
+  });
+});
