@@ -38,8 +38,12 @@ const startStatement: Statement = {
            ${notifySql("'events'", 'b.session_id', 'b.last_sequence', '$4::text')} as notified,
            (select coalesce(json_agg(h order by h.sequence), '[]'::json) from (
               select role, author, coalesce(raw_content, content) as content, turn_id, sequence
-                from messages
+                from messages m
                where session_id = $1 and sequence < $9
+                 -- A rewind (issue 10) leaves out what came after its checkpoint.
+                 and not exists (select 1 from rewinds w
+                                  where w.session_id = $1 and w.at_sequence < $9
+                                    and m.sequence > w.to_sequence and m.sequence < w.at_sequence)
                order by sequence desc
                limit $10) h) as history
       from bumped b`,
