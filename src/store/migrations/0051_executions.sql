@@ -54,7 +54,8 @@ create table executions (
   lease_owner          text,
   lease_expires_at     timestamptz,
   claim_count          integer not null default 0,
-  created_at           timestamptz not null default now(),
+  -- Milliseconds, like the listing's cursor: a fan-out's rows share one transaction's now().
+  created_at           timestamptz not null default date_trunc('milliseconds', now()),
   updated_at           timestamptz not null default now(),
   ended_at             timestamptz,
   primary key (tenant, execution_id)
