@@ -7,9 +7,11 @@ import { agentRoutes } from './agents.js';
 import { cancelRoutes } from './cancel.js';
 import { inputRoutes } from './inputs.js';
 import { memoryRoutes } from './memories.js';
+import { missionRoutes } from './missions.js';
 import type { ApiDeps } from './deps.js';
 import { clientErrorHandler, frameworkErrors, installErrorHandler } from './errors.js';
 import { eventRoutes } from './events.js';
+import { executionRoutes } from './executions.js';
 import { fileRoutes } from './files.js';
 import { healthRoutes } from './health.js';
 import { adminModelRoutes, modelRoutes } from './models.js';
@@ -97,6 +99,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   fileRoutes(app, deps);
   memoryRoutes(app, deps);
   agentRoutes(app, deps);
+  missionRoutes(app, deps);
+  executionRoutes(app, deps);
   webRoutes(app, deps);
   await app.register(async (admin) => {
     await adminPlugin(admin, deps);

@@ -1,3 +1,9 @@
+import {
+  configAgents,
+  configMissions,
+  type AgentLookup,
+  type MissionLookup,
+} from '../agents/lookup.js';
 import type { SyncReport } from '../catalog/sync.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
@@ -21,4 +27,15 @@ export interface ApiDeps {
   mcpStatus?: () => McpStatus[];
   /** The built web app's folder (default: dist/web of this package). */
   webDir?: string | undefined;
+  /** Agents and missions per tenant (default: the configuration's, unedited). */
+  agents?: AgentLookup;
+  missions?: MissionLookup;
+}
+
+export function agentsOf(deps: ApiDeps): AgentLookup {
+  return deps.agents ?? configAgents(deps.config);
+}
+
+export function missionsOf(deps: ApiDeps): MissionLookup {
+  return deps.missions ?? configMissions(deps.config);
 }

@@ -10,6 +10,8 @@ import { refreshAndCheckCatalog } from '../catalog/startup.js';
 import { syncCatalog } from '../catalog/sync.js';
 import type { Env } from '../providers/credentials.js';
 import { createModelRegistry } from '../providers/registry.js';
+import { configAgents, configMissions } from '../agents/lookup.js';
+import { ExecutionRunner } from '../runtime/executions/runner.js';
 import { startRetention } from '../runtime/retention.js';
 import { Worker } from '../runtime/worker.js';
 import { McpManager, describeMcp } from '../tools/mcp/manager.js';
@@ -25,6 +27,8 @@ export interface Running {
   db: Db;
   app: FastifyInstance | null;
   worker: Worker | null;
+  /** The worker role's execution runner (missions, issue 10). */
+  executions: ExecutionRunner | null;
   url: string | null;
   /** Agents whose model the catalog does not know or that lack a needed capability. */
   catalogProblems: CatalogProblem[];
@@ -88,7 +92,10 @@ export async function startProcess(
     await mcp.start();
     stops.push(() => mcp.stop());
 
+    const agents = configAgents(config);
+    const missions = configMissions(config);
     let worker: Worker | null = null;
+    let executions: ExecutionRunner | null = null;
     if (role.worker) {
       const started = new Worker({
         db,
@@ -102,6 +109,19 @@ export async function startProcess(
       worker = started;
       started.start();
       stops.push(() => started.stop());
+      const runner = new ExecutionRunner({
+        db,
+        wakeups,
+        config,
+        resolveModel,
+        agents,
+        missions,
+        log,
+        owner: `${hostname()}:${process.pid}`,
+      });
+      executions = runner;
+      runner.start();
+      stops.push(() => runner.stop());
       stops.push(
         startRetention({
           db,
@@ -132,6 +152,8 @@ export async function startProcess(
         syncModels: (provider) => syncCatalog(catalog, provider),
         tools,
         mcpStatus: () => mcp.status(),
+        agents,
+        missions,
       });
       app = built;
       stops.push(() => built.close());
@@ -140,7 +162,19 @@ export async function startProcess(
 
     let stopping: Promise<void> | null = null;
     const stop = () => (stopping ??= stopAll());
-    return { db, app, worker, url, catalogProblems, tools, skills, mcp, toolLines, stop };
+    return {
+      db,
+      app,
+      worker,
+      executions,
+      url,
+      catalogProblems,
+      tools,
+      skills,
+      mcp,
+      toolLines,
+      stop,
+    };
   } catch (error) {
     // A failed start (the port is taken, say) must not leave a worker running without an
     // API, holding the data directory: stop whatever started, then fail.

@@ -23,7 +23,11 @@ export type TurnOutcome =
 
 interface OutcomeRow {
   state: string;
-  terminal: { type: string; payload: Record<string, unknown>; content: string | null } | null;
+  terminal: {
+    type: string;
+    payload: { code?: string; message?: string };
+    content: string | null;
+  } | null;
   reply: string | null;
   requests: PendingRequest[];
 }
@@ -75,8 +79,8 @@ export async function readTurnOutcome(
   if (terminal?.type === 'error') {
     return {
       kind: 'error',
-      code: String(terminal.payload.code ?? 'error'),
-      message: String(terminal.payload.message ?? ''),
+      code: terminal.payload.code ?? 'error',
+      message: terminal.payload.message ?? '',
     };
   }
   if (terminal?.type === 'cancelled') return { kind: 'cancelled' };
