@@ -11,7 +11,7 @@ let counter = 0;
 beforeAll(async () => {
   server = await startTestServer({
     runtime: { execution_recheck_ms: 300 },
-    agents: { default: { tools: { calculator: 'approve' } } },
+    agents: { default: { tools: { calculator: 'approve' } }, second: {} },
     missions: {
       once: { prompt: 'Write the report.' },
       looping: { prompt: 'Tidy the inbox.', loop_prompt: 'Is it tidy? /decide continue:3' },
@@ -24,6 +24,7 @@ beforeAll(async () => {
         loop_delay_seconds: 3600,
       },
       approval: { prompt: '/tool calculator {"expression": "6*7"}', timeout_seconds: 1 },
+      research: { prompt: 'Research {{topic}}.' },
       typed: {
         prompt: 'Report on {{region}}.',
         input_schema: {
@@ -283,6 +284,46 @@ describe('executions', () => {
       'select count(*)::int as count from executions',
     );
     expect(after.rows[0]?.count).toBe(before.rows[0]?.count);
+  });
+
+  it('fans out one session per thread and gathers their results', async () => {
+    const { body } = await dispatch('research', {
+      input: { topic: 'tides' },
+      threads: [{}, { agent: 'second', input: { topic: 'winds' } }],
+    });
+    const done = await untilStatus(body.execution_id, ['success', 'error']);
+    expect(done.status).toBe('success');
+    const threads = done.result.threads;
+    expect(
+      threads.map((thread: any) => [thread.execution_id, thread.agent, thread.status]),
+    ).toEqual([
+      [`${body.execution_id}.1`, 'default', 'success'],
+      [`${body.execution_id}.2`, 'second', 'success'],
+    ]);
+    expect(threads.map((thread: any) => thread.result.content)).toEqual([
+      'You said: Research tides.',
+      'You said: Research winds.',
+    ]);
+    // Each thread ran in a session of its own; each is an execution of its own.
+    expect(
+      new Set([done.session_id, ...threads.map((thread: any) => thread.session_id)]).size,
+    ).toBe(3);
+    expect((await show(`${body.execution_id}.2`)).body.agent).toBe('second');
+
+    // Cancelling a fan-out cancels its threads.
+    const slow = await dispatch('delayed', { threads: [{}, {}] });
+    await untilStatus(`${slow.body.execution_id}.1`, ['waiting']);
+    await untilStatus(`${slow.body.execution_id}.2`, ['waiting']);
+    const cancelled = await request(
+      server.url,
+      'POST',
+      `/api/v1/executions/${slow.body.execution_id}/cancel`,
+      { command_id: `cancel_${slow.body.execution_id}` },
+    );
+    expect(cancelled.body.result).toBe('cancelled');
+    await untilStatus(slow.body.execution_id, ['cancelled']);
+    await untilStatus(`${slow.body.execution_id}.1`, ['cancelled']);
+    await untilStatus(`${slow.body.execution_id}.2`, ['cancelled']);
   });
 
   it('lists executions with filters and a cursor', async () => {
