@@ -16,6 +16,7 @@ import { fileRoutes } from './files.js';
 import { healthRoutes } from './health.js';
 import { adminModelRoutes, modelRoutes } from './models.js';
 import { openapiRoutes } from './openapi.js';
+import { scheduleRoutes } from './schedules.js';
 import { authenticate } from './principal.js';
 import { sessionRoutes } from './sessions.js';
 import { turnRoutes } from './turns.js';
@@ -101,6 +102,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   agentRoutes(app, deps);
   missionRoutes(app, deps);
   executionRoutes(app, deps);
+  scheduleRoutes(app, deps);
   webRoutes(app, deps);
   await app.register(async (admin) => {
     await adminPlugin(admin, deps);

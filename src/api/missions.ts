@@ -1,15 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { MissionConfig, Priority } from '../config/types.js';
+import type { MissionConfig } from '../config/types.js';
 import { ParleyError } from '../errors.js';
 import { clientKeyPattern } from '../ids.js';
-import { checkMissionInput, renderMissionPrompt } from '../missions/input.js';
+import { dispatchOf } from '../missions/dispatch.js';
+import { checkMissionInput } from '../missions/input.js';
 import { createExecution } from '../store/createExecution.js';
 import { toExecutionProjection } from '../store/getExecution.js';
 import { agentsOf, missionsOf, type ApiDeps } from './deps.js';
 import { pathId, storableJson, validate } from './validate.js';
-
-export const priorities: Record<Priority, number> = { low: 0, normal: 1, high: 2, urgent: 3 };
 
 const inputObject = z
   .record(z.string(), z.unknown())
@@ -90,32 +89,23 @@ export function missionRoutes(app: FastifyInstance, deps: ApiDeps): void {
       };
       checked(input, 'input');
       const threads =
-        body.threads?.map((thread, index) => {
-          const threadInput = checked(thread.input ?? input, `threads.${index}.input`);
-          return {
-            agent: known(thread.agent ?? agent, `threads.${index}.agent`),
-            input: threadInput,
-            prompt: renderMissionPrompt(mission.prompt, threadInput),
-          };
-        }) ?? null;
-      const { execution } = await createExecution(deps.db, {
-        tenant: principal.tenant,
-        executionId: body.execution_id,
-        user: principal.user,
-        mission: mission.name,
-        agent,
-        input,
-        spec: {
-          prompt: renderMissionPrompt(mission.prompt, input),
-          loop_prompt: mission.loopPrompt,
-          loop_delay_seconds: mission.loopDelaySeconds,
-        },
-        threads,
-        maxIterations: mission.loopPrompt === null ? 1 : mission.maxIterations,
-        interruptTo: mission.interruptTo,
-        priority: priorities[body.priority ?? mission.priority],
-        timeoutSeconds: body.timeout_seconds ?? mission.timeoutSeconds,
-      });
+        body.threads?.map((thread, index) => ({
+          agent: known(thread.agent ?? agent, `threads.${index}.agent`),
+          input: checked(thread.input ?? input, `threads.${index}.input`),
+        })) ?? null;
+      const { execution } = await createExecution(
+        deps.db,
+        dispatchOf(mission, {
+          tenant: principal.tenant,
+          executionId: body.execution_id,
+          user: principal.user,
+          agent,
+          input,
+          threads,
+          priority: body.priority ?? null,
+          timeoutSeconds: body.timeout_seconds ?? null,
+        }),
+      );
       // A retry of a known dispatch answers like the first one did (202, same execution).
       return reply.status(202).send(toExecutionProjection(execution));
     },

@@ -12,6 +12,7 @@ import type { Env } from '../providers/credentials.js';
 import { createModelRegistry } from '../providers/registry.js';
 import { configAgents, configMissions } from '../agents/lookup.js';
 import { ExecutionRunner } from '../runtime/executions/runner.js';
+import { Scheduler, seedConfiguredSchedules } from '../runtime/executions/scheduler.js';
 import { startRetention } from '../runtime/retention.js';
 import { Worker } from '../runtime/worker.js';
 import { McpManager, describeMcp } from '../tools/mcp/manager.js';
@@ -29,6 +30,7 @@ export interface Running {
   worker: Worker | null;
   /** The worker role's execution runner (missions, issue 10). */
   executions: ExecutionRunner | null;
+  scheduler: Scheduler | null;
   url: string | null;
   /** Agents whose model the catalog does not know or that lack a needed capability. */
   catalogProblems: CatalogProblem[];
@@ -48,6 +50,8 @@ export interface ProcessOptions {
   env?: Env;
   toolIo?: ToolIo;
   bwrap?: string;
+  /** The scheduler's clock (tests freeze and advance it). */
+  now?: () => Date;
 }
 
 /**
@@ -94,8 +98,10 @@ export async function startProcess(
 
     const agents = configAgents(config);
     const missions = configMissions(config);
+    await seedConfiguredSchedules({ db, config, ...(options.now ? { now: options.now } : {}) });
     let worker: Worker | null = null;
     let executions: ExecutionRunner | null = null;
+    let scheduler: Scheduler | null = null;
     if (role.worker) {
       const started = new Worker({
         db,
@@ -109,7 +115,7 @@ export async function startProcess(
       worker = started;
       started.start();
       stops.push(() => started.stop());
-      const runner = new ExecutionRunner({
+      const executionDeps = {
         db,
         wakeups,
         config,
@@ -118,10 +124,16 @@ export async function startProcess(
         missions,
         log,
         owner: `${hostname()}:${process.pid}`,
-      });
+        ...(options.now ? { now: options.now } : {}),
+      };
+      const runner = new ExecutionRunner(executionDeps);
       executions = runner;
       runner.start();
       stops.push(() => runner.stop());
+      const firing = new Scheduler(executionDeps);
+      scheduler = firing;
+      firing.start();
+      stops.push(() => firing.stop());
       stops.push(
         startRetention({
           db,
@@ -167,6 +179,7 @@ export async function startProcess(
       app,
       worker,
       executions,
+      scheduler,
       url,
       catalogProblems,
       tools,

@@ -136,9 +136,7 @@ async function insertExecution(
                              max_iterations, next_run_at, timeout_at)
      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 'starting',
              case when $16::text is null then null else 'idle' end, $17,
-             -- A queued successor waits for its predecessor's end to wake it (or its timeout).
-             case when $10::text is null then now()
-                  else now() + $18::double precision * interval '1 second' end,
+             now(),
              now() + $18::double precision * interval '1 second')
      returning *`,
     [

@@ -154,7 +154,8 @@ class Step {
         execution.after_execution_id,
       );
       if (before && !isEnded(before.status)) {
-        await this.save({ ...this.state, delayMs: null });
+        // Its end wakes this one; the re-check covers a wake-up lost to a race.
+        await this.save({ ...this.state, delayMs: this.recheckMs });
         return;
       }
     }
@@ -295,7 +296,8 @@ class Step {
     const threads = await listThreads(this.deps.db, this.execution);
     const open = threads.filter((thread) => !isEnded(thread.status));
     if (open.length > 0) {
-      return void (await this.save({ ...this.state, status: 'running', delayMs: null }));
+      // A thread's end wakes the parent; the re-check covers a wake-up lost to a race.
+      return void (await this.save({ ...this.state, status: 'running', delayMs: this.recheckMs }));
     }
     await this.save({
       ...this.state,

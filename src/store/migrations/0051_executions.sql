@@ -35,7 +35,7 @@ create table executions (
   iteration            integer not null default 0,
   max_iterations       integer not null,
   -- Due when next_run_at <= now(); null = nothing to do until something wakes it (an ended
-  -- execution, a blocked one waiting for a person, a queued one waiting for its predecessor).
+  -- execution, or a blocked one waiting for a person, without a timeout).
   next_run_at          timestamptz,
   timeout_at           timestamptz,
   loop_decision        jsonb,
