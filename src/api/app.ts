@@ -5,6 +5,7 @@ import { adminPlugin } from './admin.js';
 import { attachmentRoutes } from './attachments.js';
 import { agentRoutes } from './agents.js';
 import { cancelRoutes } from './cancel.js';
+import { checkpointRoutes } from './checkpoints.js';
 import { inputRoutes } from './inputs.js';
 import { memoryRoutes } from './memories.js';
 import { missionRoutes } from './missions.js';
@@ -103,6 +104,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   missionRoutes(app, deps);
   executionRoutes(app, deps);
   scheduleRoutes(app, deps);
+  checkpointRoutes(app, deps);
   webRoutes(app, deps);
   await app.register(async (admin) => {
     await adminPlugin(admin, deps);
