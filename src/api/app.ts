@@ -17,6 +17,7 @@ import { fileRoutes } from './files.js';
 import { healthRoutes } from './health.js';
 import { adminModelRoutes, modelRoutes } from './models.js';
 import { openapiRoutes } from './openapi.js';
+import { personalRoutes } from './personal.js';
 import { scheduleRoutes } from './schedules.js';
 import { authenticate } from './principal.js';
 import { sessionRoutes } from './sessions.js';
@@ -105,6 +106,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   executionRoutes(app, deps);
   scheduleRoutes(app, deps);
   checkpointRoutes(app, deps);
+  personalRoutes(app, deps);
   webRoutes(app, deps);
   await app.register(async (admin) => {
     await adminPlugin(admin, deps);
