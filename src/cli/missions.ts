@@ -124,7 +124,7 @@ export async function missionsCommand(
           String(item.execution_id),
           String(item.mission),
           String(item.status),
-          String(item.loop_status ?? '-'),
+          typeof item.loop_status === 'string' ? item.loop_status : '-',
           `${String(item.iteration)}/${String(item.max_iterations)}`,
           String(item.user),
           String(item.created_at),
