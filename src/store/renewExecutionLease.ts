@@ -27,7 +27,7 @@ export async function releaseExecution(
 ): Promise<void> {
   await db.query(
     `update executions
-        set lease_token = null, lease_owner = null, lease_expires_at = null,
+        set lease_token = null, lease_expires_at = null,
             next_run_at = case when next_run_at is null then null
                                else greatest(next_run_at,
                                              now() + $4::integer * interval '1 millisecond') end

@@ -51,8 +51,8 @@ export async function saveExecution(
                                             timeout_at) end,
               ended_at = case when $14 then coalesce(ended_at, now()) end,
               updated_at = now(),
+              -- lease_owner stays: the last worker that advanced it (diagnostics only).
               lease_token = case when $16 then lease_token end,
-              lease_owner = case when $16 then lease_owner end,
               lease_expires_at = case when $16 then lease_expires_at end
         where tenant = $1 and execution_id = $2 and lease_token = $3
         returning *`,
