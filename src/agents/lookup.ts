@@ -34,3 +34,12 @@ export function configMissions(config: Config): MissionLookup {
     list: () => Object.values(config.missions),
   };
 }
+
+/** The agent a session of `tenant` names: the directory's, else the configuration's. */
+export function agentFor(
+  deps: { config: Config; agents?: AgentLookup | undefined },
+  tenant: string,
+  name: string,
+): AgentConfig | undefined {
+  return (deps.agents ?? configAgents(deps.config)).get(tenant, name);
+}

@@ -10,6 +10,7 @@ import { inputRoutes } from './inputs.js';
 import { memoryRoutes } from './memories.js';
 import { missionRoutes } from './missions.js';
 import type { ApiDeps } from './deps.js';
+import { definitionsPlugin } from './definitions.js';
 import { clientErrorHandler, frameworkErrors, installErrorHandler } from './errors.js';
 import { eventRoutes } from './events.js';
 import { executionRoutes } from './executions.js';
@@ -112,5 +113,6 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     await adminPlugin(admin, deps);
     adminModelRoutes(admin, deps);
   });
+  await app.register(async (admin) => definitionsPlugin(admin, deps));
   return app;
 }

@@ -4,6 +4,7 @@ import {
   type AgentLookup,
   type MissionLookup,
 } from '../agents/lookup.js';
+import type { Directory } from '../agents/directory.js';
 import type { SyncReport } from '../catalog/sync.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
@@ -30,6 +31,8 @@ export interface ApiDeps {
   /** Agents and missions per tenant (default: the configuration's, unedited). */
   agents?: AgentLookup;
   missions?: MissionLookup;
+  /** The definitions behind them, for PUT/DELETE of agents and missions (admin). */
+  directory?: Directory;
 }
 
 export function agentsOf(deps: ApiDeps): AgentLookup {

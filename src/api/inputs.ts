@@ -1,11 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { agentNamed } from '../config/types.js';
 import { ParleyError } from '../errors.js';
 import { answerInput } from '../store/answerInput.js';
 import { listInputs } from '../store/listInputs.js';
 import { decodeCursor } from '../store/listSessions.js';
-import type { ApiDeps } from './deps.js';
+import { agentsOf, type ApiDeps } from './deps.js';
 import { isRoutedTo } from './executions.js';
 import { hasRole } from './principal.js';
 import { pathId, storableJson, validate } from './validate.js';
@@ -54,7 +53,8 @@ export function inputRoutes(app: FastifyInstance, deps: ApiDeps): void {
     const principal = request.principal;
     // The same rule as the answer's 403 below: an agent without approver_roles lets any
     // participant answer; otherwise one of its roles is needed.
-    const hiddenAgents = Object.values(deps.config.agents)
+    const hiddenAgents = agentsOf(deps)
+      .list(principal.tenant)
       .filter(
         (agent) =>
           agent.approverRoles !== null &&
@@ -88,7 +88,7 @@ export function inputRoutes(app: FastifyInstance, deps: ApiDeps): void {
         mayAnswer: (agentName, execution) => {
           // An execution's request goes where its interrupt_to says (an admin may act).
           if (execution && !isRoutedTo(principal, execution)) return false;
-          const roles = agentNamed(deps.config, agentName)?.approverRoles ?? null;
+          const roles = agentsOf(deps).get(principal.tenant, agentName)?.approverRoles ?? null;
           return roles === null || roles.some((role) => hasRole(principal, role));
         },
       });

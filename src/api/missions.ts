@@ -62,7 +62,18 @@ export function missionRoutes(app: FastifyInstance, deps: ApiDeps): void {
     const missions = missionsOf(deps)
       .list(request.principal.tenant)
       .filter((mission) => query.namespace === undefined || mission.namespace === query.namespace);
-    return { items: missions.map(describeMission) };
+    return {
+      items: missions.map((mission) => {
+        const origin = deps.directory?.info('mission', request.principal.tenant, mission.name);
+        return {
+          ...describeMission(mission),
+          is_customized: origin?.is_customized ?? false,
+          content_hash: origin?.content_hash ?? null,
+          shipped_content_hash: origin?.shipped_content_hash ?? null,
+          shipped_changed: origin?.shipped_changed ?? false,
+        };
+      }),
+    };
   });
 
   app.post<{ Params: { name: string } }>(

@@ -10,7 +10,7 @@ import { refreshAndCheckCatalog } from '../catalog/startup.js';
 import { syncCatalog } from '../catalog/sync.js';
 import type { Env } from '../providers/credentials.js';
 import { createModelRegistry } from '../providers/registry.js';
-import { configAgents, configMissions } from '../agents/lookup.js';
+import { Directory } from '../agents/directory.js';
 import { ExecutionRunner } from '../runtime/executions/runner.js';
 import { Scheduler, seedConfiguredSchedules } from '../runtime/executions/scheduler.js';
 import { startRetention } from '../runtime/retention.js';
@@ -31,6 +31,8 @@ export interface Running {
   /** The worker role's execution runner (missions, issue 10). */
   executions: ExecutionRunner | null;
   scheduler: Scheduler | null;
+  /** Agents and missions of every tenant, as the database has them now. */
+  directory: Directory;
   url: string | null;
   /** Agents whose model the catalog does not know or that lack a needed capability. */
   catalogProblems: CatalogProblem[];
@@ -96,8 +98,12 @@ export async function startProcess(
     await mcp.start();
     stops.push(() => mcp.stop());
 
-    const agents = configAgents(config);
-    const missions = configMissions(config);
+    // Agents and missions live in the database, seeded from the configuration (issue 10).
+    const directory = new Directory({ db, config, log, env, pollMs: config.runtime.pollMs });
+    await directory.seedAndLoad();
+    directory.start(wakeups);
+    stops.push(() => directory.stop());
+    const { agents, missions } = directory;
     await seedConfiguredSchedules({ db, config, ...(options.now ? { now: options.now } : {}) });
     let worker: Worker | null = null;
     let executions: ExecutionRunner | null = null;
@@ -111,6 +117,7 @@ export async function startProcess(
         log,
         owner: `${hostname()}:${process.pid}`,
         tools,
+        agents,
       });
       worker = started;
       started.start();
@@ -166,6 +173,7 @@ export async function startProcess(
         mcpStatus: () => mcp.status(),
         agents,
         missions,
+        directory,
       });
       app = built;
       stops.push(() => built.close());
@@ -180,6 +188,7 @@ export async function startProcess(
       worker,
       executions,
       scheduler,
+      directory,
       url,
       catalogProblems,
       tools,

@@ -136,6 +136,7 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
     agents: nullPrototype(agents),
     missions: nullPrototype(missions),
     schedules: nullPrototype(schedules),
+    shipped: { agents: nullPrototype(file.agents), missions: nullPrototype(file.missions) },
     ...compileToolSettings(file),
     demo: { delayMs: demoDelay },
     source,

@@ -209,6 +209,14 @@ export interface Config {
   /** Missions and schedules as the file ships them (the database may hold edited missions). */
   missions: Record<string, MissionConfig>;
   schedules: Record<string, ScheduleConfig>;
+  /**
+   * The shipped agents and missions in the file's shape (defaults applied), as the
+   * database keeps definitions (seeded at start; tenants may customize them).
+   */
+  shipped: {
+    agents: Record<string, Record<string, unknown>>;
+    missions: Record<string, Record<string, unknown>>;
+  };
   tools: {
     maxConcurrency: number;
     maxResultBytes: number;

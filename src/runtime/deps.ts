@@ -1,4 +1,5 @@
 import type { LanguageModelV3 } from '@ai-sdk/provider';
+import type { AgentLookup } from '../agents/lookup.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
 import type { Db } from '../store/db.js';
@@ -17,4 +18,6 @@ export interface RuntimeDeps {
   /** The tools agents may use, by name (built-ins: tools/registry.ts). */
   tools: Map<string, Tool>;
   random?: () => number;
+  /** Agents per tenant, edits included (agents/directory.ts); default: the configuration's. */
+  agents?: AgentLookup;
 }
