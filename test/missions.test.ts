@@ -357,4 +357,28 @@ describe('executions', () => {
     expect((await show('missing_one')).status).toBe(404);
     expect((await show('missing_one')).body.error).toBe('execution_not_found');
   });
+
+  it('documents the routes of issue 10 in the OpenAPI document', async () => {
+    const document = (await request(server.url, 'GET', '/api/v1/openapi.json')).body;
+    for (const path of [
+      '/api/v1/missions',
+      '/api/v1/missions/{name}',
+      '/api/v1/missions/{name}/executions',
+      '/api/v1/executions',
+      '/api/v1/executions/{execution_id}',
+      '/api/v1/executions/{execution_id}/cancel',
+      '/api/v1/executions/{execution_id}/unblock',
+      '/api/v1/schedules',
+      '/api/v1/chat/sessions/{session_id}/checkpoints',
+      '/api/v1/chat/sessions/{session_id}/fork',
+      '/api/v1/chat/sessions/{session_id}/rewind',
+      '/api/v1/agents/{name}',
+      '/api/v1/agents/{name}/personal',
+      '/api/v1/agents/{name}/personal/archive',
+    ]) {
+      expect(document.paths[path], path).toBeDefined();
+    }
+    expect(document.components.schemas.Execution.required).toHaveLength(14);
+    expect(document.components.schemas.Error.properties.error.enum).toContain('execution_conflict');
+  });
 });

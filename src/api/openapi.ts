@@ -3,6 +3,7 @@ import { errorCodes } from '../errors.js';
 import { providerPaths } from './openapiProviders.js';
 import { toolPaths } from './openapiTools.js';
 import { extensionPaths, extensionSchemas } from './openapiExtensions.js';
+import { missionPaths, missionSchemas } from './openapiMissions.js';
 
 const error = { $ref: '#/components/schemas/Error' };
 const errorResponse = (description: string) => ({
@@ -91,6 +92,7 @@ export const openapiDocument = {
         },
       },
       ...extensionSchemas,
+      ...missionSchemas,
     },
   },
   security: [{ bearer: [] }],
@@ -332,6 +334,7 @@ export const openapiDocument = {
       },
     },
     ...extensionPaths,
+    ...missionPaths,
   },
 } as const;
 
