@@ -7,12 +7,9 @@ import { agentSchema, missionSchema } from '../config/schema.js';
 import type { AgentConfig, Config, MissionConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
 import type { Db } from '../store/db.js';
-import {
-  definitionsVersion,
-  readDefinitions,
-  type DefinitionKind,
-  type DefinitionRow,
-} from '../store/definitions.js';
+import type { DefinitionKind, DefinitionRow } from '../store/definitions.js';
+import { definitionsVersion } from '../store/definitionsVersion.js';
+import { readDefinitions } from '../store/readDefinitions.js';
 import { seedDefinitions } from '../store/seedDefinitions.js';
 import type { Wakeups } from '../store/wakeups.js';
 import type { AgentLookup, MissionLookup } from './lookup.js';

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { ParleyError } from '../errors.js';
 import { getSession } from '../store/getSession.js';
-import { archivePersonalSession, personalSession } from '../store/personalSession.js';
+import { archivePersonalSession } from '../store/archivePersonalSession.js';
+import { personalSession } from '../store/personalSession.js';
 import { agentsOf, type ApiDeps } from './deps.js';
 import { pathId } from './validate.js';
 

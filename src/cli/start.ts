@@ -21,6 +21,7 @@ import { checkShellSandboxes } from '../tools/shell/startup.js';
 import { checkAgentSkills, loadSkillCatalog, type SkillCatalog } from '../tools/skills/catalog.js';
 import type { Db } from '../store/db.js';
 import { describeStore, openStore } from '../store/open.js';
+import { releaseDeadExecutionLeases } from '../store/releaseExecution.js';
 import { releaseDeadLeases } from '../store/releaseLease.js';
 import { Wakeups } from '../store/wakeups.js';
 
@@ -87,6 +88,8 @@ export async function startProcess(
       // died are dead, and their sessions can be claimed at once instead of after a ttl.
       const released = await releaseDeadLeases(db);
       if (released > 0) log.info({ sessions: released }, 'released the leases of a previous run');
+      // The same for executions' leases: their timers are claimable at once.
+      await releaseDeadExecutionLeases(db);
     }
     const wakeups = new Wakeups(db);
     await wakeups.start();

@@ -51,20 +51,6 @@ export async function claimExecutions(
   return claimed.rows;
 }
 
-/**
- * Milliseconds until the earliest timer still in the future (null: none), for the runner's
- * sleep. Rows already due are either claimed or leased by another worker (their recovery is
- * the poll interval's business), so only future timers count: an index range scan.
- */
-export async function msUntilNextExecution(db: Queryable): Promise<number | null> {
-  const found = await db.query<{ ms: number | null }>({
-    name: 'next_execution_due',
-    text: `select ceil(extract(epoch from min(next_run_at) - now()) * 1000)::bigint as ms
-             from executions where next_run_at > now()`,
-  });
-  return found.rows[0]?.ms ?? null;
-}
-
 /** A token-gated execution write applied nothing: another worker advances it now. */
 export class ExecutionLeaseLostError extends Error {
   constructor(readonly executionId: string) {

@@ -1,9 +1,7 @@
 import type { ExecutionStatus } from '../protocol/events.js';
 import { ParleyError } from '../errors.js';
 import { isUniqueViolation, type Db, type Queryable } from './db.js';
-import { journalEvents } from './appendEvents.js';
-import { executionStatusEvent, isEnded, type ExecutionRow } from './getExecution.js';
-import { notifyWakeup } from './wakeups.js';
+import type { ExecutionRow } from './getExecution.js';
 
 export interface ExecutionCommandAnswer {
   result: 'cancelled' | 'unblocked' | 'duplicate' | 'too_late';
@@ -74,103 +72,4 @@ export async function commandExecution(
       if (!isUniqueViolation(error) || attempt >= 3) throw error;
     }
   }
-}
-
-/**
- * POST /api/v1/executions/{id}/cancel. Durable: the request is on the row. An execution
- * with no turn in flight (starting, waiting for its delay, blocked, queued) is cancelled
- * here at once; one whose turn runs is made due, and the runner cancels the turn (through
- * cancelTurn) and ends it. A fan-out parent's threads are cancelled by the runner too.
- */
-export async function cancelExecution(
-  db: Db,
-  input: { tenant: string; executionId: string; commandId: string },
-): Promise<ExecutionCommandAnswer> {
-  return commandExecution(db, { ...input, kind: 'cancel' }, async (tx, row) => {
-    if (isEnded(row.status)) return { result: 'too_late', status: row.status };
-    // A runner in the middle of a step owns the row until it saves: it sees the request
-    // then. Otherwise nothing runs for this execution, and it ends here.
-    const atOnce =
-      !row.leased &&
-      row.spec.threads === null &&
-      ['starting', 'waiting', 'blocked'].includes(row.status) &&
-      row.loop_status !== 'evaluating';
-    const updated = (
-      await tx.query<ExecutionRow>(
-        `update executions
-            set cancel_command_id = coalesce(cancel_command_id, $3),
-                status = case when $4 then 'cancelled' else status end,
-                loop_status = case when $4 and loop_status is not null then 'idle' else loop_status end,
-                ended_at = case when $4 then now() end,
-                next_run_at = case when $4 then null else now() end,
-                updated_at = now()
-          where tenant = $1 and execution_id = $2
-          returning *`,
-        [input.tenant, input.executionId, input.commandId, atOnce],
-      )
-    ).rows[0] as ExecutionRow;
-    if (atOnce) {
-      await journalEvents(tx, updated.session_id, [executionStatusEvent(updated)]);
-      await tx.query(
-        `update executions set next_run_at = now(), updated_at = now()
-          where tenant = $1 and ended_at is null
-            and (execution_id = $2 or after_execution_id = $3)`,
-        [input.tenant, updated.parent_execution_id, updated.execution_id],
-      );
-    }
-    await notifyWakeup(tx, { kind: 'execution', sessionId: updated.session_id, sequence: 0 });
-    return { result: 'cancelled', status: atOnce ? 'cancelled' : 'cancelling' };
-  });
-}
-
-/**
- * POST /api/v1/executions/{id}/unblock: a person lets a `blocked` loop go on. Its next
- * iteration runs at once and carries the person's note (the evaluation reads it too).
- */
-export async function unblockExecution(
-  db: Db,
-  input: { tenant: string; executionId: string; commandId: string; note: string | null },
-): Promise<ExecutionCommandAnswer> {
-  return commandExecution(db, { ...input, kind: 'unblock' }, async (tx, row) => {
-    if (isEnded(row.status)) return { result: 'too_late', status: row.status };
-    if (row.status !== 'blocked') {
-      throw new ParleyError(
-        'execution_not_blocked',
-        `the execution is ${row.status}, not blocked`,
-        {
-          status: row.status,
-        },
-      );
-    }
-    const updated = (
-      await tx.query<ExecutionRow>(
-        `update executions
-            set status = 'waiting', loop_status = 'idle', resume_note = $3,
-                next_run_at = now(), updated_at = now()
-          where tenant = $1 and execution_id = $2
-          returning *`,
-        [input.tenant, input.executionId, input.note],
-      )
-    ).rows[0] as ExecutionRow;
-    await journalEvents(tx, updated.session_id, [executionStatusEvent(updated)]);
-    await notifyWakeup(tx, { kind: 'execution', sessionId: updated.session_id, sequence: 0 });
-    return { result: 'unblocked', status: 'waiting' };
-  });
-}
-
-/**
- * Asks the runner to cancel an execution (the scheduler's `overlap: cancel_previous`),
- * inside the caller's transaction; the runner then cancels it like any other.
- */
-export async function requestCancel(
-  tx: Queryable,
-  execution: { tenant: string; executionId: string; commandId: string },
-): Promise<void> {
-  await tx.query(
-    `update executions
-        set cancel_command_id = coalesce(cancel_command_id, $3), next_run_at = now(),
-            updated_at = now()
-      where tenant = $1 and execution_id = $2 and ended_at is null`,
-    [execution.tenant, execution.executionId, execution.commandId],
-  );
 }

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import type { Queryable } from './db.js';
 import { jsonbOrder } from './eventRows.js';
 
 /**
@@ -32,22 +31,4 @@ export function contentHash(definition: unknown): string {
   return createHash('sha256')
     .update(JSON.stringify(jsonbOrder(definition)))
     .digest('hex');
-}
-
-/** Every definition row (shipped and customized): the directories' whole state. */
-export async function readDefinitions(db: Queryable): Promise<DefinitionRow[]> {
-  const found = await db.query<DefinitionRow>(
-    'select * from definitions order by kind, tenant, name',
-  );
-  return found.rows;
-}
-
-/** A cheap fingerprint of the table: any write raises max(revision) or changes the count. */
-export async function definitionsVersion(db: Queryable): Promise<string> {
-  const found = await db.query<{ version: string }>({
-    name: 'definitions_version',
-    text: `select count(*)::text || ':' || coalesce(max(revision), 0)::text as version
-             from definitions`,
-  });
-  return found.rows[0]?.version ?? '0:0';
 }

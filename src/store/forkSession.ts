@@ -3,7 +3,7 @@ import { newMessageId, newSessionId } from '../ids.js';
 import { newEvent, type Actor } from '../protocol/events.js';
 import type { Db } from './db.js';
 import { journalEvents } from './appendEvents.js';
-import { isLiveCheckpoint } from './listCheckpoints.js';
+import { isLiveCheckpoint } from './isLiveCheckpoint.js';
 import type { SessionRow } from './types.js';
 
 /**

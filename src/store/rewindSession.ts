@@ -2,7 +2,7 @@ import { ParleyError } from '../errors.js';
 import { newEvent, type Actor } from '../protocol/events.js';
 import type { Db } from './db.js';
 import { journalEvents } from './appendEvents.js';
-import { isLiveCheckpoint } from './listCheckpoints.js';
+import { isLiveCheckpoint } from './isLiveCheckpoint.js';
 
 /**
  * Rewinds a session to one of its checkpoints (issue 10): journals `rewound` and records

@@ -1,6 +1,6 @@
 import { cancelTurn } from '../../store/cancelTurn.js';
 import type { ClaimedExecution, ExecutionLease } from '../../store/claimExecutions.js';
-import { cancelExecution } from '../../store/commandExecution.js';
+import { cancelExecution } from '../../store/cancelExecution.js';
 import { getExecution, isEnded, type ExecutionRow } from '../../store/getExecution.js';
 import { listThreads } from '../../store/listThreads.js';
 import { readTurnOutcome } from '../../store/readTurnOutcome.js';

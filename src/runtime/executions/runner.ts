@@ -2,11 +2,12 @@ import { newLeaseToken } from '../../ids.js';
 import {
   claimExecutions,
   ExecutionLeaseLostError,
-  msUntilNextExecution,
   type ClaimedExecution,
   type ExecutionLease,
 } from '../../store/claimExecutions.js';
-import { releaseExecution, renewExecutionLease } from '../../store/renewExecutionLease.js';
+import { msUntilNextExecution } from '../../store/msUntilNextExecution.js';
+import { releaseExecution } from '../../store/releaseExecution.js';
+import { renewExecutionLease } from '../../store/renewExecutionLease.js';
 import { wakeExecution } from '../../store/wakeExecution.js';
 import type { Wakeup } from '../../store/wakeups.js';
 import { abortableDelay, cancellableDelay } from '../abortable.js';
