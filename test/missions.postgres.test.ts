@@ -60,7 +60,7 @@ async function startCluster(): Promise<Cluster> {
   const workers = await Promise.all([startParley('worker', start), startParley('worker', start)]);
   const db = await openPostgres(fresh.storage.url as string, 2);
   cleanup.push(() => db.close());
-  return { db, url: api.url as string, api, workers: workers as [ParleyProcess, ParleyProcess] };
+  return { db, url: api.url as string, api, workers: workers };
 }
 
 function workerOf(cluster: Cluster, owner: string | null): ParleyProcess {
