@@ -62,7 +62,13 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': ['error', { patterns: ['**/api/**'] }] },
   },
   {
-    files: ['src/store/**/*.ts', 'src/providers/**/*.ts'],
+    // The agent directory and the missions' pure helpers serve api and runtime alike.
+    files: [
+      'src/store/**/*.ts',
+      'src/providers/**/*.ts',
+      'src/agents/**/*.ts',
+      'src/missions/**/*.ts',
+    ],
     rules: { 'no-restricted-imports': ['error', { patterns: ['**/api/**', '**/runtime/**'] }] },
   },
   {

@@ -31,6 +31,7 @@ import { medianOf, peerPlan, peerReplyText, peerShapedRun, runPeerOnce } from '.
 import { measureReplyBytes } from './replyBytes.js';
 import { measureProviderPath, PacedProvider } from './providerPath.js';
 import { measureToolLoop } from './toolLoop.js';
+import { benchMissions, missionsTable, type MissionsFigures } from './missions.js';
 
 const runs = Number(process.env.PARLEY_BENCH_RUNS ?? 3);
 const engines = (process.env.PARLEY_BENCH_ENGINES ?? 'pglite,postgres').split(',');
@@ -988,6 +989,16 @@ async function main(): Promise<void> {
     results.postgres = await attempt(benchPostgres);
     if ('skipped' in results.postgres) progress(`PostgreSQL skipped: ${results.postgres.skipped}`);
   }
+  // Issue 10: executions' timers and the scheduler, each on a fresh database of its own.
+  const missions: Partial<Record<'pglite' | 'postgres', MissionsFigures>> = {};
+  for (const engine of ['pglite', 'postgres'] as const) {
+    if (!engines.includes(engine)) continue;
+    const admin = engine === 'postgres' ? postgresAdminUrl() : null;
+    if (admin && 'skipped' in admin) continue;
+    progress(`${engine}: missions' timers and the scheduler`);
+    const figures = await attempt(() => benchMissions(engine, admin?.url ?? null));
+    if (!('failed' in figures)) missions[engine] = figures;
+  }
   const machine = {
     cpus: cpus().length,
     cpu_model: cpus()[0]?.model ?? 'unknown',
@@ -1016,6 +1027,7 @@ async function main(): Promise<void> {
     },
     total_seconds: round((now() - started) / 1000, 1),
     results,
+    missions,
   };
   const out = process.env.PARLEY_BENCH_OUT ?? join(root, 'bench', 'results', 'latest.json');
   mkdirSync(dirname(out), { recursive: true });
@@ -1023,7 +1035,7 @@ async function main(): Promise<void> {
   process.stdout.write(
     `\nParley benchmark — ${machine.cpus} CPUs (${machine.cpu_model}), Node ${machine.node}, ${runs} runs each, demo model at 0 ms delay; load average ${machine.load_average_1m_before} before, ${machine.load_average_1m_after} after\n\n`,
   );
-  process.stdout.write(`${table(results)}\n\n`);
+  process.stdout.write(`${table(results)}\n${missionsTable(missions)}\n\n`);
   process.stdout.write(
     `total ${fmt(report.total_seconds)} s; raw results in ${out}; method in docs/benchmarks.md\n`,
   );

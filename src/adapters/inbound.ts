@@ -1,7 +1,8 @@
+import { agentFor, type AgentLookup } from '../agents/lookup.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ActionEvent, Chat, Message, Thread } from 'chat';
 import type { PlatformConfig } from '../config/platformTypes.js';
-import { agentNamed, type AgentConfig, type Config, type Principal } from '../config/types.js';
+import { type AgentConfig, type Config, type Principal } from '../config/types.js';
 import { isParleyError, ParleyError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { admitTurn } from '../store/admitTurn.js';
@@ -20,6 +21,8 @@ export interface InboundDeps {
   config: Config;
   clients: ReadonlyMap<string, PlatformClient>;
   log: Logger;
+  /** Agents as each tenant sees them (edits included); default: the configuration's. */
+  agents?: AgentLookup;
 }
 
 /**
@@ -77,7 +80,7 @@ interface Resolved {
 
 function resolve(deps: InboundDeps, adapterName: string): Resolved {
   const client = deps.clients.get(adapterName);
-  const agent = client ? agentNamed(deps.config, client.config.agent) : undefined;
+  const agent = client ? agentFor(deps, client.config.tenant, client.config.agent) : undefined;
   if (!client || !agent) throw new ParleyError('not_found', 'no such adapter');
   return { client, platform: client.config, agent };
 }

@@ -1,3 +1,4 @@
+import type { AgentLookup } from '../agents/lookup.js';
 import type { DiscordAdapter } from '@chat-adapter/discord';
 import { Chat, type StateAdapter } from 'chat';
 import { configuredPlatforms, type PlatformName } from '../config/platformTypes.js';
@@ -35,7 +36,7 @@ export class PlatformSet {
   readonly state: StateAdapter;
   private readonly chat: Chat;
 
-  constructor(db: Db, config: Config, env: Env, log: Logger) {
+  constructor(db: Db, config: Config, env: Env, log: Logger, agents?: AgentLookup) {
     const clients = new Map<string, PlatformClient>();
     for (const platform of configuredPlatforms(config.adapters)) {
       clients.set(platform.platform, platformClient(platform, env, log));
@@ -48,7 +49,7 @@ export class PlatformSet {
       concurrency: 'concurrent',
       logger: chatLogger(log),
     });
-    registerInbound(this.chat, { db, config, clients, log });
+    registerInbound(this.chat, { db, config, clients, log, ...(agents ? { agents } : {}) });
   }
 
   get size(): number {

@@ -1,3 +1,4 @@
+import type { AgentLookup } from '../agents/lookup.js';
 import { monotonicFactory } from 'ulid';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
@@ -32,9 +33,11 @@ export async function startPlatforms(deps: {
   env: Env;
   log: Logger;
   role: { api: boolean; worker: boolean };
+  /** Agents as each tenant sees them (edits included); default: the configuration's. */
+  agents?: AgentLookup;
 }): Promise<PlatformsRunning> {
   const stops: (() => Promise<void>)[] = [];
-  const set = new PlatformSet(deps.db, deps.config, deps.env, deps.log);
+  const set = new PlatformSet(deps.db, deps.config, deps.env, deps.log, deps.agents);
   if (set.size === 0) return { set: null, listening: () => {}, stop: async () => {} };
   stops.push(() => set.close());
   if (deps.role.worker) {

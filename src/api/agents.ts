@@ -1,19 +1,26 @@
 import type { FastifyInstance } from 'fastify';
-import { defaultAgentName } from '../config/load.js';
-import { agentNamed, type AgentConfig } from '../config/types.js';
+import { z } from 'zod';
+import type { DefinitionInfo } from '../agents/directory.js';
+import type { AgentConfig } from '../config/types.js';
 import { ParleyError } from '../errors.js';
 import { resolveAgentTools } from '../tools/registry.js';
-import type { ApiDeps } from './deps.js';
+import { agentsOf, type ApiDeps } from './deps.js';
 import { hasRole } from './principal.js';
-import { pathId } from './validate.js';
+import { pathId, validate } from './validate.js';
 
 /**
  * What a client may know about an agent to pick one and to explain its cards: never its
  * instructions (they can hold a product's private prompt) nor its model's credentials.
  */
-function describeAgent(agent: AgentConfig, isDefault: boolean, mayAnswer: boolean) {
+function describeAgent(
+  agent: AgentConfig,
+  isDefault: boolean,
+  mayAnswer: boolean,
+  origin: DefinitionInfo | null,
+) {
   return {
     name: agent.name,
+    namespace: agent.namespace,
     default: isDefault,
     model: `${agent.model.provider}/${agent.model.modelId}`,
     greeting: agent.greeting,
@@ -23,8 +30,15 @@ function describeAgent(agent: AgentConfig, isDefault: boolean, mayAnswer: boolea
     may_answer: mayAnswer,
     // Images reach a model once the admission's `attachments` are wired (issue 7).
     accepts_images: false,
+    // Issue 10: shipped or this tenant's own (customized or created).
+    is_customized: origin?.is_customized ?? false,
+    content_hash: origin?.content_hash ?? null,
+    shipped_content_hash: origin?.shipped_content_hash ?? null,
+    shipped_changed: origin?.shipped_changed ?? false,
   };
 }
+
+const listQuery = z.object({ namespace: z.string().max(64).optional() });
 
 /**
  * Extensions for clients (docs/PROTOCOL.md, "Extensions"): the agents a session can be
@@ -35,22 +49,28 @@ function describeAgent(agent: AgentConfig, isDefault: boolean, mayAnswer: boolea
 export function agentRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.get('/api/v1/agents', async (request) => {
     const principal = request.principal;
-    const fallback = defaultAgentName(deps.config);
+    const query = validate(listQuery, request.query);
+    const agents = agentsOf(deps);
+    const fallback = agents.defaultName(principal.tenant);
     return {
-      items: Object.values(deps.config.agents).map((agent) =>
-        describeAgent(
-          agent,
-          agent.name === fallback,
-          agent.approverRoles === null ||
-            agent.approverRoles.some((role) => hasRole(principal, role)),
+      items: agents
+        .list(principal.tenant)
+        .filter((agent) => query.namespace === undefined || agent.namespace === query.namespace)
+        .map((agent) =>
+          describeAgent(
+            agent,
+            agent.name === fallback,
+            agent.approverRoles === null ||
+              agent.approverRoles.some((role) => hasRole(principal, role)),
+            deps.directory?.info('agent', principal.tenant, agent.name) ?? null,
+          ),
         ),
-      ),
     };
   });
 
   app.get<{ Params: { name: string } }>('/api/v1/agents/:name/tools', async (request) => {
     const name = pathId(request.params.name, 'name');
-    const agent = agentNamed(deps.config, name);
+    const agent = agentsOf(deps).get(request.principal.tenant, name);
     if (!agent) throw new ParleyError('unknown_agent', `no agent named "${name}"`);
     const tools = resolveAgentTools(agent, deps.tools ?? new Map()).map((tool) => ({
       name: tool.name,

@@ -1,3 +1,10 @@
+import {
+  configAgents,
+  configMissions,
+  type AgentLookup,
+  type MissionLookup,
+} from '../agents/lookup.js';
+import type { Directory } from '../agents/directory.js';
 import type { SyncReport } from '../catalog/sync.js';
 import type { PlatformSet } from '../adapters/platformSet.js';
 import type { Config } from '../config/types.js';
@@ -24,4 +31,17 @@ export interface ApiDeps {
   platforms?: PlatformSet | null;
   /** The built web app's folder (default: dist/web of this package). */
   webDir?: string | undefined;
+  /** Agents and missions per tenant (default: the configuration's, unedited). */
+  agents?: AgentLookup;
+  missions?: MissionLookup;
+  /** The definitions behind them, for PUT/DELETE of agents and missions (admin). */
+  directory?: Directory;
+}
+
+export function agentsOf(deps: ApiDeps): AgentLookup {
+  return deps.agents ?? configAgents(deps.config);
+}
+
+export function missionsOf(deps: ApiDeps): MissionLookup {
+  return deps.missions ?? configMissions(deps.config);
 }

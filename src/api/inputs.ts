@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { agentNamed } from '../config/types.js';
 import { ParleyError } from '../errors.js';
 import { answerInput } from '../store/answerInput.js';
 import { listInputs } from '../store/listInputs.js';
 import { decodeCursor } from '../store/listSessions.js';
-import type { ApiDeps } from './deps.js';
+import { agentsOf, type ApiDeps } from './deps.js';
+import { isRoutedTo } from './executions.js';
 import { hasRole } from './principal.js';
 import { pathId, storableJson, validate, text } from './validate.js';
 
@@ -33,25 +33,41 @@ const inboxQuery = z.object({
 export function inputRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.get('/api/v1/inputs', async (request) => {
     const query = validate(inboxQuery, request.query);
-    let cursor: string | null = null;
+    let cursor: { priority: number; requestId: string } | null = null;
     if (query.cursor !== undefined) {
-      const parts = decodeCursor(query.cursor);
-      if (!parts || typeof parts[0] !== 'string' || parts.length !== 1) {
+      const parts = decodeCursor(query.cursor) ?? [];
+      // [request_id] is the cursor of a server without priorities: every item was normal.
+      const [priority, requestId] = parts.length === 1 ? [1, parts[0]] : parts;
+      if (
+        parts.length > 2 ||
+        typeof requestId !== 'string' ||
+        typeof priority !== 'number' ||
+        !Number.isInteger(priority) ||
+        priority < 0 ||
+        priority > 3
+      ) {
         throw new ParleyError('invalid_cursor', 'cursor: not a cursor this server made');
       }
-      cursor = parts[0];
+      cursor = { priority, requestId: pathId(requestId, 'cursor') };
     }
     const principal = request.principal;
     // The same rule as the answer's 403 below: an agent without approver_roles lets any
     // participant answer; otherwise one of its roles is needed.
-    const hiddenAgents = Object.values(deps.config.agents)
+    const hiddenAgents = agentsOf(deps)
+      .list(principal.tenant)
       .filter(
         (agent) =>
           agent.approverRoles !== null &&
           !agent.approverRoles.some((role) => hasRole(principal, role)),
       )
       .map((agent) => agent.name);
-    return listInputs(deps.db, principal.tenant, { hiddenAgents, limit: query.limit, cursor });
+    return listInputs(deps.db, principal.tenant, {
+      hiddenAgents,
+      user: principal.user,
+      roles: principal.roles,
+      limit: query.limit,
+      cursor,
+    });
   });
 
   app.post<{ Params: { sessionId: string; requestId: string } }>(
@@ -69,8 +85,10 @@ export function inputRoutes(app: FastifyInstance, deps: ApiDeps): void {
         approved: body.approved,
         response: body.response ?? null,
         actor: { user: principal.user, tenant: principal.tenant },
-        mayAnswer: (agentName) => {
-          const roles = agentNamed(deps.config, agentName)?.approverRoles ?? null;
+        mayAnswer: (agentName, execution) => {
+          // An execution's request goes where its interrupt_to says (an admin may act).
+          if (execution && !isRoutedTo(principal, execution)) return false;
+          const roles = agentsOf(deps).get(principal.tenant, agentName)?.approverRoles ?? null;
           return roles === null || roles.some((role) => hasRole(principal, role));
         },
       });

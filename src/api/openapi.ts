@@ -4,6 +4,7 @@ import { platformPaths } from './openapiPlatforms.js';
 import { providerPaths } from './openapiProviders.js';
 import { toolPaths } from './openapiTools.js';
 import { extensionPaths, extensionSchemas } from './openapiExtensions.js';
+import { missionPaths, missionSchemas } from './openapiMissions.js';
 
 const error = { $ref: '#/components/schemas/Error' };
 const errorResponse = (description: string) => ({
@@ -92,6 +93,7 @@ export const openapiDocument = {
         },
       },
       ...extensionSchemas,
+      ...missionSchemas,
     },
   },
   security: [{ bearer: [] }],
@@ -334,6 +336,7 @@ export const openapiDocument = {
       },
     },
     ...extensionPaths,
+    ...missionPaths,
   },
 } as const;
 

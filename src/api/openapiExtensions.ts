@@ -42,6 +42,15 @@ export const extensionSchemas = {
         description: 'The sequence of the input_required event: what an answer must carry',
       },
       created_at: { type: 'string', format: 'date-time' },
+      priority: {
+        enum: ['low', 'normal', 'high', 'urgent'],
+        description: "an execution's, else normal",
+      },
+      execution_id: { type: ['string', 'null'], description: 'the execution this request stops' },
+      interrupt_to: {
+        type: ['string', 'null'],
+        description: "where the execution's interruptions go (user:NAME or role:NAME)",
+      },
     },
   },
   Agent: {
@@ -65,6 +74,14 @@ export const extensionSchemas = {
       },
       may_answer: { type: 'boolean', description: 'Whether the caller may answer them' },
       accepts_images: { type: 'boolean' },
+      namespace: { type: 'string' },
+      is_customized: {
+        type: 'boolean',
+        description: "the tenant's own definition (edited or created)",
+      },
+      content_hash: { type: ['string', 'null'] },
+      shipped_content_hash: { type: ['string', 'null'] },
+      shipped_changed: { type: 'boolean' },
     },
   },
 } as const;
@@ -73,7 +90,7 @@ export const extensionPaths = {
   '/api/v1/inputs': {
     get: {
       summary:
-        "The approvals inbox: the tenant's pending input requests that the caller may answer, oldest first",
+        "The approvals inbox: the tenant's pending input requests that the caller may answer (an execution's: routed to the caller), most urgent first, then oldest first",
       parameters: [
         { name: 'state', in: 'query', required: true, schema: { enum: ['pending'] } },
         {
@@ -100,6 +117,7 @@ export const extensionPaths = {
   '/api/v1/agents': {
     get: {
       summary: 'The agents a session can be created with (never their instructions)',
+      parameters: [{ name: 'namespace', in: 'query', required: false, schema: { type: 'string' } }],
       responses: {
         '200': json({
           type: 'object',

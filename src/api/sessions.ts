@@ -1,14 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { defaultAgentName } from '../config/load.js';
-import { agentNamed } from '../config/types.js';
 import { ParleyError } from '../errors.js';
 import { newSessionId } from '../ids.js';
 import { createSession } from '../store/createSession.js';
 import { getSession } from '../store/getSession.js';
 import { listMessages } from '../store/listMessages.js';
 import { decodeCursor, listSessions } from '../store/listSessions.js';
-import type { ApiDeps } from './deps.js';
+import { agentsOf, type ApiDeps } from './deps.js';
 import { pathId, text, validate } from './validate.js';
 
 const createBody = z
@@ -24,10 +22,11 @@ const pageQuery = z.object({
 export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.post('/api/v1/chat/sessions', async (request, reply) => {
     const body = validate(createBody, request.body);
-    const agent = body.agent ?? defaultAgentName(deps.config);
-    const agentConfig = agentNamed(deps.config, agent);
-    if (!agentConfig) throw new ParleyError('unknown_agent', `no agent named "${agent}"`);
     const tenant = request.principal.tenant;
+    const agents = agentsOf(deps);
+    const agent = body.agent ?? agents.defaultName(tenant);
+    const agentConfig = agents.get(tenant, agent);
+    if (!agentConfig) throw new ParleyError('unknown_agent', `no agent named "${agent}"`);
     const sessionId = newSessionId();
     await deps.db.transaction((tx) =>
       createSession(tx, {

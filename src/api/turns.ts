@@ -1,12 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { defaultAgentName } from '../config/load.js';
-import { agentNamed, type Principal } from '../config/types.js';
+import type { AgentConfig, Principal } from '../config/types.js';
 import { ParleyError } from '../errors.js';
 import { clientKeyPattern } from '../ids.js';
 import { admissionSeconds, turnsAdmitted } from '../metrics.js';
 import { admitTurn } from '../store/admitTurn.js';
-import type { ApiDeps } from './deps.js';
+import { agentsOf, type ApiDeps } from './deps.js';
 import { text, validate } from './validate.js';
 
 const admitBody = z
@@ -25,11 +24,8 @@ const admitBody = z
 
 /** PROTOCOL.md §2: admission answers 202 once the message is durable, before any model work. */
 export function turnRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  const agents = Object.values(deps.config.agents);
-  const greetings = new Map(agents.map((agent) => [agent.name, agent.greeting]));
-  const pendingInput = new Map(agents.map((agent) => [agent.name, agent.pendingInput]));
   /** Whether this principal's roles trigger turns of each agent (trigger_roles). */
-  const triggersFor = (principal: Principal) =>
+  const triggersFor = (principal: Principal, agents: AgentConfig[]) =>
     new Map(
       agents.map((agent) => [
         agent.name,
@@ -52,22 +48,26 @@ export function turnRoutes(app: FastifyInstance, deps: ApiDeps): void {
         { limit_bytes: deps.config.server.maxMessageBytes },
       );
     }
-    if (body.agent !== undefined && !agentNamed(deps.config, body.agent)) {
+    const tenant = request.principal.tenant;
+    const directory = agentsOf(deps);
+    if (body.agent !== undefined && !directory.get(tenant, body.agent)) {
       throw new ParleyError('unknown_agent', `no agent named "${body.agent}"`);
     }
+    // The tenant's agents as they are now: an edit applies from the next admission.
+    const agents = directory.list(tenant);
     const admission = await admitTurn(deps.db, {
-      tenant: request.principal.tenant,
+      tenant,
       author: request.principal.user,
       turnId: body.turn_id,
       sessionId: body.session_id ?? null,
       agent: body.agent ?? null,
-      defaultAgent: defaultAgentName(deps.config),
-      greetings,
+      defaultAgent: directory.defaultName(tenant),
+      greetings: new Map(agents.map((agent) => [agent.name, agent.greeting])),
       message: body.message,
       option: body.option ?? null,
       attachments: body.attachments ?? [],
-      triggers: triggersFor(request.principal),
-      pendingInput,
+      triggers: triggersFor(request.principal, agents),
+      pendingInput: new Map(agents.map((agent) => [agent.name, agent.pendingInput])),
     });
     turnsAdmitted.inc();
     admissionSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);

@@ -6,6 +6,7 @@ import { migrate } from '../store/migrate.js';
 import { openStore, describeStore } from '../store/open.js';
 import { adminCommand } from './admin.js';
 import { chatCommand } from './chat/index.js';
+import { missionsCommand } from './missions.js';
 import { modelsCommand } from './models.js';
 import { describeStartup, startProcess } from './start.js';
 import { toolsCommand } from './tools.js';
@@ -31,6 +32,12 @@ Usage:
   parley tools list [--agent NAME]
                                every tool an agent has, its source and policy (through the API)
   parley webhooks status       outbound webhooks: pending, delivered, dead letters (admin, through the API)
+  parley missions list         the missions of your tenant (through the API)
+  parley missions run NAME [--input JSON] [--follow]
+                               dispatch an execution; --follow shows its progress until it ends
+  parley executions list [--mission M] [--status S]
+  parley executions show ID | cancel ID
+  parley schedules list        schedules with their next fire times
 
 Options:
   --config PATH                configuration file (else PARLEY_CONFIG, else ./parley.yaml)
@@ -52,6 +59,10 @@ async function main(argv: string[]): Promise<number> {
       json: { type: 'boolean' },
       session: { type: 'string' },
       agent: { type: 'string' },
+      input: { type: 'string' },
+      follow: { type: 'boolean' },
+      mission: { type: 'string' },
+      status: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -91,6 +102,10 @@ async function main(argv: string[]): Promise<number> {
       return toolsCommand(rest, values);
     case 'webhooks':
       return webhooksCommand(rest, values);
+    case 'missions':
+    case 'executions':
+    case 'schedules':
+      return missionsCommand(command, rest, values);
     default:
       process.stderr.write(`unknown command "${command}"\n\n${usage}`);
       return 2;

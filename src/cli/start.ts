@@ -13,6 +13,9 @@ import { syncCatalog } from '../catalog/sync.js';
 import type { Env } from '../providers/credentials.js';
 import { createModelRegistry } from '../providers/registry.js';
 import { startModelInfo } from '../runtime/modelInfo.js';
+import { Directory } from '../agents/directory.js';
+import { ExecutionRunner } from '../runtime/executions/runner.js';
+import { Scheduler, seedConfiguredSchedules } from '../runtime/executions/scheduler.js';
 import { startRetention } from '../runtime/retention.js';
 import { Worker } from '../runtime/worker.js';
 import { startWebhooks } from '../webhooks/loop.js';
@@ -22,6 +25,7 @@ import { checkShellSandboxes } from '../tools/shell/startup.js';
 import { checkAgentSkills, loadSkillCatalog, type SkillCatalog } from '../tools/skills/catalog.js';
 import type { Db } from '../store/db.js';
 import { describeStore, openStore } from '../store/open.js';
+import { releaseDeadExecutionLeases } from '../store/releaseExecution.js';
 import { releaseDeadLeases } from '../store/releaseLease.js';
 import { releaseOutboxLeases } from '../store/releaseOutboxLeases.js';
 import { Wakeups } from '../store/wakeups.js';
@@ -30,6 +34,11 @@ export interface Running {
   db: Db;
   app: FastifyInstance | null;
   worker: Worker | null;
+  /** The worker role's execution runner (missions, issue 10). */
+  executions: ExecutionRunner | null;
+  scheduler: Scheduler | null;
+  /** Agents and missions of every tenant, as the database has them now. */
+  directory: Directory;
   url: string | null;
   /** Agents whose model the catalog does not know or that lack a needed capability. */
   catalogProblems: CatalogProblem[];
@@ -49,6 +58,8 @@ export interface ProcessOptions {
   env?: Env;
   toolIo?: ToolIo;
   bwrap?: string;
+  /** The scheduler's clock (tests freeze and advance it). */
+  now?: () => Date;
 }
 
 /**
@@ -84,6 +95,8 @@ export async function startProcess(
       if (released > 0) log.info({ sessions: released }, 'released the leases of a previous run');
       // Likewise the platform outbox's and the webhook deliveries' sender leases.
       await releaseOutboxLeases(db);
+      // The same for executions' leases: their timers are claimable at once.
+      await releaseDeadExecutionLeases(db);
     }
     const wakeups = new Wakeups(db);
     await wakeups.start();
@@ -95,9 +108,17 @@ export async function startProcess(
     await mcp.start();
     stops.push(() => mcp.stop());
 
+    // Agents and missions live in the database, seeded from the configuration (issue 10).
+    const directory = new Directory({ db, config, log, env, pollMs: config.runtime.pollMs });
+    await directory.seedAndLoad();
+    directory.start(wakeups);
+    stops.push(() => directory.stop());
+    const { agents, missions } = directory;
+    await seedConfiguredSchedules({ db, config, ...(options.now ? { now: options.now } : {}) });
+
     // Chat platforms (issue 11): inbound endpoints on the API, their outbox and the
     // outbound webhooks delivered by workers.
-    const platforms = await startPlatforms({ db, wakeups, config, env, log, role });
+    const platforms = await startPlatforms({ db, wakeups, config, env, log, role, agents });
     stops.push(() => platforms.stop());
     if (role.worker && Object.keys(config.webhooks).length > 0) {
       const webhooks = await startWebhooks({
@@ -111,8 +132,9 @@ export async function startProcess(
       });
       stops.push(webhooks.stop);
     }
-
     let worker: Worker | null = null;
+    let executions: ExecutionRunner | null = null;
+    let scheduler: Scheduler | null = null;
     if (role.worker) {
       // The catalog as prompt assembly reads it on every turn: in memory, refreshed.
       const modelInfo = startModelInfo(db, {
@@ -131,10 +153,30 @@ export async function startProcess(
         tools,
         modelInfo: modelInfo.lookup,
         skills,
+        agents,
       });
       worker = started;
       started.start();
       stops.push(() => started.stop());
+      const executionDeps = {
+        db,
+        wakeups,
+        config,
+        resolveModel,
+        agents,
+        missions,
+        log,
+        owner: `${hostname()}:${process.pid}`,
+        ...(options.now ? { now: options.now } : {}),
+      };
+      const runner = new ExecutionRunner(executionDeps);
+      executions = runner;
+      runner.start();
+      stops.push(() => runner.stop());
+      const firing = new Scheduler(executionDeps);
+      scheduler = firing;
+      firing.start();
+      stops.push(() => firing.stop());
       stops.push(
         startRetention({
           db,
@@ -166,6 +208,9 @@ export async function startProcess(
         tools,
         mcpStatus: () => mcp.status(),
         platforms: platforms.set,
+        agents,
+        missions,
+        directory,
       });
       app = built;
       stops.push(() => built.close());
@@ -175,7 +220,21 @@ export async function startProcess(
 
     let stopping: Promise<void> | null = null;
     const stop = () => (stopping ??= stopAll());
-    return { db, app, worker, url, catalogProblems, tools, skills, mcp, toolLines, stop };
+    return {
+      db,
+      app,
+      worker,
+      executions,
+      scheduler,
+      directory,
+      url,
+      catalogProblems,
+      tools,
+      skills,
+      mcp,
+      toolLines,
+      stop,
+    };
   } catch (error) {
     // A failed start (the port is taken, say) must not leave a worker running without an
     // API, holding the data directory: stop whatever started, then fail.

@@ -4,7 +4,10 @@ import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
 import { compileAdapters, compileWebhooks, PlatformConfigError } from './platforms.js';
 import { fileSchema, type ConfigFile } from './schema.js';
-import { compileAgentTools, compileToolSettings, ToolConfigError } from './tools.js';
+import { checkAgentCredentials, compileAgent } from './agents.js';
+import { ConfigError } from './errors.js';
+import { compileMissions, compileSchedules } from './missions.js';
+import { compileToolSettings } from './tools.js';
 import type {
   AgentConfig,
   ApiKey,
@@ -14,12 +17,7 @@ import type {
   ProviderConfig,
 } from './types.js';
 
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError };
 
 type Env = Record<string, string | undefined>;
 
@@ -62,6 +60,8 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
   const providers = compileProviders(file);
   const agents = compileAgents(file, providers);
   checkCredentials(agents, providers, env);
+  const missions = compileMissions(file, agents);
+  const schedules = compileSchedules(file, missions);
   const keys = compileKeys(file, env);
   const runtime = file.runtime;
   const heartbeatMs = runtime.heartbeat_ms ?? Math.max(1, Math.floor(runtime.lease_ttl_ms / 3));
@@ -111,6 +111,7 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
       streamsPerPrincipal: file.limits.streams_per_principal,
       streamBufferBytes: file.limits.stream_buffer_bytes,
       attachmentBytes: file.limits.attachment_bytes,
+      missionIterations: file.limits.mission_iterations,
     },
     storage: {
       dataDir: file.storage.data_dir,
@@ -129,6 +130,11 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
       shutdownGraceMs: runtime.shutdown_grace_ms,
       deltaBatchMs: runtime.delta_batch_ms,
       deltaBatchBytes: runtime.delta_batch_bytes,
+      maxParallelExecutions: runtime.max_parallel_executions,
+      executionRecheckMs: runtime.execution_recheck_ms,
+      evaluationTimeoutMs: runtime.evaluation_timeout_ms,
+      scheduleGraceMs: runtime.schedule_grace_ms,
+      maxCatchUpFires: runtime.max_catch_up_fires,
     },
     retention: {
       keepEventsDays: file.retention.keep_events_days,
@@ -144,6 +150,9 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
     },
     models: compileModelOverrides(file, providers),
     agents: nullPrototype(agents),
+    missions: nullPrototype(missions),
+    schedules: nullPrototype(schedules),
+    shipped: { agents: nullPrototype(file.agents), missions: nullPrototype(file.missions) },
     ...compileToolSettings(file),
     ...platforms,
     demo: { delayMs: demoDelay },
@@ -216,35 +225,12 @@ function compileProviders(file: ConfigFile): Record<string, ProviderConfig> {
   return providers;
 }
 
-/**
- * A provider some agent (or its gate) uses must have its variables set: start-up stops
- * naming the variable, never a value. Providers no agent uses are not checked, so one
- * configuration file can serve deployments that hold different keys.
- */
 function checkCredentials(
   agents: Record<string, AgentConfig>,
   providers: Record<string, ProviderConfig>,
   env: Env,
 ): void {
-  for (const agent of Object.values(agents)) {
-    const uses = [
-      ['model', agent.model.provider],
-      ...(agent.gate ? [['gate.model', agent.gate.model.provider]] : []),
-    ] as const;
-    for (const [key, providerName] of uses) {
-      const provider = providers[providerName] as ProviderConfig;
-      const variables = [
-        ...(provider.apiKeyEnv ? [provider.apiKeyEnv] : []),
-        ...Object.values(provider.headersFromEnv),
-      ];
-      const missing = variables.find((variable) => !env[variable]);
-      if (missing !== undefined) {
-        throw new ConfigError(
-          `agents.${agent.name}.${key}: the provider "${providerName}" needs the environment variable ${missing}, which is not set`,
-        );
-      }
-    }
-  }
+  for (const agent of Object.values(agents)) checkAgentCredentials(agent, providers, env);
 }
 
 function compilePricing(file: ConfigFile): Record<string, Price> {
@@ -285,56 +271,7 @@ function compileModelOverrides(
 function compileAgents(file: ConfigFile, providers: Record<string, ProviderConfig>) {
   const agents: Record<string, AgentConfig> = {};
   for (const [name, agent] of Object.entries(file.agents)) {
-    const slash = agent.model.indexOf('/');
-    const provider = agent.model.slice(0, slash);
-    if (!providers[provider]) {
-      throw new ConfigError(`agents.${name}.model: no provider named "${provider}" in providers`);
-    }
-    let gate: AgentConfig['gate'] = null;
-    if (agent.gate) {
-      const gateSlash = agent.gate.model.indexOf('/');
-      const gateProvider = agent.gate.model.slice(0, gateSlash);
-      if (!providers[gateProvider]) {
-        throw new ConfigError(
-          `agents.${name}.gate.model: no provider named "${gateProvider}" in providers`,
-        );
-      }
-      gate = {
-        model: { provider: gateProvider, modelId: agent.gate.model.slice(gateSlash + 1) },
-        topic: agent.gate.topic,
-        redirect: agent.gate.redirect,
-        timeoutMs: agent.gate.timeout_ms,
-      };
-    }
-    let tools;
-    try {
-      tools = compileAgentTools(name, agent.tools, file);
-    } catch (error) {
-      if (error instanceof ToolConfigError) throw new ConfigError(error.message);
-      throw error;
-    }
-    agents[name] = {
-      name,
-      model: { provider, modelId: agent.model.slice(slash + 1) },
-      instructions: agent.instructions,
-      greeting: agent.greeting,
-      triggerRoles: agent.trigger_roles,
-      approverRoles: agent.approver_roles,
-      tools,
-      skills: agent.skills,
-      budgets: {
-        maxIterations: agent.budgets.max_iterations,
-        maxToolCalls: agent.budgets.max_tool_calls,
-        onExhausted: agent.budgets.on_exhausted,
-      },
-      pendingInput: agent.pending_input,
-      completionText: agent.completion_text,
-      temperature: agent.temperature,
-      maxOutputTokens: agent.max_output_tokens,
-      providerOptions: agent.provider_options,
-      vision: agent.vision,
-      gate,
-    };
+    agents[name] = compileAgent(name, agent, { providers, mcpServers: file.mcp_servers });
   }
   if (!agents.default && Object.keys(agents).length === 0) {
     throw new ConfigError('agents: at least one agent is required');
@@ -365,7 +302,7 @@ function compileKeys(file: ConfigFile, env: Env): ApiKey[] {
  * Maps keyed by names users choose have no prototype: `agents["constructor"]` is
  * undefined, not Object's constructor. (Lookups use `Object.hasOwn` as well.)
  */
-function nullPrototype<T>(record: Record<string, T>): Record<string, T> {
+export function nullPrototype<T>(record: Record<string, T>): Record<string, T> {
   return Object.assign(Object.create(null) as Record<string, T>, record);
 }
 

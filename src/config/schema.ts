@@ -59,8 +59,14 @@ export const mcpServerSchema = z.union([
     .strict(),
 ]);
 
+/** Agents and missions are grouped by namespace (listing filter); names stay unique. */
+export const namespaceName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'letters, digits, _ . - (at most 64)');
+
 export const agentSchema = z
   .object({
+    namespace: namespaceName.default('default'),
     model: modelName.default('demo/echo'),
     instructions: z.string().default('You are a helpful assistant.'),
     greeting: z.string().nullable().default(null),
@@ -94,6 +100,54 @@ export const agentSchema = z
     // (openai, anthropic, google, or the provider's name for openai_compatible / ollama).
     provider_options: z.record(z.string(), z.record(z.string(), z.unknown())).default({}),
     vision: z.enum(['auto', 'always', 'never']).default('auto'),
+  })
+  .strict();
+
+/** Mission names appear in URLs (`/api/v1/missions/{name}/executions`) and execution ids. */
+export const missionName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, 'letters, digits, _ and - (at most 64)');
+
+/** Who answers an execution's approvals and questions (a person, anyone with a role, an agent). */
+export const interruptTo = z
+  .string()
+  .regex(/^(user|role|agent):[^\s:][^\s]{0,127}$/, 'must be user:NAME, role:NAME or agent:NAME');
+
+export const priorityName = z.enum(['low', 'normal', 'high', 'urgent']);
+
+/** A mission (issue 10): what to do, by default with which agent, once or as a loop. */
+export const missionSchema = z
+  .object({
+    namespace: namespaceName.default('default'),
+    agent: z.string().min(1).max(128).nullable().default(null),
+    prompt: z.string().min(1),
+    loop_prompt: z.string().min(1).nullable().default(null),
+    max_iterations: z.number().int().positive().default(10),
+    loop_delay_seconds: z.number().nonnegative().max(31_536_000).default(0),
+    input_schema: z.record(z.string(), z.unknown()).nullable().default(null),
+    interrupt_to: interruptTo.nullable().default(null),
+    priority: priorityName.default('normal'),
+    timeout_seconds: z.number().positive().max(31_536_000).nullable().default(null),
+  })
+  .strict();
+
+/** A schedule's name is part of its executions' ids (`sched.NAME.EPOCH`). */
+const scheduleName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, 'letters, digits, _ and - (at most 64)');
+
+export const scheduleSchema = z
+  .object({
+    mission: missionName,
+    cron: z.string().min(1).max(200),
+    timezone: z.string().min(1).default('UTC'),
+    input: z.record(z.string(), z.unknown()).default({}),
+    overlap: z.enum(['skip', 'queue', 'cancel_previous']).default('skip'),
+    catch_up: z.enum(['none', 'one', 'all']).default('one'),
+    // (added) whose executions these are: schedules are configuration, executions belong
+    // to a tenant and a user like any other.
+    tenant: z.string().min(1).default('default'),
+    user: z.string().min(1).default('scheduler'),
   })
   .strict();
 
@@ -177,6 +231,16 @@ export const fileSchema = z
         shutdown_grace_ms: durationMs.default(10000),
         delta_batch_ms: durationMs.default(50),
         delta_batch_bytes: z.number().int().positive().default(4096),
+        // Executions (issue 10): how many one worker advances at once, how often one that
+        // waits for its turn is re-checked when no wake-up says it ended, and how long an
+        // evaluation may take.
+        max_parallel_executions: z.number().int().positive().default(8),
+        execution_recheck_ms: durationMs.default(5000),
+        evaluation_timeout_ms: durationMs.default(60_000),
+        // Schedules: a fire time later than this is "missed" (catch_up decides), and at most
+        // this many missed fire times are started at once with catch_up: all.
+        schedule_grace_ms: durationMs.default(60_000),
+        max_catch_up_fires: z.number().int().positive().default(100),
       })
       .strict()
       .prefault({}),
@@ -201,6 +265,8 @@ export const fileSchema = z
           .int()
           .positive()
           .default(10 * 1024 * 1024),
+        // The hard cap on a mission's max_iterations (config and API).
+        mission_iterations: z.number().int().positive().default(100),
       })
       .strict()
       .prefault({}),
@@ -249,9 +315,13 @@ export const fileSchema = z
     mcp_servers: z.record(mcpServerName, mcpServerSchema).default({}),
     adapters: adaptersSchema,
     webhooks: webhooksSchema,
+    missions: z.record(missionName, missionSchema).default({}),
+    schedules: z.record(scheduleName, scheduleSchema).default({}),
   })
   .strict();
 
 export type ConfigFile = z.infer<typeof fileSchema>;
 export type AgentFile = z.infer<typeof agentSchema>;
 export type ToolEntryFile = z.infer<typeof toolEntrySchema>;
+export type MissionFile = z.infer<typeof missionSchema>;
+export type ScheduleFile = z.infer<typeof scheduleSchema>;

@@ -21,7 +21,7 @@ export function knownToolNames(): string[] {
 export function compileAgentTools(
   agent: string,
   entries: Record<string, ToolEntryFile>,
-  file: ConfigFile,
+  mcpServers: Readonly<Record<string, unknown>>,
 ): Record<string, AgentToolConfig> {
   const compiled: Record<string, AgentToolConfig> = {};
   for (const [name, entry] of Object.entries(entries)) {
@@ -30,7 +30,7 @@ export function compileAgentTools(
     const { policy, timeout_ms: timeoutMs, idempotent, ...own } = table;
     const tool = builtIns.get(name);
     const mcp = mcpToolPattern.exec(name);
-    if (!tool && name !== askUserTool && !(mcp && file.mcp_servers[mcp[1] as string])) {
+    if (!tool && name !== askUserTool && !(mcp && Object.hasOwn(mcpServers, mcp[1] as string))) {
       const hint = mcp
         ? `no MCP server named "${mcp[1]}" in mcp_servers`
         : `no such tool (available: ${knownToolNames().join(', ')}, or server__tool of an MCP server)`;

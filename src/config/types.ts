@@ -18,6 +18,8 @@ export interface ApiKey {
 
 export interface AgentConfig {
   name: string;
+  /** Groups agents in listings (`?namespace=`); names are unique across namespaces. */
+  namespace: string;
   model: { provider: string; modelId: string };
   instructions: string;
   greeting: string | null;
@@ -130,6 +132,47 @@ export interface RuntimeConfig {
   shutdownGraceMs: number;
   deltaBatchMs: number;
   deltaBatchBytes: number;
+  /** Executions one worker process advances at once. */
+  maxParallelExecutions: number;
+  /** An execution waiting for its turn is re-checked this often when no wake-up said it ended. */
+  executionRecheckMs: number;
+  evaluationTimeoutMs: number;
+  /** A schedule's fire time later than this counts as missed (its `catch_up` decides). */
+  scheduleGraceMs: number;
+  maxCatchUpFires: number;
+}
+
+export type Priority = 'low' | 'normal' | 'high' | 'urgent';
+
+/** A mission (issue 10): an objective an agent executes once, or as a self-evaluating loop. */
+export interface MissionConfig {
+  name: string;
+  namespace: string;
+  /** The agent an execution uses unless its dispatch names another. */
+  agent: string;
+  prompt: string;
+  /** Set: a loop mission, evaluated with this prompt after every iteration. */
+  loopPrompt: string | null;
+  maxIterations: number;
+  loopDelaySeconds: number;
+  /** JSON Schema of a dispatch's `input` (null: any object). */
+  inputSchema: Record<string, unknown> | null;
+  /** `user:NAME`, `role:NAME` or `agent:NAME`; null: the execution's own user. */
+  interruptTo: string | null;
+  priority: Priority;
+  timeoutSeconds: number | null;
+}
+
+export interface ScheduleConfig {
+  name: string;
+  tenant: string;
+  user: string;
+  mission: string;
+  cron: string;
+  timezone: string;
+  input: Record<string, unknown>;
+  overlap: 'skip' | 'queue' | 'cancel_previous';
+  catchUp: 'none' | 'one' | 'all';
 }
 
 export interface Config {
@@ -151,6 +194,8 @@ export interface Config {
     streamBufferBytes: number;
     /** Largest attachment accepted (413 past it, before the body is read). */
     attachmentBytes: number;
+    /** The hard cap on a mission's `max_iterations`. */
+    missionIterations: number;
   };
   storage: { dataDir: string; url: string | null; poolSize: number };
   runtime: RuntimeConfig;
@@ -163,6 +208,17 @@ export interface Config {
   /** Capability overrides per "provider/model" (the file's `models` key). */
   models: Record<string, Partial<ModelCapabilities>>;
   agents: Record<string, AgentConfig>;
+  /** Missions and schedules as the file ships them (the database may hold edited missions). */
+  missions: Record<string, MissionConfig>;
+  schedules: Record<string, ScheduleConfig>;
+  /**
+   * The shipped agents and missions in the file's shape (defaults applied), as the
+   * database keeps definitions (seeded at start; tenants may customize them).
+   */
+  shipped: {
+    agents: Record<string, Record<string, unknown>>;
+    missions: Record<string, Record<string, unknown>>;
+  };
   tools: {
     maxConcurrency: number;
     maxResultBytes: number;

@@ -189,6 +189,75 @@ export interface ErrorEvent extends EventBase {
   turn_ids: string[];
 }
 
+/** Seed 003's execution statuses (issue 10). */
+export type ExecutionStatus =
+  | 'starting'
+  | 'running'
+  | 'success'
+  | 'interrupted'
+  | 'cancelled'
+  | 'timeout'
+  | 'error'
+  | 'waiting'
+  | 'blocked'
+  | 'limit_reached';
+
+/** A loop mission's own status. */
+export type LoopStatus =
+  | 'idle'
+  | 'running'
+  | 'evaluating'
+  | 'waiting'
+  | 'blocked'
+  | 'completed'
+  | 'failed'
+  | 'limit_reached';
+
+/** What the evaluation step decided after an iteration. */
+export interface LoopDecision {
+  decision: 'continue' | 'complete' | 'blocked';
+  reason: string;
+  iteration: number;
+}
+
+/**
+ * An execution of a mission changed status; journaled in the execution's session, so it
+ * streams over the session's SSE endpoint. `result` is set once it has ended.
+ */
+export interface ExecutionStatusEvent extends EventBase {
+  type: 'execution_status';
+  execution_id: string;
+  mission: string;
+  status: ExecutionStatus;
+  loop_status: LoopStatus | null;
+  iteration: number;
+  max_iterations: number;
+  next_run_at: string | null;
+  loop_decision: LoopDecision | null;
+  result?: unknown;
+  /** Tokens of the execution's own model calls so far (evaluations), besides its turns'. */
+  usage?: { input_tokens: number; output_tokens: number };
+}
+
+/** The next turn's prompt starts from the checkpoint at `to_sequence` (nothing is deleted). */
+export interface RewoundEvent extends EventBase {
+  type: 'rewound';
+  to_sequence: number;
+  actor: Actor;
+}
+
+/**
+ * A session was forked at a checkpoint: journaled in both, so each names the other. The
+ * new session's transcript is the original's up to `at_sequence`.
+ */
+export interface ForkedEvent extends EventBase {
+  type: 'forked';
+  from_session_id: string;
+  to_session_id: string;
+  at_sequence: number;
+  actor: Actor;
+}
+
 export type ParleyEvent =
   | MessageEvent
   | TurnStartedEvent
@@ -203,7 +272,10 @@ export type ParleyEvent =
   | UsageEvent
   | DoneEvent
   | CancelledEvent
-  | ErrorEvent;
+  | ErrorEvent
+  | ExecutionStatusEvent
+  | RewoundEvent
+  | ForkedEvent;
 
 export type ParleyEventType = ParleyEvent['type'];
 

@@ -6,6 +6,7 @@ import {
   type LanguageModelV3Prompt,
   type LanguageModelV3StreamPart,
 } from '@ai-sdk/provider';
+import { decisionToolName } from './evaluator.js';
 import { unfoldInputs } from './foldedPrompt.js';
 import { gateToolName } from './gate.js';
 
@@ -22,7 +23,11 @@ import { gateToolName } from './gate.js';
  *   ends with their results, it replies quoting each result.
  *
  * As a scope gate (a call forcing the `classify_topic` tool): on-topic unless the input
- * contains `/offtopic`. With images in its last user message: a model whose id contains
+ * contains `/offtopic`. As a loop mission's evaluator (a call forcing `record_decision`):
+ * the last `/decide ...` of its prompt decides — `continue:N` continues until iteration N
+ * and completes at N, `continue` always continues, `blocked`, `complete`, and `garbage`
+ * answers text outside the schema; none completes. With `/answer TEXT` in its instructions
+ * it replies TEXT to every turn (an agent that answers other agents' requests). With images in its last user message: a model whose id contains
  * `vision` replies with each image's media type and size, any other says it cannot see
  * images.
  */
@@ -48,27 +53,35 @@ export function createDemoModel(options: { modelId: string; delayMs: number }): 
         failuresServed,
       );
       const gate = isGateCall(call);
+      const evaluation = isForced(call, decisionToolName) ? evaluatorAnswer(text) : null;
       const last = call.prompt[call.prompt.length - 1];
       const results = last?.role === 'tool' ? quoteResults(last.content) : null;
       const proposed = gate
         ? [{ tool: gateToolName, input: gateVerdict(text) }]
-        : results === null
-          ? proposedCalls(inputs.map((input) => input.content))
-          : [];
+        : evaluation !== null
+          ? evaluation.call
+          : results === null
+            ? proposedCalls(inputs.map((input) => input.content))
+            : [];
       const images = lastUser && !gate ? imagesOf(lastUser.content) : [];
+      const scripted = /^\s*\/answer[ \t]+(.+)$/m.exec(systemText(call.prompt))?.[1];
       const reply =
+        evaluation?.text ??
         results ??
-        (images.length > 0
-          ? describeImages(options.modelId, images)
-          : proposed.length > 0
-            ? ''
-            : inputs.length === 1
-              ? `You said: ${words(inputs[0]?.content ?? '').join(' ')}`
-              : inputs
-                  .map(
-                    (input, index) => `[${index + 1}] You said: ${words(input.content).join(' ')}`,
-                  )
-                  .join('\n'));
+        (scripted !== undefined && !gate
+          ? scripted.trim()
+          : images.length > 0
+            ? describeImages(options.modelId, images)
+            : proposed.length > 0
+              ? ''
+              : inputs.length === 1
+                ? `You said: ${words(inputs[0]?.content ?? '').join(' ')}`
+                : inputs
+                    .map(
+                      (input, index) =>
+                        `[${index + 1}] You said: ${words(input.content).join(' ')}`,
+                    )
+                    .join('\n'));
       const replyWords = reply === '' ? [] : reply.split(/(?<=\s)/);
       const inputTokens = promptWords(call.prompt);
       const stream = new ReadableStream<LanguageModelV3StreamPart>({
@@ -153,7 +166,43 @@ function failIfAsked(contents: string[], prompt: string, served: Map<string, num
 }
 
 function isGateCall(call: LanguageModelV3CallOptions): boolean {
-  return call.toolChoice?.type === 'tool' && call.toolChoice.toolName === gateToolName;
+  return isForced(call, gateToolName);
+}
+
+function isForced(call: LanguageModelV3CallOptions, tool: string): boolean {
+  return call.toolChoice?.type === 'tool' && call.toolChoice.toolName === tool;
+}
+
+/**
+ * The evaluator's answer: the last `/decide` of the prompt (the loop prompt, or a person's
+ * note after it) against the prompt's `Iteration: N`.
+ */
+function evaluatorAnswer(text: string): {
+  call: { tool: string; input: string }[];
+  text: string;
+} {
+  const commands = [...text.matchAll(/\/decide[ \t]+([a-z]+)(?::(\d+))?/g)];
+  const command = commands[commands.length - 1];
+  const iteration = Number(/^Iteration: (\d+)/m.exec(text)?.[1] ?? 1);
+  const decide = (decision: string, reason: string) => ({
+    call: [{ tool: decisionToolName, input: JSON.stringify({ decision, reason }) }],
+    text: '',
+  });
+  if (!command) return decide('complete', 'no /decide: the mission is complete');
+  const [, verb, until] = command;
+  if (verb === 'garbage') return { call: [], text: 'I would rather not say.' };
+  if (verb === 'blocked') return decide('blocked', 'the loop prompt says /decide blocked');
+  if (verb === 'continue' && (until === undefined || iteration < Number(until))) {
+    return decide('continue', `iteration ${iteration}: more to do`);
+  }
+  return decide('complete', `iteration ${iteration}: done`);
+}
+
+function systemText(prompt: LanguageModelV3Prompt): string {
+  return prompt
+    .filter((message) => message.role === 'system')
+    .map((message) => (typeof message.content === 'string' ? message.content : ''))
+    .join('\n');
 }
 
 function gateVerdict(text: string): string {

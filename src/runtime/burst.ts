@@ -1,3 +1,4 @@
+import { agentFor } from '../agents/lookup.js';
 import type { AgentConfig } from '../config/types.js';
 import { newMessageId, newRequestId } from '../ids.js';
 import { turnOutcomes } from '../metrics.js';
@@ -56,9 +57,7 @@ export async function answerBurst(
   turns: SessionTurns,
   state: BurstControl,
 ): Promise<BurstOutcome> {
-  const agent = Object.hasOwn(deps.config.agents, agentName)
-    ? deps.config.agents[agentName]
-    : undefined;
+  const agent = agentFor(deps, lease.tenant, agentName);
   const resumed = await resumeBurst(deps, agent, turns.burst, turns.queued);
   const supersede = (agent?.pendingInput ?? 'supersede') === 'supersede';
   if (resumed.kind === 'waiting') {

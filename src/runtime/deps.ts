@@ -1,4 +1,5 @@
 import type { LanguageModelV3 } from '@ai-sdk/provider';
+import type { AgentLookup } from '../agents/lookup.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
 import type { Db } from '../store/db.js';
@@ -23,4 +24,6 @@ export interface RuntimeDeps {
   modelInfo?: ModelInfoLookup;
   /** The skills of `skills_dir`, for the system prompt of agents that list some. */
   skills?: SkillCatalog;
+  /** Agents per tenant, edits included (agents/directory.ts); default: the configuration's. */
+  agents?: AgentLookup;
 }

@@ -11,8 +11,14 @@ export interface AnswerInput {
   approved: boolean;
   response: Record<string, unknown> | null;
   actor: Actor;
-  /** Whether this principal may answer requests of this session's agent. */
-  mayAnswer: (agent: string) => boolean;
+  /**
+   * Whether this principal may answer requests of this session's agent — and, in an
+   * execution's session, of that execution (where its interruptions are routed).
+   */
+  mayAnswer: (
+    agent: string,
+    execution: { interrupt_to: string | null; user_name: string } | null,
+  ) => boolean;
 }
 
 /**
@@ -43,7 +49,14 @@ export async function answerInput(
         ).rows[0]
       : undefined;
     if (!session || !request) throw new ParleyError('input_not_found', 'no such input request');
-    if (!input.mayAnswer(session.agent)) {
+    const execution =
+      (
+        await tx.query<{ interrupt_to: string | null; user_name: string }>(
+          'select interrupt_to, user_name from executions where session_id = $1',
+          [input.sessionId],
+        )
+      ).rows[0] ?? null;
+    if (!input.mayAnswer(session.agent, execution)) {
       throw new ParleyError('forbidden', 'your roles may not answer this request');
     }
     if (request.state !== 'pending' || request.expected_sequence !== input.expectedSequence) {

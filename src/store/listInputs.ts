@@ -15,7 +15,14 @@ export interface PendingInputItem {
   prompt: string | null;
   expected_sequence: number;
   created_at: string;
+  /** `low`, `normal`, `high` or `urgent`: an execution's, else `normal`. */
+  priority: string;
+  /** The execution this request stops, if any, and where its interruptions go. */
+  execution_id: string | null;
+  interrupt_to: string | null;
 }
+
+const priorityNames = ['low', 'normal', 'high', 'urgent'];
 
 interface InputRow {
   request_id: string;
@@ -30,40 +37,65 @@ interface InputRow {
   prompt: string | null;
   expected_sequence: number;
   created_at: Date;
+  priority: number;
+  execution_id: string | null;
+  route: string | null;
 }
 
 /**
- * A tenant's pending input requests, oldest first (the one waiting longest leads the
- * inbox). `hiddenAgents` are the agents whose requests the caller may not answer: the
- * filter is the same rule as the answer's 403, so the inbox lists exactly what can be
- * answered. The prompt lives in the `input_required` event, so it is read from there;
- * it is null once retention pruned that event. Request ids are ULIDs, so ordering by them
- * is ordering by creation, and the last one is an exact page cursor.
+ * A tenant's pending input requests, most urgent first, then oldest first (the one waiting
+ * longest leads). `hiddenAgents` are the agents whose requests the caller may not answer:
+ * the filter is the same rule as the answer's 403, so the inbox lists exactly what can be
+ * answered. An execution's requests (issue 10) go where its `interrupt_to` says (by default
+ * its own user): they are listed for that user, or for principals with that role; those
+ * routed to an agent are that agent's to answer and are listed for nobody. The prompt
+ * lives in the `input_required` event, so it is read from there; it is null once retention
+ * pruned that event. Request ids are ULIDs, so ordering by them is ordering by creation, and
+ * (priority, request_id) of the last one is an exact page cursor.
  */
 export async function listInputs(
   db: Queryable,
   tenant: string,
   options: {
     hiddenAgents: string[];
+    /** The caller: its user name and roles (`*` = every role). */
+    user: string;
+    roles: string[];
     limit: number;
-    /** The last request_id of the previous page. */
-    cursor: string | null;
+    /** The priority and request_id of the last item of the previous page. */
+    cursor: { priority: number; requestId: string } | null;
   },
 ): Promise<{ items: PendingInputItem[]; next_cursor: string | null }> {
-  const params: unknown[] = [tenant, options.hiddenAgents, options.limit + 1];
+  const params: unknown[] = [
+    tenant,
+    options.hiddenAgents,
+    options.limit + 1,
+    options.user,
+    options.roles,
+  ];
   let after = '';
   if (options.cursor) {
-    params.push(options.cursor);
-    after = 'and r.request_id > $4';
+    params.push(options.cursor.priority, options.cursor.requestId);
+    after =
+      'and (coalesce(x.priority, 1) < $6 or (coalesce(x.priority, 1) = $6 and r.request_id > $7))';
   }
   const found = await db.query<InputRow>(
     `select r.request_id, r.session_id, s.title, s.agent, r.turn_id, r.kind, r.call_id, r.tool,
-            r.arguments, e.payload ->> 'prompt' as prompt, r.expected_sequence, r.created_at
+            r.arguments, e.payload ->> 'prompt' as prompt, r.expected_sequence, r.created_at,
+            coalesce(x.priority, 1) as priority, x.execution_id,
+            case when x.execution_id is not null
+                 then coalesce(x.interrupt_to, 'user:' || x.user_name) end as route
        from input_requests r
        join sessions s on s.session_id = r.session_id and s.tenant = r.tenant
+       left join executions x on x.session_id = r.session_id and x.tenant = r.tenant
        left join events e on e.session_id = r.session_id and e.sequence = r.expected_sequence
-      where r.tenant = $1 and r.state = 'pending' and not (s.agent = any($2::text[])) ${after}
-      order by r.request_id
+      where r.tenant = $1 and r.state = 'pending' and not (s.agent = any($2::text[]))
+        and (x.execution_id is null
+             or coalesce(x.interrupt_to, 'user:' || x.user_name) = 'user:' || $4
+             or (x.interrupt_to like 'role:%'
+                 and ('*' = any($5::text[]) or substr(x.interrupt_to, 6) = any($5::text[]))))
+        ${after}
+      order by coalesce(x.priority, 1) desc, r.request_id
       limit $3`,
     params,
   );
@@ -83,7 +115,13 @@ export async function listInputs(
       prompt: row.prompt,
       expected_sequence: row.expected_sequence,
       created_at: row.created_at.toISOString(),
+      priority: priorityNames[row.priority] ?? 'normal',
+      execution_id: row.execution_id,
+      interrupt_to: row.route,
     })),
-    next_cursor: found.rows.length > options.limit && last ? encodeCursor([last.request_id]) : null,
+    next_cursor:
+      found.rows.length > options.limit && last
+        ? encodeCursor([last.priority, last.request_id])
+        : null,
   };
 }

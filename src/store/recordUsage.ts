@@ -8,7 +8,7 @@ export interface UsageRecord {
   agent: string;
   /** `provider/model`. */
   model: string;
-  purpose: 'reply' | 'gate';
+  purpose: 'reply' | 'gate' | 'evaluation';
   outcome: 'ok' | 'failed' | 'cancelled';
   inputTokens: number;
   outputTokens: number;

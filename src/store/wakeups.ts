@@ -15,7 +15,7 @@ import { wireEvent } from './eventRows.js';
  */
 export const wakeupChannel = 'parley_wakeup';
 
-export type WakeupKind = 'input' | 'events' | 'typing' | 'cancel';
+export type WakeupKind = 'input' | 'events' | 'typing' | 'cancel' | 'execution' | 'definitions';
 
 export interface Wakeup {
   kind: WakeupKind;

@@ -1,0 +1,45 @@
+import { defaultAgentName } from '../config/load.js';
+import { agentNamed, type AgentConfig, type Config, type MissionConfig } from '../config/types.js';
+
+/**
+ * How every part finds an agent or a mission of a tenant. The configuration ships them;
+ * the database may hold a tenant's edited or created ones (directory.ts), so nothing reads
+ * `config.agents` for this any more.
+ */
+export interface AgentLookup {
+  get(tenant: string, name: string): AgentConfig | undefined;
+  list(tenant: string): AgentConfig[];
+  /** The agent a turn without `agent` gets. */
+  defaultName(tenant: string): string;
+}
+
+export interface MissionLookup {
+  get(tenant: string, name: string): MissionConfig | undefined;
+  list(tenant: string): MissionConfig[];
+}
+
+/** The shipped definitions only: for tests and tools that have no database. */
+export function configAgents(config: Config): AgentLookup {
+  return {
+    get: (_tenant, name) => agentNamed(config, name),
+    list: () => Object.values(config.agents),
+    defaultName: () => defaultAgentName(config),
+  };
+}
+
+export function configMissions(config: Config): MissionLookup {
+  return {
+    get: (_tenant, name) =>
+      Object.hasOwn(config.missions, name) ? config.missions[name] : undefined,
+    list: () => Object.values(config.missions),
+  };
+}
+
+/** The agent a session of `tenant` names: the directory's, else the configuration's. */
+export function agentFor(
+  deps: { config: Config; agents?: AgentLookup | undefined },
+  tenant: string,
+  name: string,
+): AgentConfig | undefined {
+  return (deps.agents ?? configAgents(deps.config)).get(tenant, name);
+}

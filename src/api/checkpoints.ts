@@ -1,0 +1,73 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { ParleyError } from '../errors.js';
+import { forkSession } from '../store/forkSession.js';
+import { getSession } from '../store/getSession.js';
+import { listCheckpoints } from '../store/listCheckpoints.js';
+import { rewindSession } from '../store/rewindSession.js';
+import type { ApiDeps } from './deps.js';
+import { pathId, text, validate } from './validate.js';
+
+const sequence = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+const pageQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: z
+    .string()
+    .regex(/^\d{1,15}$/, 'not a cursor this server made')
+    .optional(),
+});
+const forkBody = z.object({ at_sequence: sequence, title: text().max(500).optional() }).strict();
+const rewindBody = z.object({ to_sequence: sequence }).strict();
+
+/**
+ * Issue 10: a session's checkpoints (every `done`), fork at one into a new session, and
+ * rewind to one. Tenant-scoped: another tenant's session is the same 404 as a missing one.
+ */
+export function checkpointRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  app.get<{ Params: { sessionId: string } }>(
+    '/api/v1/chat/sessions/:sessionId/checkpoints',
+    async (request) => {
+      const sessionId = pathId(request.params.sessionId, 'session_id');
+      const query = validate(pageQuery, request.query);
+      if (!(await getSession(deps.db, request.principal.tenant, sessionId))) {
+        throw new ParleyError('session_not_found', 'no such session');
+      }
+      return listCheckpoints(deps.db, sessionId, {
+        after: query.cursor === undefined ? 0 : Number(query.cursor),
+        limit: query.limit,
+      });
+    },
+  );
+
+  app.post<{ Params: { sessionId: string } }>(
+    '/api/v1/chat/sessions/:sessionId/fork',
+    async (request, reply) => {
+      const sessionId = pathId(request.params.sessionId, 'session_id');
+      const body = validate(forkBody, request.body);
+      const { tenant, user } = request.principal;
+      const forked = await forkSession(deps.db, {
+        tenant,
+        sessionId,
+        atSequence: body.at_sequence,
+        title: body.title ?? null,
+        actor: { user, tenant },
+      });
+      return reply.status(201).send(await getSession(deps.db, tenant, forked));
+    },
+  );
+
+  app.post<{ Params: { sessionId: string } }>(
+    '/api/v1/chat/sessions/:sessionId/rewind',
+    async (request) => {
+      const sessionId = pathId(request.params.sessionId, 'session_id');
+      const body = validate(rewindBody, request.body);
+      const { tenant, user } = request.principal;
+      return rewindSession(deps.db, {
+        tenant,
+        sessionId,
+        toSequence: body.to_sequence,
+        actor: { user, tenant },
+      });
+    },
+  );
+}

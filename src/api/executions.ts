@@ -1,0 +1,131 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { Principal } from '../config/types.js';
+import { ParleyError } from '../errors.js';
+import { clientKeyPattern } from '../ids.js';
+import { cancelExecution } from '../store/cancelExecution.js';
+import { unblockExecution } from '../store/unblockExecution.js';
+import { getExecution, toExecutionProjection, type ExecutionRow } from '../store/getExecution.js';
+import { listExecutions } from '../store/listExecutions.js';
+import { decodeCursor } from '../store/listSessions.js';
+import type { ApiDeps } from './deps.js';
+import { hasRole } from './principal.js';
+import { pathId, text, validate } from './validate.js';
+
+const statuses = [
+  'starting',
+  'running',
+  'success',
+  'interrupted',
+  'cancelled',
+  'timeout',
+  'error',
+  'waiting',
+  'blocked',
+  'limit_reached',
+] as const;
+
+const listQuery = z.object({
+  mission: text().min(1).max(128).optional(),
+  status: z.enum(statuses).optional(),
+  user: text().min(1).max(128).optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: z.string().max(500).optional(),
+});
+
+const commandId = z.string().regex(clientKeyPattern, 'must be 1-128 characters of A-Z a-z 0-9 _ -');
+const cancelBody = z.object({ command_id: commandId }).strict();
+const unblockBody = z.object({ command_id: commandId, note: text().max(4000).optional() }).strict();
+
+/**
+ * Whether a principal is the one an execution's interruptions go to (`interrupt_to`; by
+ * default its own user). Agents' requests go to no person: an admin may still act.
+ */
+export function isRoutedTo(
+  principal: Principal,
+  execution: Pick<ExecutionRow, 'interrupt_to' | 'user_name'>,
+): boolean {
+  if (hasRole(principal, 'admin')) return true;
+  const route = execution.interrupt_to ?? `user:${execution.user_name}`;
+  if (route.startsWith('user:')) return principal.user === route.slice('user:'.length);
+  if (route.startsWith('role:')) return hasRole(principal, route.slice('role:'.length));
+  return false;
+}
+
+/**
+ * Issue 10: executions of the principal's tenant — the listing (filters, cursor), the
+ * projection, a durable idempotent cancel, and unblocking a loop that the evaluation found
+ * blocked (by the person its interruptions go to, its own user, or an admin). Another
+ * tenant's execution is the same 404 as a missing one.
+ */
+export function executionRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  app.get('/api/v1/executions', async (request) => {
+    const query = validate(listQuery, request.query);
+    let cursor = null;
+    if (query.cursor !== undefined) {
+      const [createdAt, executionId] = decodeCursor(query.cursor) ?? [];
+      if (
+        typeof createdAt !== 'string' ||
+        typeof executionId !== 'string' ||
+        !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(createdAt) ||
+        Number.isNaN(Date.parse(createdAt))
+      ) {
+        throw new ParleyError('invalid_cursor', 'cursor: not a cursor this server made');
+      }
+      cursor = { createdAt, executionId: pathId(executionId, 'cursor') };
+    }
+    return listExecutions(deps.db, request.principal.tenant, {
+      mission: query.mission ?? null,
+      status: query.status ?? null,
+      user: query.user ?? null,
+      limit: query.limit,
+      cursor,
+    });
+  });
+
+  app.get<{ Params: { executionId: string } }>(
+    '/api/v1/executions/:executionId',
+    async (request) => {
+      const execution = await getExecution(
+        deps.db,
+        request.principal.tenant,
+        pathId(request.params.executionId, 'execution_id'),
+      );
+      if (!execution) throw new ParleyError('execution_not_found', 'no such execution');
+      return toExecutionProjection(execution);
+    },
+  );
+
+  app.post<{ Params: { executionId: string } }>(
+    '/api/v1/executions/:executionId/cancel',
+    async (request) => {
+      const executionId = pathId(request.params.executionId, 'execution_id');
+      const body = validate(cancelBody, request.body);
+      return cancelExecution(deps.db, {
+        tenant: request.principal.tenant,
+        executionId,
+        commandId: body.command_id,
+      });
+    },
+  );
+
+  app.post<{ Params: { executionId: string } }>(
+    '/api/v1/executions/:executionId/unblock',
+    async (request) => {
+      const executionId = pathId(request.params.executionId, 'execution_id');
+      const body = validate(unblockBody, request.body);
+      const principal = request.principal;
+      const execution = await getExecution(deps.db, principal.tenant, executionId);
+      if (!execution) throw new ParleyError('execution_not_found', 'no such execution');
+      if (!isRoutedTo(principal, execution) && principal.user !== execution.user_name) {
+        throw new ParleyError('forbidden', "this execution's interruptions go to someone else");
+      }
+      return unblockExecution(deps.db, {
+        tenant: principal.tenant,
+        executionId,
+        commandId: body.command_id,
+        note: body.note ?? null,
+      });
+    },
+  );
+}

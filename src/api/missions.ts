@@ -1,0 +1,124 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { MissionConfig } from '../config/types.js';
+import { ParleyError } from '../errors.js';
+import { clientKeyPattern } from '../ids.js';
+import { dispatchOf } from '../missions/dispatch.js';
+import { checkMissionInput } from '../missions/input.js';
+import { createExecution } from '../store/createExecution.js';
+import { toExecutionProjection } from '../store/getExecution.js';
+import { agentsOf, missionsOf, type ApiDeps } from './deps.js';
+import { pathId, storableJson, validate } from './validate.js';
+
+const inputObject = z
+  .record(z.string(), z.unknown())
+  .refine(storableJson, 'must not contain NUL characters or unpaired surrogates');
+
+const dispatchBody = z
+  .object({
+    execution_id: z.string().regex(clientKeyPattern, 'must be 1-128 characters of A-Z a-z 0-9 _ -'),
+    agent: z.string().min(1).max(128).optional(),
+    input: inputObject.optional(),
+    threads: z
+      .array(
+        z
+          .object({ agent: z.string().min(1).max(128).optional(), input: inputObject.optional() })
+          .strict(),
+      )
+      .min(1)
+      .max(32)
+      .optional(),
+    priority: z.enum(['low', 'normal', 'high', 'urgent']).optional(),
+    timeout_seconds: z.number().positive().max(31_536_000).optional(),
+  })
+  .strict();
+
+const listQuery = z.object({ namespace: z.string().max(64).optional() });
+
+/** What any principal of the tenant may know about a mission (never its prompts). */
+export function describeMission(mission: MissionConfig) {
+  return {
+    name: mission.name,
+    namespace: mission.namespace,
+    agent: mission.agent,
+    loop: mission.loopPrompt !== null,
+    max_iterations: mission.maxIterations,
+    loop_delay_seconds: mission.loopDelaySeconds,
+    input_schema: mission.inputSchema,
+    interrupt_to: mission.interruptTo,
+    priority: mission.priority,
+    timeout_seconds: mission.timeoutSeconds,
+  };
+}
+
+/**
+ * Issue 10: the missions of the principal's tenant, and dispatching an execution — 202 once
+ * it is durable (its session and its due timer), idempotent by `execution_id` like a turn.
+ * An unknown mission and another tenant's are the same 404.
+ */
+export function missionRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  app.get('/api/v1/missions', async (request) => {
+    const query = validate(listQuery, request.query);
+    const missions = missionsOf(deps)
+      .list(request.principal.tenant)
+      .filter((mission) => query.namespace === undefined || mission.namespace === query.namespace);
+    return {
+      items: missions.map((mission) => {
+        const origin = deps.directory?.info('mission', request.principal.tenant, mission.name);
+        return {
+          ...describeMission(mission),
+          is_customized: origin?.is_customized ?? false,
+          content_hash: origin?.content_hash ?? null,
+          shipped_content_hash: origin?.shipped_content_hash ?? null,
+          shipped_changed: origin?.shipped_changed ?? false,
+        };
+      }),
+    };
+  });
+
+  app.post<{ Params: { name: string } }>(
+    '/api/v1/missions/:name/executions',
+    async (request, reply) => {
+      const name = pathId(request.params.name, 'name');
+      const body = validate(dispatchBody, request.body);
+      const principal = request.principal;
+      const mission = missionsOf(deps).get(principal.tenant, name);
+      if (!mission) throw new ParleyError('mission_not_found', `no mission named "${name}"`);
+      const agents = agentsOf(deps);
+      const known = (agent: string, field: string) => {
+        if (!agents.get(principal.tenant, agent)) {
+          throw new ParleyError('unknown_agent', `${field}: no agent named "${agent}"`, { field });
+        }
+        return agent;
+      };
+      const agent = known(body.agent ?? mission.agent, 'agent');
+      const input = body.input ?? {};
+      const checked = (value: Record<string, unknown>, field: string) => {
+        const problem = checkMissionInput(mission.inputSchema, value);
+        if (problem) throw new ParleyError('invalid_input', `${field}: ${problem}`, { field });
+        return value;
+      };
+      checked(input, 'input');
+      const threads =
+        body.threads?.map((thread, index) => ({
+          agent: known(thread.agent ?? agent, `threads.${index}.agent`),
+          input: checked(thread.input ?? input, `threads.${index}.input`),
+        })) ?? null;
+      const { execution } = await createExecution(
+        deps.db,
+        dispatchOf(mission, {
+          tenant: principal.tenant,
+          executionId: body.execution_id,
+          user: principal.user,
+          agent,
+          input,
+          threads,
+          priority: body.priority ?? null,
+          timeoutSeconds: body.timeout_seconds ?? null,
+        }),
+      );
+      // A retry of a known dispatch answers like the first one did (202, same execution).
+      return reply.status(202).send(toExecutionProjection(execution));
+    },
+  );
+}

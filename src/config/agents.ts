@@ -1,0 +1,98 @@
+import { ConfigError } from './errors.js';
+import type { AgentFile } from './schema.js';
+import { compileAgentTools, ToolConfigError } from './tools.js';
+import type { AgentConfig, ProviderConfig } from './types.js';
+
+/** What an agent definition is checked against: the deployment's providers and MCP servers. */
+export interface AgentContext {
+  providers: Readonly<Record<string, ProviderConfig>>;
+  mcpServers: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * Compiles one agent definition in the file's shape (a shipped one from the configuration,
+ * or one edited through the API and kept in the database) into the runtime's AgentConfig.
+ * Errors name the key as `agents.NAME.key`.
+ */
+export function compileAgent(name: string, agent: AgentFile, context: AgentContext): AgentConfig {
+  const slash = agent.model.indexOf('/');
+  const provider = agent.model.slice(0, slash);
+  if (!Object.hasOwn(context.providers, provider)) {
+    throw new ConfigError(`agents.${name}.model: no provider named "${provider}" in providers`);
+  }
+  let gate: AgentConfig['gate'] = null;
+  if (agent.gate) {
+    const gateSlash = agent.gate.model.indexOf('/');
+    const gateProvider = agent.gate.model.slice(0, gateSlash);
+    if (!Object.hasOwn(context.providers, gateProvider)) {
+      throw new ConfigError(
+        `agents.${name}.gate.model: no provider named "${gateProvider}" in providers`,
+      );
+    }
+    gate = {
+      model: { provider: gateProvider, modelId: agent.gate.model.slice(gateSlash + 1) },
+      topic: agent.gate.topic,
+      redirect: agent.gate.redirect,
+      timeoutMs: agent.gate.timeout_ms,
+    };
+  }
+  let tools;
+  try {
+    tools = compileAgentTools(name, agent.tools, context.mcpServers);
+  } catch (error) {
+    if (error instanceof ToolConfigError) throw new ConfigError(error.message);
+    throw error;
+  }
+  return {
+    name,
+    namespace: agent.namespace,
+    model: { provider, modelId: agent.model.slice(slash + 1) },
+    instructions: agent.instructions,
+    greeting: agent.greeting,
+    triggerRoles: agent.trigger_roles,
+    approverRoles: agent.approver_roles,
+    tools,
+    skills: agent.skills,
+    budgets: {
+      maxIterations: agent.budgets.max_iterations,
+      maxToolCalls: agent.budgets.max_tool_calls,
+      onExhausted: agent.budgets.on_exhausted,
+    },
+    pendingInput: agent.pending_input,
+    completionText: agent.completion_text,
+    temperature: agent.temperature,
+    maxOutputTokens: agent.max_output_tokens,
+    providerOptions: agent.provider_options,
+    vision: agent.vision,
+    gate,
+  };
+}
+
+/**
+ * A provider some agent (or its gate) uses must have its variables set: start-up stops
+ * naming the variable, never a value. Providers no agent uses are not checked, so one
+ * configuration file can serve deployments that hold different keys.
+ */
+export function checkAgentCredentials(
+  agent: AgentConfig,
+  providers: Readonly<Record<string, ProviderConfig>>,
+  env: Record<string, string | undefined>,
+): void {
+  const uses = [
+    ['model', agent.model.provider],
+    ...(agent.gate ? [['gate.model', agent.gate.model.provider]] : []),
+  ] as const;
+  for (const [key, providerName] of uses) {
+    const provider = providers[providerName] as ProviderConfig;
+    const variables = [
+      ...(provider.apiKeyEnv ? [provider.apiKeyEnv] : []),
+      ...Object.values(provider.headersFromEnv),
+    ];
+    const missing = variables.find((variable) => !env[variable]);
+    if (missing !== undefined) {
+      throw new ConfigError(
+        `agents.${agent.name}.${key}: the provider "${providerName}" needs the environment variable ${missing}, which is not set`,
+      );
+    }
+  }
+}

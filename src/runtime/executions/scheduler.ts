@@ -1,0 +1,185 @@
+import type { ScheduleConfig } from '../../config/types.js';
+import { fireTimesBetween, parseCron } from '../../missions/cron.js';
+import { dispatchOf } from '../../missions/dispatch.js';
+import { checkMissionInput } from '../../missions/input.js';
+import { activeScheduleExecutions } from '../../store/activeScheduleExecutions.js';
+import { requestCancel } from '../../store/requestCancel.js';
+import { createExecutionIn } from '../../store/createExecution.js';
+import type { Queryable } from '../../store/db.js';
+import { fireSchedules, type ScheduleRow } from '../../store/fireSchedules.js';
+import { msUntilNextFire } from '../../store/msUntilNextFire.js';
+import { recordFire } from '../../store/recordFire.js';
+import { seedSchedules } from '../../store/seedSchedules.js';
+import { abortableDelay } from '../abortable.js';
+import type { ExecutionDeps } from './deps.js';
+
+/** Schedules fired per transaction: it holds their row locks, keep it short. */
+const batch = 10;
+
+/**
+ * The durable scheduler (worker role). Each tick fires the schedules whose time has come
+ * (store/fireSchedules.ts: one transaction, SKIP LOCKED, a unique key per fire time), then
+ * sleeps until the next fire time or the poll interval. Missed fire times — the scheduler
+ * was down, or late by more than `schedule_grace_ms` — follow the schedule's `catch_up`:
+ * `none` skips them, `one` starts one execution for all of them (unless an on-time fire
+ * does), `all` starts one per fire time (at most `max_catch_up_fires`, the newest). An
+ * execution still running when the next fire comes follows `overlap`: `skip` records the
+ * fire and starts nothing, `queue` starts it after the running one ends,
+ * `cancel_previous` cancels the running one and starts the new one.
+ *
+ * The clock is injected (tests freeze and advance it); executions' own timers use the
+ * database's clock.
+ */
+export class Scheduler {
+  private readonly shutdown = new AbortController();
+  private loop: Promise<void> | null = null;
+
+  constructor(private readonly deps: ExecutionDeps) {}
+
+  private now(): Date {
+    return this.deps.now?.() ?? new Date();
+  }
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.shutdown.abort();
+    await this.loop;
+  }
+
+  /** Fires everything due now; returns how many schedules fired. */
+  async tick(): Promise<number> {
+    const now = this.now();
+    let total = 0;
+    for (;;) {
+      const fired = await fireSchedules(this.deps.db, { now, limit: batch }, (tx, schedule) =>
+        this.fire(tx, schedule, now),
+      );
+      total += fired;
+      if (fired < batch) return total;
+    }
+  }
+
+  private async run(): Promise<void> {
+    const { pollMs } = this.deps.config.runtime;
+    while (!this.shutdown.signal.aborted) {
+      let sleepMs = pollMs;
+      try {
+        await this.tick();
+        const next = await msUntilNextFire(this.deps.db, this.now());
+        if (next !== null) sleepMs = Math.min(pollMs, Math.max(1, next));
+      } catch (error) {
+        this.deps.log.error({ err: (error as Error).message }, 'firing schedules failed');
+      }
+      await abortableDelay(sleepMs, this.shutdown.signal);
+    }
+  }
+
+  private async fire(
+    tx: Queryable,
+    row: ScheduleRow,
+    now: Date,
+  ): Promise<{ nextFireAt: Date | null; lastFireAt: Date | null }> {
+    const schedule = row.definition;
+    const { scheduleGraceMs, maxCatchUpFires } = this.deps.config.runtime;
+    let cron;
+    try {
+      cron = parseCron(schedule.cron, schedule.timezone);
+    } catch {
+      // Checked at start; a stored definition from an older version might not parse.
+      this.deps.log.error({ schedule: row.name }, 'schedule has an invalid cron; disabled');
+      return { nextFireAt: null, lastFireAt: null };
+    }
+    const times = [
+      row.next_fire_at,
+      ...fireTimesBetween(cron, row.next_fire_at, now, maxCatchUpFires),
+    ];
+    const onTime = times.filter((time) => now.getTime() - time.getTime() <= scheduleGraceMs);
+    const missed = times.filter((time) => now.getTime() - time.getTime() > scheduleGraceMs);
+    const toFire =
+      schedule.catchUp === 'none'
+        ? onTime
+        : schedule.catchUp === 'one'
+          ? onTime.length > 0
+            ? onTime
+            : missed.slice(-1)
+          : [...missed, ...onTime].slice(-maxCatchUpFires);
+    if (missed.length > 0) {
+      this.deps.log.info(
+        { schedule: row.name, missed: missed.length, catch_up: schedule.catchUp },
+        'schedule missed fire times',
+      );
+    }
+    for (const time of toFire) await this.fireOnce(tx, schedule, time);
+    return { nextFireAt: cron.next(now), lastFireAt: toFire[toFire.length - 1] ?? null };
+  }
+
+  private async fireOnce(tx: Queryable, schedule: ScheduleConfig, fireTime: Date): Promise<void> {
+    const executionId = `sched.${schedule.name}.${Math.floor(fireTime.getTime() / 1000)}`;
+    const fire = { schedule: schedule.name, fireTime, tenant: schedule.tenant };
+    const mission = this.deps.missions.get(schedule.tenant, schedule.mission);
+    const problem = mission
+      ? checkMissionInput(mission.inputSchema, schedule.input)
+      : `no mission named "${schedule.mission}"`;
+    if (!mission || problem !== null) {
+      this.deps.log.error({ schedule: schedule.name, problem }, 'schedule cannot fire; skipped');
+      await recordFire(tx, { ...fire, executionId: null, outcome: 'skipped' });
+      return;
+    }
+    const active = await activeScheduleExecutions(tx, schedule.tenant, schedule.name);
+    let after: string | null = null;
+    if (active.length > 0) {
+      if (schedule.overlap === 'skip') {
+        await recordFire(tx, { ...fire, executionId: null, outcome: 'skipped' });
+        return;
+      }
+      if (schedule.overlap === 'queue') {
+        after = (active[active.length - 1] as { execution_id: string }).execution_id;
+      } else {
+        for (const previous of active) {
+          await requestCancel(tx, {
+            tenant: schedule.tenant,
+            executionId: previous.execution_id,
+            commandId: `${executionId}.cancel`,
+          });
+        }
+      }
+    }
+    const recorded = await recordFire(tx, {
+      ...fire,
+      executionId,
+      outcome: after === null ? 'started' : 'queued',
+    });
+    if (!recorded) return;
+    await createExecutionIn(tx, {
+      ...dispatchOf(mission, {
+        tenant: schedule.tenant,
+        executionId,
+        user: schedule.user,
+        agent: mission.agent,
+        input: schedule.input,
+        threads: null,
+        priority: null,
+        timeoutSeconds: null,
+      }),
+      schedule: { name: schedule.name, fireTime },
+      afterExecutionId: after,
+    });
+  }
+}
+
+/** Seeds the configuration's schedules (every process, at start). */
+export async function seedConfiguredSchedules(
+  deps: Pick<ExecutionDeps, 'db' | 'config' | 'now'>,
+): Promise<void> {
+  const now = deps.now?.() ?? new Date();
+  await seedSchedules(
+    deps.db,
+    Object.values(deps.config.schedules).map((config) => ({
+      config,
+      firstFireAt: parseCron(config.cron, config.timezone).next(now),
+    })),
+  );
+}

@@ -1,0 +1,166 @@
+import { createHash } from 'node:crypto';
+import { ParleyError } from '../errors.js';
+import { newSessionId } from '../ids.js';
+import { isUniqueViolation, type Db, type Queryable } from './db.js';
+import { journalEvents } from './appendEvents.js';
+import { createSession } from './createSession.js';
+import { executionStatusEvent, type ExecutionRow, type ExecutionSpec } from './getExecution.js';
+import { notifyWakeup } from './wakeups.js';
+
+export interface DispatchThread {
+  agent: string;
+  input: Record<string, unknown>;
+  /** Its first iteration's message. */
+  prompt: string;
+}
+
+export interface DispatchInput {
+  tenant: string;
+  executionId: string;
+  user: string;
+  mission: string;
+  agent: string;
+  input: Record<string, unknown>;
+  spec: Omit<ExecutionSpec, 'threads'>;
+  threads: DispatchThread[] | null;
+  maxIterations: number;
+  interruptTo: string | null;
+  priority: number;
+  timeoutSeconds: number | null;
+  /** A scheduled fire: which schedule, for which fire time. */
+  schedule?: { name: string; fireTime: Date } | null;
+  /** overlap: queue — start once that execution has ended. */
+  afterExecutionId?: string | null;
+}
+
+/**
+ * Dispatches an execution (POST /api/v1/missions/{name}/executions, or a schedule's fire):
+ * its session (and one per fan-out thread) and its row, due at once, in one transaction,
+ * announced with `execution_status` in its session and a wake-up for the runners.
+ * Idempotent by (tenant, execution_id) like a turn_id: a retry with the same dispatch gets
+ * the stored execution back (`created: false`); other input is `execution_conflict`.
+ */
+export async function createExecution(
+  db: Db,
+  input: DispatchInput,
+): Promise<{ execution: ExecutionRow; created: boolean }> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await db.transaction((tx) => createExecutionIn(tx, input));
+    } catch (error) {
+      if (!isUniqueViolation(error) || attempt >= 3) throw error;
+    }
+  }
+}
+
+/** The same, inside the caller's transaction (the scheduler's fire). */
+export async function createExecutionIn(
+  tx: Queryable,
+  input: DispatchInput,
+): Promise<{ execution: ExecutionRow; created: boolean }> {
+  const fingerprint = createHash('sha256')
+    .update(
+      JSON.stringify([
+        input.mission,
+        input.agent,
+        input.input,
+        input.threads?.map((thread) => [thread.agent, thread.input]) ?? null,
+        input.priority,
+        input.timeoutSeconds,
+      ]),
+    )
+    .digest('hex');
+  const existing = (
+    await tx.query<ExecutionRow>(
+      'select * from executions where tenant = $1 and execution_id = $2',
+      [input.tenant, input.executionId],
+    )
+  ).rows[0];
+  if (existing) {
+    if (existing.fingerprint !== fingerprint) {
+      throw new ParleyError(
+        'execution_conflict',
+        'this execution_id was already used for a different dispatch',
+      );
+    }
+    return { execution: existing, created: false };
+  }
+  const parent = await insertExecution(tx, input, {
+    executionId: input.executionId,
+    agent: input.agent,
+    input: input.input,
+    spec: {
+      ...input.spec,
+      threads: input.threads?.map(({ agent, input }) => ({ agent, input })) ?? null,
+    },
+    fingerprint,
+    parent: null,
+  });
+  for (const [index, thread] of (input.threads ?? []).entries()) {
+    await insertExecution(tx, input, {
+      executionId: `${input.executionId}.${index + 1}`,
+      agent: thread.agent,
+      input: thread.input,
+      spec: { ...input.spec, prompt: thread.prompt, threads: null },
+      fingerprint,
+      parent: input.executionId,
+    });
+  }
+  await notifyWakeup(tx, { kind: 'execution', sessionId: parent.session_id, sequence: 1 });
+  return { execution: parent, created: true };
+}
+
+async function insertExecution(
+  tx: Queryable,
+  input: DispatchInput,
+  row: {
+    executionId: string;
+    agent: string;
+    input: Record<string, unknown>;
+    spec: ExecutionSpec;
+    fingerprint: string;
+    parent: string | null;
+  },
+): Promise<ExecutionRow> {
+  const session = await createSession(tx, {
+    tenant: input.tenant,
+    sessionId: newSessionId(),
+    agent: row.agent,
+    title: `${input.mission} (${row.executionId})`,
+    greeting: null,
+  });
+  const inserted = await tx.query<ExecutionRow>(
+    `insert into executions (tenant, execution_id, mission, agent, user_name, session_id,
+                             parent_execution_id, schedule, fire_time, after_execution_id,
+                             fingerprint, input, spec, interrupt_to, priority, status, loop_status,
+                             max_iterations, next_run_at, timeout_at)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 'starting',
+             case when $16::text is null then null else 'idle' end, $17,
+             now(),
+             now() + $18::double precision * interval '1 second')
+     returning *`,
+    [
+      input.tenant,
+      row.executionId,
+      input.mission,
+      row.agent,
+      input.user,
+      session.session_id,
+      row.parent,
+      input.schedule?.name ?? null,
+      input.schedule?.fireTime ?? null,
+      row.parent === null ? (input.afterExecutionId ?? null) : null,
+      row.fingerprint,
+      JSON.stringify(row.input),
+      JSON.stringify(row.spec),
+      input.interruptTo,
+      input.priority,
+      row.spec.threads === null ? row.spec.loop_prompt : null,
+      input.maxIterations,
+      input.timeoutSeconds,
+    ],
+  );
+  const execution = inserted.rows[0] as ExecutionRow;
+  await journalEvents(tx, session.session_id, [executionStatusEvent(execution)]);
+  return execution;
+}

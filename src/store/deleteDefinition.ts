@@ -1,0 +1,32 @@
+import type { Db } from './db.js';
+import type { DefinitionKind } from './definitions.js';
+import { notifyWakeup } from './wakeups.js';
+
+/**
+ * DELETE on a tenant's definition: removes its customized row, which restores the shipped
+ * one (or, for one created through the API, removes it). `none`: the tenant has no row of
+ * its own — `shipped` says whether there is a shipped definition to speak of.
+ */
+export async function deleteDefinition(
+  db: Db,
+  input: { kind: DefinitionKind; tenant: string; name: string },
+): Promise<'restored' | 'deleted' | { none: true; shipped: boolean }> {
+  return db.transaction(async (tx) => {
+    const deleted = await tx.query<{ shipped: boolean }>(
+      `delete from definitions d where kind = $1 and tenant = $2 and name = $3 and tenant <> ''
+       returning exists (select 1 from definitions s
+                          where s.kind = $1 and s.tenant = '' and s.name = $3) as shipped`,
+      [input.kind, input.tenant, input.name],
+    );
+    const row = deleted.rows[0];
+    if (!row) {
+      const shipped = await tx.query(
+        `select 1 from definitions where kind = $1 and tenant = '' and name = $2`,
+        [input.kind, input.name],
+      );
+      return { none: true, shipped: shipped.rowCount > 0 };
+    }
+    await notifyWakeup(tx, { kind: 'definitions', sessionId: '-', sequence: 0 });
+    return row.shipped ? 'restored' : 'deleted';
+  });
+}

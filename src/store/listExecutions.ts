@@ -1,0 +1,56 @@
+import type { Queryable } from './db.js';
+import {
+  toExecutionProjection,
+  type ExecutionProjection,
+  type ExecutionRow,
+} from './getExecution.js';
+import { encodeCursor } from './listSessions.js';
+
+/**
+ * A tenant's executions, newest first, filtered by mission, status and user. The cursor is
+ * the (created_at, execution_id) of the last item, so a page boundary is stable while
+ * executions keep being dispatched.
+ */
+export async function listExecutions(
+  db: Queryable,
+  tenant: string,
+  options: {
+    mission: string | null;
+    status: string | null;
+    user: string | null;
+    limit: number;
+    cursor: { createdAt: string; executionId: string } | null;
+  },
+): Promise<{ items: ExecutionProjection[]; next_cursor: string | null }> {
+  const params: unknown[] = [
+    tenant,
+    options.mission,
+    options.status,
+    options.user,
+    options.limit + 1,
+  ];
+  let after = '';
+  if (options.cursor) {
+    params.push(options.cursor.createdAt, options.cursor.executionId);
+    after = 'and (created_at, execution_id) < ($6::timestamptz, $7)';
+  }
+  const found = await db.query<ExecutionRow>(
+    `select * from executions
+      where tenant = $1
+        and ($2::text is null or mission = $2)
+        and ($3::text is null or status = $3)
+        and ($4::text is null or user_name = $4) ${after}
+      order by created_at desc, execution_id desc
+      limit $5`,
+    params,
+  );
+  const rows = found.rows.slice(0, options.limit);
+  const last = rows[rows.length - 1];
+  return {
+    items: rows.map(toExecutionProjection),
+    next_cursor:
+      found.rows.length > options.limit && last
+        ? encodeCursor([last.created_at.toISOString(), last.execution_id])
+        : null,
+  };
+}
