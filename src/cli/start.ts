@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../api/app.js';
-import { startPlatforms } from '../adapters/startup.js';
+import type { PlatformsRunning } from '../adapters/startup.js';
 import { assertBindAllowed } from '../api/principal.js';
 import { configuredPlatforms } from '../config/platformTypes.js';
 import type { Config } from '../config/types.js';
@@ -118,7 +118,13 @@ export async function startProcess(
 
     // Chat platforms (issue 11): inbound endpoints on the API, their outbox and the
     // outbound webhooks delivered by workers.
-    const platforms = await startPlatforms({ db, wakeups, config, env, log, role, agents });
+    // Loaded only when configured: the platforms' SDKs take seconds to import.
+    const platforms: PlatformsRunning =
+      configuredPlatforms(config.adapters).length > 0
+        ? await (
+            await import('../adapters/startup.js')
+          ).startPlatforms({ db, wakeups, config, env, log, role, agents })
+        : { set: null, listening: () => {}, stop: async () => {} };
     stops.push(() => platforms.stop());
     if (role.worker && Object.keys(config.webhooks).length > 0) {
       const webhooks = await startWebhooks({
