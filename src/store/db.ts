@@ -12,9 +12,9 @@ export interface QueryResult<Row> {
 }
 
 /**
- * A statement the hot path runs on every turn: PostgreSQL parses and plans it once per
- * connection (a named prepared statement) instead of on every call. The name must be
- * unique to the text. PGlite runs it like plain text.
+ * A statement the hot path runs on every turn: parsed and planned once per connection (a
+ * named prepared statement; on PGlite once per instance, through its wire protocol)
+ * instead of on every call. The name must be unique to the text.
  */
 export interface Statement {
   name: string;

@@ -1,6 +1,6 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PGlite, types } from '@electric-sql/pglite';
+import { parse, PGlite, protocol, types } from '@electric-sql/pglite';
 import type { Db, Queryable, QueryResult, Statement } from './db.js';
 
 const parsers = {
@@ -28,27 +28,30 @@ export async function openPglite(dataDir: string | null): Promise<Db> {
     releaseLock();
     throw error;
   }
-  const wrap = (target: PGlite | Queryable): Queryable => ({
+  const prepared = new PreparedStatements(pglite);
+  const wrap = (target: PGlite | Queryable, inTransaction: boolean): Queryable => ({
     async query<Row>(
       statement: string | Statement,
       params: unknown[] = [],
     ): Promise<QueryResult<Row>> {
-      const text = typeof statement === 'string' ? statement : statement.text;
       // PGlite runs queries on this thread and resolves them without giving the event
       // loop a turn: without this, a turn's chain of queries starves HTTP and SSE.
       await new Promise((resolve) => setImmediate(resolve));
-      const result = await (target as PGlite).query<Row>(text, params);
+      const result =
+        typeof statement === 'string'
+          ? await (target as PGlite).query<Row>(statement, params)
+          : await prepared.run<Row>(statement, params, inTransaction);
       // PGlite reports affectedRows 0 for a SELECT: count the rows of anything that returns rows.
       const rowCount = result.fields.length > 0 ? result.rows.length : (result.affectedRows ?? 0);
       return { rows: result.rows, rowCount };
     },
   });
-  const root = wrap(pglite);
+  const root = wrap(pglite, false);
   return {
     engine: 'pglite',
     query: <Row>(statement: string | Statement, params?: unknown[]) =>
       root.query<Row>(statement, params),
-    transaction: (work) => pglite.transaction((tx) => work(wrap(tx as unknown as Queryable))),
+    transaction: (work) => pglite.transaction((tx) => work(wrap(tx as unknown as Queryable, true))),
     async listen(channel, onPayload) {
       const unlisten = await pglite.listen(channel, onPayload);
       return async () => {
@@ -60,6 +63,87 @@ export async function openPglite(dataDir: string | null): Promise<Db> {
       releaseLock();
     },
   };
+}
+
+/**
+ * Named prepared statements on PGlite, as the PostgreSQL adapter has them: the hot path's
+ * statements are parsed and planned once per instance instead of on every call (PGlite's
+ * `query` parses, describes and plans each time; for the turn's statements that was most
+ * of their cost). Built on PGlite's wire-protocol entry point, under the same query lock
+ * and with the same parameter serializers and result parsers as its `query`.
+ */
+class PreparedStatements {
+  private readonly paramTypes = new Map<string, number[]>();
+
+  constructor(private readonly pglite: PGlite) {}
+
+  run<Row>(
+    statement: Statement,
+    params: unknown[],
+    inTransaction: boolean,
+  ): Promise<{ rows: Row[]; fields: unknown[]; affectedRows?: number }> {
+    const pglite = this.pglite as PGlite & {
+      _runExclusiveQuery<T>(work: () => Promise<T>): Promise<T>;
+      _runExclusiveTransaction<T>(work: () => Promise<T>): Promise<T>;
+    };
+    // Like PGlite's own `query`: outside a transaction, wait for any open one to end (its
+    // statements must not interleave with ours); inside, the transaction holds that lock.
+    const exclusive = <T>(work: () => Promise<T>) =>
+      inTransaction
+        ? pglite._runExclusiveQuery(work)
+        : pglite._runExclusiveTransaction(() => pglite._runExclusiveQuery(work));
+    return exclusive(async () => {
+      const types = await this.prepare(statement);
+      const values = params.map((value, index) => {
+        if (value === null || value === undefined) return null;
+        const serializer = pglite.serializers[types[index] ?? 0];
+        if (serializer) return serializer(value);
+        if (typeof value === 'string') return value;
+        if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') {
+          return String(value);
+        }
+        return JSON.stringify(value);
+      });
+      const messages = await pglite.execProtocolStream(
+        frames(
+          protocol.serialize.bind({ statement: statement.name, values }),
+          protocol.serialize.describe({ type: 'P' }),
+          protocol.serialize.execute({}),
+          protocol.serialize.sync(),
+        ),
+        { syncToFs: false },
+      );
+      if (!inTransaction) await pglite.syncToFs();
+      const [result] = parse.parseResults(messages, pglite.parsers);
+      return result as unknown as { rows: Row[]; fields: unknown[]; affectedRows?: number };
+    });
+  }
+
+  private async prepare(statement: Statement): Promise<number[]> {
+    const known = this.paramTypes.get(statement.name);
+    if (known) return known;
+    const messages = await this.pglite.execProtocolStream(
+      frames(
+        protocol.serialize.parse({ name: statement.name, text: statement.text }),
+        protocol.serialize.describe({ type: 'S', name: statement.name }),
+        protocol.serialize.sync(),
+      ),
+      { syncToFs: false },
+    );
+    const types = parse.parseDescribeStatementResults(messages);
+    this.paramTypes.set(statement.name, types);
+    return types;
+  }
+}
+
+function frames(...parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
 }
 
 function lockDataDir(dataDir: string): () => void {
