@@ -213,7 +213,7 @@ export function missionsTable(
   };
   const rows: [string, (figure: MissionsFigures) => string][] = [
     [
-      `6. ${timers} timers due at once, ${runners} runners: fires/s`,
+      `8. ${timers} timers due at once, ${runners} runners: fires/s`,
       (figure) => `${figure.timers.fires_per_second} (${figure.timers.seconds} s)`,
     ],
     ['   each fired exactly once', (figure) => (figure.timers.each_once ? 'yes' : 'NO')],

@@ -871,6 +871,13 @@ function table(results: { pglite: Outcome; postgres: Outcome }): string {
         ] as [string, (r: EngineResult) => string],
     ),
     [
+      '    10 KB: first 10 / last 10 turns (bytes)',
+      (r) => {
+        const size = r.reply_bytes.sizes[1];
+        return size ? `${size.first_ten_bytes_per_turn} / ${size.last_ten_bytes_per_turn}` : 'n/a';
+      },
+    ],
+    [
       '    fit: × text + fixed bytes',
       (r) => `${fmt(r.reply_bytes.slope)}× + ${r.reply_bytes.fixed_overhead_bytes}`,
     ],
@@ -896,13 +903,6 @@ function table(results: { pglite: Outcome; postgres: Outcome }): string {
     [
       '   bytes per turn with three tool calls',
       (r) => String(r.tool_loop.three_tool_calls.bytes_per_turn),
-    ],
-    [
-      '    10 KB: first 10 / last 10 turns (bytes)',
-      (r) => {
-        const size = r.reply_bytes.sizes[1];
-        return size ? `${size.first_ten_bytes_per_turn} / ${size.last_ten_bytes_per_turn}` : 'n/a';
-      },
     ],
   ];
   const labelWidth = Math.max(...rows.map(([label]) => label.length)) + 2;
