@@ -1,4 +1,5 @@
 import type { LanguageModelV3, LanguageModelV3FunctionTool } from '@ai-sdk/provider';
+import { forcedToolCall, type CallUsage } from './forcedCall.js';
 import { classifyProviderError, ProviderFailure } from './failure.js';
 
 /**
@@ -11,13 +12,7 @@ import { classifyProviderError, ProviderFailure } from './failure.js';
  */
 export const decisionToolName = 'record_decision';
 
-export interface EvaluationUsage {
-  inputTokens: number;
-  outputTokens: number;
-  cachedInputTokens: number;
-  reasoningTokens: number;
-  latencyMs: number;
-}
+export type EvaluationUsage = CallUsage;
 
 export interface EvaluationRequest {
   /** The agent's instructions: the evaluator is the agent, judging its own work. */
@@ -97,45 +92,30 @@ export async function evaluateIteration(
   const timeout = AbortSignal.timeout(request.timeoutMs);
   const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
   const prompt = evaluationPrompt(request);
-  let usage: EvaluationUsage | null = null;
-  let answer: string | null = null;
+  const spent: { usage: EvaluationUsage | null } = { usage: null };
+  let answer: string | null;
   try {
-    const { stream } = await model.doStream({
-      prompt: [
-        { role: 'system', content: prompt.system },
-        { role: 'user', content: [{ type: 'text', text: prompt.user }] },
-      ],
-      tools: [decisionTool],
-      toolChoice: { type: 'tool', toolName: decisionToolName },
-      temperature: 0,
-      abortSignal: signal,
-    });
-    for await (const part of stream) {
-      if (signal.aborted) break;
-      if (part.type === 'tool-call' && part.toolName === decisionToolName) answer ??= part.input;
-      else if (part.type === 'error') throw part.error;
-      else if (part.type === 'finish') {
-        usage = {
-          inputTokens: part.usage.inputTokens.total ?? 0,
-          outputTokens: part.usage.outputTokens.total ?? 0,
-          cachedInputTokens: part.usage.inputTokens.cacheRead ?? 0,
-          reasoningTokens: part.usage.outputTokens.reasoning ?? 0,
-          latencyMs: now() - started,
-        };
-      }
-    }
+    answer = await forcedToolCall(
+      model,
+      { system: prompt.system, user: prompt.user, tool: decisionTool, signal, started, now },
+      spent,
+    );
   } catch (error) {
     if (request.signal?.aborted) throw request.signal.reason;
     // A call that outlived its time is the provider being slow: transient, like a 5xx.
-    if (timeout.aborted) return { kind: 'failed', failure: new ProviderFailure(true, null), usage };
-    return { kind: 'failed', failure: classifyProviderError(error, now), usage };
+    if (timeout.aborted)
+      return { kind: 'failed', failure: new ProviderFailure(true, null), usage: spent.usage };
+    return { kind: 'failed', failure: classifyProviderError(error, now), usage: spent.usage };
   }
   if (request.signal?.aborted) throw request.signal.reason;
-  if (timeout.aborted) return { kind: 'failed', failure: new ProviderFailure(true, null), usage };
-  if (answer === null) return { kind: 'garbage', why: 'the model gave no decision', usage };
+  if (timeout.aborted)
+    return { kind: 'failed', failure: new ProviderFailure(true, null), usage: spent.usage };
+  if (answer === null)
+    return { kind: 'garbage', why: 'the model gave no decision', usage: spent.usage };
   const parsed = parseDecision(answer);
-  if (!parsed) return { kind: 'garbage', why: 'the decision was not in the schema', usage };
-  return { kind: 'decided', ...parsed, usage };
+  if (!parsed)
+    return { kind: 'garbage', why: 'the decision was not in the schema', usage: spent.usage };
+  return { kind: 'decided', ...parsed, usage: spent.usage };
 }
 
 function parseDecision(

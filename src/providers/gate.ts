@@ -1,4 +1,5 @@
 import type { LanguageModelV3, LanguageModelV3FunctionTool } from '@ai-sdk/provider';
+import { forcedToolCall, type CallUsage } from './forcedCall.js';
 import { classifyProviderError } from './failure.js';
 
 /**
@@ -10,13 +11,7 @@ import { classifyProviderError } from './failure.js';
  */
 export const gateToolName = 'classify_topic';
 
-export interface GateUsage {
-  inputTokens: number;
-  outputTokens: number;
-  cachedInputTokens: number;
-  reasoningTokens: number;
-  latencyMs: number;
-}
+export type GateUsage = CallUsage;
 
 export interface GateVerdict {
   on_topic: boolean;
@@ -69,44 +64,32 @@ export async function classifyTopic(
   const started = now();
   const timeout = AbortSignal.timeout(request.timeoutMs);
   const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
-  let usage: GateUsage | null = null;
-  let answer: string | null = null;
+  const spent: { usage: GateUsage | null } = { usage: null };
+  let answer: string | null;
   try {
-    const { stream } = await model.doStream({
-      prompt: [
-        { role: 'system', content: gateInstructions(request.topic) },
-        { role: 'user', content: [{ type: 'text', text: request.input }] },
-      ],
-      tools: [gateTool],
-      toolChoice: { type: 'tool', toolName: gateToolName },
-      temperature: 0,
-      abortSignal: signal,
-    });
-    for await (const part of stream) {
-      if (signal.aborted) break;
-      if (part.type === 'tool-call' && part.toolName === gateToolName) answer ??= part.input;
-      else if (part.type === 'error') throw part.error;
-      else if (part.type === 'finish') {
-        usage = {
-          inputTokens: part.usage.inputTokens.total ?? 0,
-          outputTokens: part.usage.outputTokens.total ?? 0,
-          cachedInputTokens: part.usage.inputTokens.cacheRead ?? 0,
-          reasoningTokens: part.usage.outputTokens.reasoning ?? 0,
-          latencyMs: now() - started,
-        };
-      }
-    }
+    answer = await forcedToolCall(
+      model,
+      {
+        system: gateInstructions(request.topic),
+        user: request.input,
+        tool: gateTool,
+        signal,
+        started,
+        now,
+      },
+      spent,
+    );
   } catch (error) {
     if (request.signal?.aborted) throw request.signal.reason;
-    if (timeout.aborted) return failClosed(`timed out after ${request.timeoutMs} ms`, usage);
-    return failClosed(classifyProviderError(error, now).code, usage);
+    if (timeout.aborted) return failClosed(`timed out after ${request.timeoutMs} ms`, spent.usage);
+    return failClosed(classifyProviderError(error, now).code, spent.usage);
   }
   if (request.signal?.aborted) throw request.signal.reason;
-  if (timeout.aborted) return failClosed(`timed out after ${request.timeoutMs} ms`, usage);
-  if (answer === null) return failClosed('the model gave no verdict', usage);
+  if (timeout.aborted) return failClosed(`timed out after ${request.timeoutMs} ms`, spent.usage);
+  if (answer === null) return failClosed('the model gave no verdict', spent.usage);
   const parsed = parseVerdict(answer);
-  if (!parsed) return failClosed('the verdict was not understood', usage);
-  return { ...parsed, failed: false, usage };
+  if (!parsed) return failClosed('the verdict was not understood', spent.usage);
+  return { ...parsed, failed: false, usage: spent.usage };
 }
 
 function failClosed(why: string, usage: GateUsage | null): GateVerdict {
