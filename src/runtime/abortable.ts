@@ -25,3 +25,24 @@ export function cancellableDelay(
   });
   return { done, cancel };
 }
+
+/**
+ * A graceful stop's second half: waits up to `graceMs` for `active` work to end; past it,
+ * calls `onLate` (say so, then abort the work) and waits for the work to wind down.
+ */
+export async function drainWithin(
+  active: Iterable<Promise<unknown>>,
+  graceMs: number,
+  signal: AbortSignal,
+  onLate: () => void,
+): Promise<void> {
+  const drained = Promise.all(active).then(() => true);
+  // Cancelled once drained: a pending grace timer would keep the process alive.
+  const grace = cancellableDelay(graceMs, signal);
+  const inTime = await Promise.race([drained, grace.done.then(() => false)]);
+  grace.cancel();
+  if (!inTime) {
+    onLate();
+    await Promise.all(active);
+  }
+}

@@ -1,6 +1,6 @@
 import { newLeaseToken } from '../ids.js';
 import { claimSession } from '../store/claimSession.js';
-import { abortableDelay, cancellableDelay } from './abortable.js';
+import { abortableDelay, cancellableDelay, drainWithin } from './abortable.js';
 import type { RuntimeDeps } from './deps.js';
 import { drainSession, maxBurst } from './drain.js';
 
@@ -40,19 +40,18 @@ export class Worker {
     this.wake.abort();
     this.unsubscribe?.();
     await this.loop;
-    const drained = Promise.all(this.active).then(() => true);
-    // Cancelled once drained: a pending grace timer would keep the process alive.
-    const grace = cancellableDelay(this.deps.config.runtime.shutdownGraceMs, this.hardStop.signal);
-    const inTime = await Promise.race([drained, grace.done.then(() => false)]);
-    grace.cancel();
-    if (!inTime) {
-      this.deps.log.warn(
-        { sessions: this.active.size },
-        'grace period over; aborting running turns',
-      );
-      this.hardStop.abort();
-      await Promise.all(this.active);
-    }
+    await drainWithin(
+      this.active,
+      this.deps.config.runtime.shutdownGraceMs,
+      this.hardStop.signal,
+      () => {
+        this.deps.log.warn(
+          { sessions: this.active.size },
+          'grace period over; aborting running turns',
+        );
+        this.hardStop.abort();
+      },
+    );
   }
 
   private async run(): Promise<void> {

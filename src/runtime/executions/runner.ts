@@ -10,7 +10,7 @@ import { releaseExecution } from '../../store/releaseExecution.js';
 import { renewExecutionLease } from '../../store/renewExecutionLease.js';
 import { wakeExecution } from '../../store/wakeExecution.js';
 import type { Wakeup } from '../../store/wakeups.js';
-import { abortableDelay, cancellableDelay } from '../abortable.js';
+import { abortableDelay, cancellableDelay, drainWithin } from '../abortable.js';
 import { advanceExecution } from './advance.js';
 import type { ExecutionDeps } from './deps.js';
 import { executionOfTurn } from './iteration.js';
@@ -56,14 +56,12 @@ export class ExecutionRunner {
     this.wake.abort();
     this.unsubscribe?.();
     await this.loop;
-    const drained = Promise.all(this.active).then(() => true);
-    const grace = cancellableDelay(this.deps.config.runtime.shutdownGraceMs, this.hardStop.signal);
-    const inTime = await Promise.race([drained, grace.done.then(() => false)]);
-    grace.cancel();
-    if (!inTime) {
-      this.hardStop.abort(new Error('shutdown grace period over'));
-      await Promise.all(this.active);
-    }
+    await drainWithin(
+      this.active,
+      this.deps.config.runtime.shutdownGraceMs,
+      this.hardStop.signal,
+      () => this.hardStop.abort(new Error('shutdown grace period over')),
+    );
   }
 
   private onWakeup(wakeup: Wakeup): void {
