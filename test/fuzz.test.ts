@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { engine } from './support/db.js';
 import { until } from './support/poll.js';
+import { FakeTelegram } from './support/platforms/telegram.js';
 import { rawRequest, type RawResponse } from './support/raw.js';
 import { request, startTestServer, type TestServer } from './support/server.js';
 
@@ -14,8 +15,10 @@ import { request, startTestServer, type TestServer } from './support/server.js';
  */
 
 const seed = Number(process.env.PARLEY_FUZZ_SEED ?? 20261201);
-// The full 2,400 on PostgreSQL; the PGlite leg, slower per request, runs a third of them.
-const total = Number(process.env.PARLEY_FUZZ_REQUESTS ?? (engine === 'postgres' ? 2400 : 800));
+// The full 3,000 on PostgreSQL; the PGlite leg, slower per request, runs a third of them.
+const total = Number(process.env.PARLEY_FUZZ_REQUESTS ?? (engine === 'postgres' ? 3000 : 1000));
+const telegramToken = '123456:fuzz-telegram-token';
+const telegramSecret = 'fuzz-telegram-secret';
 
 /** mulberry32: small, fast, good enough to pick mutations reproducibly. */
 function prng(start: number): () => number {
@@ -30,18 +33,55 @@ function prng(start: number): () => number {
 }
 
 let server: TestServer;
+let telegram: FakeTelegram;
 let sessionId = '';
+let executionId = '';
+let executionSessionId = '';
+let checkpoint = 0;
 let turnId = '';
 let requestId = '';
 let expectedSequence = 0;
 
 beforeAll(async () => {
-  server = await startTestServer({
-    agents: {
-      default: { tools: { calculator: 'approve' } },
-      other: { greeting: 'hi' },
+  telegram = await FakeTelegram.start(telegramToken);
+  server = await startTestServer(
+    {
+      agents: {
+        default: { tools: { calculator: 'approve' } },
+        other: { greeting: 'hi' },
+      },
+      missions: {
+        once: { prompt: 'Write the report.' },
+        looping: { prompt: 'Tidy.', loop_prompt: '/decide continue', max_iterations: 2 },
+      },
+      adapters: {
+        telegram: {
+          tenant: 'default',
+          bot_token_env: 'FUZZ_TG_TOKEN',
+          secret_token_env: 'FUZZ_TG_SECRET',
+          api_url: telegram.server.url,
+        },
+      },
     },
+    { FUZZ_TG_TOKEN: telegramToken, FUZZ_TG_SECRET: telegramSecret },
+  );
+  // An execution that ran to its end: its session has a checkpoint to fork and rewind to.
+  const dispatched = await request(server.url, 'POST', '/api/v1/missions/once/executions', {
+    execution_id: 'fuzz_exec',
   });
+  executionId = dispatched.body.execution_id;
+  const finished = await until(
+    async () => (await request(server.url, 'GET', `/api/v1/executions/${executionId}`)).body,
+    (execution) => execution.status === 'success',
+    'the execution',
+  );
+  executionSessionId = finished.session_id;
+  const checkpoints = await request(
+    server.url,
+    'GET',
+    `/api/v1/chat/sessions/${executionSessionId}/checkpoints`,
+  );
+  checkpoint = checkpoints.body.items[0].sequence;
   // A session with a finished turn and a pending approval, so that every endpoint has a
   // real resource to aim at; then the worker stops, so only requests write.
   const admitted = await request(server.url, 'POST', '/api/v1/chat/turns', {
@@ -58,9 +98,12 @@ beforeAll(async () => {
   requestId = pending.pending_input.request_id;
   expectedSequence = pending.pending_input.expected_sequence;
   await server.worker?.stop();
+  await server.executions?.stop();
+  await server.scheduler?.stop();
 });
 afterAll(async () => {
-  await server.close();
+  await server?.close();
+  await telegram?.close();
 });
 
 async function fingerprint(): Promise<string> {
@@ -78,7 +121,16 @@ async function fingerprint(): Promise<string> {
             (select count(*) from attachments) as attachments,
             (select count(*) from memories) as memories,
             (select count(*) from usage) as usage,
-            (select count(*) from models) as models`,
+            (select count(*) from models) as models,
+            (select count(*) from definitions) as definitions,
+            (select coalesce(sum(revision), 0) from definitions) as revisions,
+            (select count(*) from executions) as executions,
+            (select count(*) from execution_commands) as execution_commands,
+            (select count(*) from schedule_fires) as fires,
+            (select count(*) from rewinds) as rewinds,
+            (select count(*) from personal_sessions where archived_at is null) as personal,
+            (select count(*) from adapter_threads) as threads,
+            (select count(*) from chat_state_subscriptions) as subscriptions`,
   );
   return JSON.stringify(found.rows[0]);
 }
@@ -141,7 +193,16 @@ function generator(random: () => number) {
     { a: 1 },
     { __proto__: { polluted: true } },
   ];
-  const real = () => pick([sessionId, turnId, requestId, String(expectedSequence)]);
+  const real = () =>
+    pick([
+      sessionId,
+      turnId,
+      requestId,
+      String(expectedSequence),
+      executionId,
+      executionSessionId,
+      String(checkpoint),
+    ]);
   const value = () => (random() < 0.2 ? real() : pick(hostileValues));
   const segment = () =>
     pick([
@@ -149,6 +210,10 @@ function generator(random: () => number) {
       sessionId,
       turnId,
       requestId,
+      executionId,
+      executionSessionId,
+      'once',
+      'default',
       '01NOSUCHSESSION0000000000',
       '%00',
       'ab%00cd',
@@ -253,6 +318,77 @@ function generator(random: () => number) {
       body: pick(['', 'not an image', '\u0089PNG\r\n\u001a\n', 'GIF89a', 'x'.repeat(3000)]),
     }),
     () => json('POST', '/api/v1/admin/prune', { older_than_days: 3650 }),
+    // Issue 10: missions, executions, schedules, checkpoints, personal sessions, definitions.
+    () => get(pick(['/api/v1/missions', '/api/v1/schedules', `/api/v1/missions/${segment()}`])),
+    () =>
+      json('POST', `/api/v1/missions/${pick(['once', 'looping', segment()])}/executions`, {
+        execution_id: `fx_${Math.floor(random() * 1e9)}`,
+        input: { topic: 'x' },
+        agent: 'default',
+      }),
+    () =>
+      get(
+        `/api/v1/executions?${query({ mission: queryValue(), status: pick(['success', 'x', '']), user: queryValue(), cursor: queryValue(), limit: queryValue() })}`,
+      ),
+    () => get(`/api/v1/executions/${segment()}`),
+    () =>
+      json('POST', `/api/v1/executions/${segment()}/${pick(['cancel', 'unblock'])}`, {
+        command_id: `x_${Math.floor(random() * 1e9)}`,
+        note: 'go on',
+      }),
+    () =>
+      get(
+        `/api/v1/chat/sessions/${segment()}/checkpoints?${query({ limit: queryValue(), cursor: queryValue() })}`,
+      ),
+    () =>
+      json('POST', `/api/v1/chat/sessions/${segment()}/fork`, {
+        at_sequence: checkpoint,
+        title: 'fork',
+      }),
+    () => json('POST', `/api/v1/chat/sessions/${segment()}/rewind`, { to_sequence: checkpoint }),
+    () => json('POST', `/api/v1/agents/${segment()}/${pick(['personal', 'personal/archive'])}`, {}),
+    () =>
+      json('PUT', `/api/v1/${pick(['agents', 'missions'])}/${segment()}`, {
+        instructions: 'Be brief.',
+        prompt: 'Do it.',
+        namespace: 'fuzz',
+      }),
+    () => ({
+      method: pick(['GET', 'DELETE']),
+      path: `/api/v1/${pick(['agents', 'missions'])}/${segment()}`,
+      headers: {},
+      body: null,
+    }),
+    // Issue 11: the platforms' endpoints (Telegram configured, the others not) and webhooks.
+    () => ({
+      ...json('POST', '/adapters/telegram/webhook', {
+        update_id: Math.floor(random() * 1e9),
+        message: {
+          message_id: Math.floor(random() * 1e6),
+          date: 1,
+          chat: { id: 42, type: 'private' },
+          from: { id: 42, is_bot: false, first_name: 'Fuzz' },
+          text: 'hello',
+        },
+      }),
+      headers: {
+        'content-type': 'application/json',
+        ...(random() < 0.7 ? { 'x-telegram-bot-api-secret-token': telegramSecret } : {}),
+      },
+    }),
+    () =>
+      json(
+        'POST',
+        pick([
+          '/adapters/slack/events',
+          '/adapters/discord/interactions',
+          '/adapters/gchat/events',
+          '/adapters/teams/messages',
+          `/adapters/${segment()}/events`,
+        ]),
+        { type: 'event_callback', event: { type: 'message', text: 'hi' } },
+      ),
+    () => get('/api/v1/admin/webhooks'),
     () => get(pick(['/healthz', '/readyz', '/metrics', '/api/v1/openapi.json', '/api/v1/nothing'])),
   ];
 
