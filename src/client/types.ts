@@ -64,22 +64,7 @@ export interface CancelResult {
   sequence: number;
 }
 
-/** One pending input request in the approvals inbox (GET /api/v1/inputs, an extension). */
-export interface InboxItem {
-  request_id: string;
-  session_id: string;
-  session_title: string | null;
-  agent: string;
-  turn_id: string;
-  kind: 'approval' | 'question' | 'budget_extension';
-  call_id: string;
-  tool: string | null;
-  arguments: unknown;
-  prompt: string | null;
-  /** The sequence of its `input_required` event: what an answer must carry. */
-  expected_sequence: number;
-  created_at: string;
-}
+export type { InboxItem } from '../protocol/inbox.js';
 
 /** An agent as GET /api/v1/agents describes it (an extension; never its instructions). */
 export interface AgentInfo {

@@ -1,28 +1,11 @@
+import type { InboxItem } from '../protocol/inbox.js';
 import type { Queryable } from './db.js';
 import { encodeCursor } from './listSessions.js';
 
 /** One pending input request as the approvals inbox shows it (GET /api/v1/inputs). */
-export interface PendingInputItem {
-  request_id: string;
-  session_id: string;
-  session_title: string | null;
-  agent: string;
-  turn_id: string;
-  kind: 'approval' | 'question' | 'budget_extension';
-  call_id: string;
-  tool: string | null;
-  arguments: unknown;
-  prompt: string | null;
-  expected_sequence: number;
-  created_at: string;
-  /** `low`, `normal`, `high` or `urgent`: an execution's, else `normal`. */
-  priority: string;
-  /** The execution this request stops, if any, and where its interruptions go. */
-  execution_id: string | null;
-  interrupt_to: string | null;
-}
+export type PendingInputItem = InboxItem;
 
-const priorityNames = ['low', 'normal', 'high', 'urgent'];
+const priorityNames: InboxItem['priority'][] = ['low', 'normal', 'high', 'urgent'];
 
 interface InputRow {
   request_id: string;
