@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { webhookStatus } from '../src/store/webhookStatus.js';
 import { until } from './support/poll.js';
 import { request, startTestServer, type TestServer } from './support/server.js';
 
@@ -208,6 +209,12 @@ describe('outbound webhooks (Standard Webhooks)', () => {
     expect(dead).toMatchObject({ event_type: 'message', attempts: 2, last_error: 'HTTP 503' });
     expect(JSON.stringify(status.body)).not.toContain('token=abc');
     expect(status.body.items.find((item: any) => item.name === 'crm').delivered).toBeGreaterThan(0);
+    // The status is the principal's tenant's: another tenant's admin sees none of it.
+    const foreign = await webhookStatus(server.db, 'acme', ['audit', 'crm'], 20);
+    expect(foreign.dead).toEqual([]);
+    for (const row of foreign.counts) {
+      expect(row).toMatchObject({ pending: 0, delivered: 0, dead: 0 });
+    }
 
     const cli = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
       const child = spawn(
