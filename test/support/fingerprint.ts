@@ -50,6 +50,39 @@ export async function fingerprint(
   return Object.fromEntries(found.rows.map((row) => [row.name, row.hash]));
 }
 
+/**
+ * The fingerprint of one tenant's rows: every table with a `tenant` column, only the rows
+ * of `tenant` (what another tenant's requests must never change, even those that write
+ * their own rows). Tables without the column are deployment-wide (the model catalog) or
+ * the Chat SDK's own state, and are left out.
+ */
+export async function tenantFingerprint(
+  db: Queryable,
+  tenant: string,
+): Promise<Record<string, string>> {
+  const found = await db.query<{ table_name: string }>(
+    `select c.table_name from information_schema.columns c
+       join information_schema.tables t
+         on t.table_schema = c.table_schema and t.table_name = c.table_name
+      where c.table_schema = current_schema() and c.column_name = 'tenant'
+        and t.table_type = 'BASE TABLE'
+      order by c.table_name`,
+  );
+  const names = found.rows.map((row) => row.table_name);
+  const hashes = await db.query<{ name: string; hash: string }>(
+    names
+      .map(
+        (name, index) =>
+          `select $${index + 2}::text as name,
+                  count(*) || ':' || md5(coalesce(string_agg(t::text, E'\\n' order by t::text), '')) as hash
+             from ${quoteIdentifier(name)} t where t.tenant = $1`,
+      )
+      .join(' union all '),
+    [tenant, ...names],
+  );
+  return Object.fromEntries(hashes.rows.map((row) => [row.name, row.hash]));
+}
+
 /** The tables whose hash differs between two fingerprints, for a failure message. */
 export function changedTables(
   before: Record<string, string>,
