@@ -22,6 +22,7 @@ import { openapiRoutes } from './openapi.js';
 import { personalRoutes } from './personal.js';
 import { scheduleRoutes } from './schedules.js';
 import { authenticate } from './principal.js';
+import { recordRoutes } from './routes.js';
 import { sessionRoutes } from './sessions.js';
 import { turnRoutes } from './turns.js';
 import { usageRoutes } from './usage.js';
@@ -61,6 +62,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     frameworkErrors,
     clientErrorHandler,
   });
+  recordRoutes(app);
   app.decorateRequest('principal', undefined as never);
   installErrorHandler(app);
   // Only JSON bodies: anything else (text/plain included) is 415 before a route runs.

@@ -328,6 +328,13 @@ export const openapiDocument = {
         responses: { '200': json({ type: 'object' }), '503': errorResponse('not_ready') },
       },
     },
+    '/api/v1/openapi.json': {
+      get: {
+        summary: 'This document (OpenAPI 3.1): the contract, machine-readable',
+        security: [],
+        responses: { '200': json({ type: 'object' }) },
+      },
+    },
     '/metrics': {
       get: {
         summary: 'Prometheus metrics',

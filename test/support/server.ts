@@ -3,21 +3,38 @@ import { createLogger } from '../../src/log.js';
 import { testConfig } from './config.js';
 import { freshStorage } from './db.js';
 
+type Role = { api: boolean; worker: boolean };
+
 export interface TestServer extends Running {
   url: string;
   config: ReturnType<typeof testConfig>;
   /** Stops the process parts and drops the test database. */
   close: () => Promise<void>;
+  /**
+   * Stops this process and starts another on the same database in `role` (the API alone,
+   * say: then no background loop writes). Use the returned server; its `close` drops the
+   * database.
+   */
+  restart: (role: Role) => Promise<TestServer>;
 }
 
 /** An in-process `parley serve` (API + worker) on a fresh database, on a random port. */
 export async function startTestServer(
   overrides: Record<string, unknown> = {},
   env: Record<string, string> = {},
-  role: { api: boolean; worker: boolean } = { api: true, worker: true },
+  role: Role = { api: true, worker: true },
 ): Promise<TestServer> {
   const fresh = await freshStorage();
   const config = testConfig(fresh.storage, overrides, env);
+  return launch(config, env, role, fresh.drop);
+}
+
+async function launch(
+  config: ReturnType<typeof testConfig>,
+  env: Record<string, string>,
+  role: Role,
+  drop: () => Promise<void>,
+): Promise<TestServer> {
   const running = await startProcess(config, role, createLogger({ level: 'silent' }), {
     env: { ...process.env, ...env },
   });
@@ -27,7 +44,11 @@ export async function startTestServer(
     config,
     close: async () => {
       await running.stop();
-      await fresh.drop();
+      await drop();
+    },
+    restart: async (next) => {
+      await running.stop();
+      return launch(config, env, next, drop);
     },
   };
 }
