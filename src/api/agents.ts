@@ -85,7 +85,7 @@ export function agentRoutes(app: FastifyInstance, deps: ApiDeps): void {
   });
 
   app.get('/api/v1/me', async (request) => {
-    const { tenant, user, roles } = request.principal;
-    return { tenant, user, roles, mode: deps.config.auth.mode };
+    const { tenant, user, roles, operator } = request.principal;
+    return { tenant, user, roles, operator, mode: deps.config.auth.mode };
   });
 }

@@ -21,7 +21,7 @@ import { adminModelRoutes, modelRoutes } from './models.js';
 import { openapiRoutes } from './openapi.js';
 import { personalRoutes } from './personal.js';
 import { scheduleRoutes } from './schedules.js';
-import { authenticate } from './principal.js';
+import { authenticate, requireOperator } from './principal.js';
 import { sessionRoutes } from './sessions.js';
 import { turnRoutes } from './turns.js';
 import { usageRoutes } from './usage.js';
@@ -32,6 +32,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Probes and the OpenAPI document answer without a principal. */
     public?: boolean;
+    /** Deployment-wide actions: only the operator's principal (`auth.keys[].operator`). */
+    operator?: boolean;
   }
 }
 
@@ -84,6 +86,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
       );
     }
     if (!request.routeOptions.config.public) request.principal = authenticate(deps.config, request);
+    if (request.routeOptions.config.operator) requireOperator(request.principal);
   });
   app.addHook('onResponse', async (request, reply) => {
     httpRequests.inc({
