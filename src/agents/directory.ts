@@ -2,12 +2,7 @@ import { checkAgentCredentials, compileAgent } from '../config/agents.js';
 import { ConfigError } from '../config/errors.js';
 import { defaultAgentName } from '../config/load.js';
 import { compileMission } from '../config/missions.js';
-import {
-  agentSchema,
-  missionSchema,
-  type AgentFile,
-  type MissionFile,
-} from '../config/schema.js';
+import { agentSchema, missionSchema, type AgentFile, type MissionFile } from '../config/schema.js';
 import {
   mcpGrantsFor,
   parseTenantDefinition,
@@ -218,11 +213,7 @@ export class Directory {
       ? (config.shipped.agents[name] as AgentFile)
       : null;
     const scope = this.tenantScope(tenant);
-    const parsed = parseTenantDefinition(
-      tenantAgentSchema(scope, shipped),
-      raw,
-      `agents.${name}`,
-    );
+    const parsed = parseTenantDefinition(tenantAgentSchema(scope, shipped), raw, `agents.${name}`);
     const agent = compileAgent(name, parsed, {
       providers: config.providers,
       mcpServers: config.mcpServers,

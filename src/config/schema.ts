@@ -120,7 +120,13 @@ export const agentSchema = z
       .default(null),
     completion_text: z.string().nullable().default(null),
     temperature: z.number().min(0).max(2).nullable().default(null),
-    max_output_tokens: z.number().int().positive().max(maxOutputTokensCeiling).nullable().default(null),
+    max_output_tokens: z
+      .number()
+      .int()
+      .positive()
+      .max(maxOutputTokensCeiling)
+      .nullable()
+      .default(null),
     // Passed to the AI SDK as `providerOptions` unchanged, keyed by the SDK's provider key
     // (openai, anthropic, google, or the provider's name for openai_compatible / ollama).
     provider_options: z.record(z.string(), z.record(z.string(), z.unknown())).default({}),

@@ -224,10 +224,10 @@ function checkTool(
       report([...path, key], 'set by the operator only', true);
     }
   }
-  const limits = { ...toolCeilings[name], timeout_ms: ['maxTimeoutMs', 'max_timeout_ms'] } as Record<
-    string,
-    [keyof AgentPolicy, string]
-  >;
+  const limits = {
+    ...toolCeilings[name],
+    timeout_ms: ['maxTimeoutMs', 'max_timeout_ms'],
+  } as Record<string, [keyof AgentPolicy, string]>;
   for (const [key, [field, policyKey]] of Object.entries(limits)) {
     const value = table[key];
     if (typeof value !== 'number') continue;
