@@ -35,7 +35,10 @@ const settings = {
   },
   tenancy: {
     // shell is left to tenants here (its sandbox, env and network never are); remember is not.
-    agent_policy: { tools: ['clock', 'calculator', 'http_fetch', 'shell', 'ask_user'] },
+    // vault__add is granted to every tenant by the policy itself.
+    agent_policy: {
+      tools: ['clock', 'calculator', 'http_fetch', 'shell', 'ask_user', 'vault__add'],
+    },
   },
   // orders is granted to acme; vault to no tenant (only the operator's agents list it).
   mcp_servers: { orders: { ...fixture, tenants: ['acme'] }, vault: fixture },
@@ -296,6 +299,19 @@ describe('MCP tools reach only who is granted', () => {
     });
     await request(server.url, 'DELETE', '/api/v1/agents/orders-bot', undefined, alice);
   });
+
+  it('a tool the policy lists is granted to every tenant, and nothing more of its server', async () => {
+    const created = await put(gina, '/api/v1/agents/adder', { tools: { vault__add: 'allow' } });
+    expect(created.status).toBe(200);
+    const rows = await turn(gina, 'adder', '/tool vault__add {"a": 2, "b": 3}');
+    expect(rows.find((row) => row.type === 'tool_result')?.payload).toMatchObject({
+      tool: 'vault__add',
+      ok: true,
+    });
+    const more = await put(gina, '/api/v1/agents/adder', { tools: { vault__echo: 'allow' } });
+    expect(more.body).toMatchObject({ error: 'operator_only_key', key: 'tools.vault__echo' });
+    await request(server.url, 'DELETE', '/api/v1/agents/adder', undefined, gina);
+  });
 });
 
 describe('a stored definition the policy no longer allows', () => {
@@ -414,6 +430,7 @@ describe('the configuration', () => {
       [{ mcp_servers: { s: { command: 'x', call_timeout_ms: 86_400_001 } } }, 'mcp_servers.s'],
       [{ tools: { human_only: ['teleport'] } }, 'tools.human_only.0'],
       [{ tenancy: { agent_policy: { tools: ['orders__echo'] } } }, 'tenancy.agent_policy.tools.0'],
+      [{ tenancy: { agent_policy: { tools: ['teleport'] } } }, 'tenancy.agent_policy.tools.0'],
       [
         { tenancy: { agent_policy: { max_timeout_ms: 86_400_001 } } },
         'tenancy.agent_policy.max_timeout_ms',

@@ -76,7 +76,10 @@ export class Directory {
     refused: (tenant, name) => this.find(this.snapshot.agents, tenant, name)?.refused ?? null,
     defaultName: (tenant) => {
       const shipped = defaultAgentName(this.deps.config);
-      if (this.agents.get(tenant, shipped)) return shipped;
+      // A refused default stays the default: its turns say so, never another agent's.
+      if (this.agents.get(tenant, shipped) || this.agents.refused?.(tenant, shipped)) {
+        return shipped;
+      }
       return this.agents.list(tenant)[0]?.name ?? shipped;
     },
   };

@@ -67,14 +67,21 @@ const toolCeilings: Record<string, Record<string, [keyof AgentPolicy, string]>> 
 const builtIns = builtInTools();
 const builtInNames = new Set([...builtIns.keys(), askUserTool]);
 
-/** `tenancy.agent_policy` compiled; its tools must be built-in ones (MCP is granted per server). */
+/**
+ * `tenancy.agent_policy` compiled. Its tools are built-in ones, or MCP tools
+ * (`server__tool`, `server__*`) of configured servers, which it grants to every tenant
+ * (`mcp_servers.X.tenants` grants a server to some).
+ */
 export function compileAgentPolicy(file: ConfigFile): AgentPolicy {
   const policy = file.tenancy.agent_policy;
   policy.tools.forEach((name, index) => {
     if (builtInNames.has(name)) return;
-    const hint = mcpToolPattern.test(name)
-      ? 'MCP tools are granted per server: mcp_servers.SERVER.tenants'
-      : `no such built-in tool (${[...builtInNames].sort().join(', ')})`;
+    const server = mcpToolPattern.exec(name)?.[1];
+    if (server !== undefined && Object.hasOwn(file.mcp_servers, server)) return;
+    const hint =
+      server !== undefined
+        ? `no MCP server named "${server}" in mcp_servers`
+        : `no such tool (${[...builtInNames].sort().join(', ')}, or server__tool of an MCP server)`;
     throw new ConfigError(`tenancy.agent_policy.tools.${index}: ${hint}`);
   });
   return {
@@ -107,17 +114,28 @@ export function serverGranted(server: McpServerConfig | undefined, tenant: strin
   return server.tenants === '*' || server.tenants.includes(tenant);
 }
 
+/** Is this MCP entry (`server__tool` or `server__*`) granted to the tenant's definitions? */
+function mcpEntryGranted(scope: TenantScope, server: string, name: string): boolean {
+  return (
+    serverGranted(scope.mcpServers[server], scope.tenant) ||
+    scope.policy.tools.includes(name) ||
+    scope.policy.tools.includes(`${server}__*`)
+  );
+}
+
 /**
  * The MCP servers a tenant's definition may be offered tools of (AgentConfig.mcpGrants):
- * those granted to the tenant, and those the operator's definition of the same name lists
- * (the tenant may keep the operator's entries, exactly).
+ * those granted to the tenant (by the server's `tenants`, or the policy's tools), and those
+ * the operator's definition of the same name lists (the tenant may keep the operator's
+ * entries, exactly).
  */
-export function mcpGrantsFor(
-  scope: Pick<TenantScope, 'tenant' | 'mcpServers'>,
-  shipped: AgentFile | null,
-): string[] {
+export function mcpGrantsFor(scope: TenantScope, shipped: AgentFile | null): string[] {
   const granted = Object.values(scope.mcpServers)
-    .filter((server) => serverGranted(server, scope.tenant))
+    .filter(
+      (server) =>
+        serverGranted(server, scope.tenant) ||
+        scope.policy.tools.some((name) => mcpToolPattern.exec(name)?.[1] === server.name),
+    )
     .map((server) => server.name);
   const kept = Object.keys(shipped?.tools ?? {}).flatMap((name) => {
     const server = mcpToolPattern.exec(name)?.[1];
@@ -201,9 +219,7 @@ function checkTool(
   }
 
   if (table.policy === 'deny') return; // never offered, never runs
-  const granted = isMcp
-    ? serverGranted(scope.mcpServers[server], scope.tenant)
-    : scope.policy.tools.includes(name);
+  const granted = isMcp ? mcpEntryGranted(scope, server, name) : scope.policy.tools.includes(name);
   if (!granted) {
     if (operators && isDeepStrictEqual(comparable(table, name), comparable(operators, name))) {
       return; // the operator's own entry, kept exactly
