@@ -216,6 +216,8 @@ describe('a tenant admin may not set operator-only keys', () => {
         { tools: { shell: { sandbox: 'none', timeout_ms: 300_001 } } },
         "tools.shell.timeout_ms: at most 300000 (the operator's definition of this name)",
       ],
+      // The checks start-up applies to the file: a skill that is not in skills_dir.
+      ['agents/default', { skills: ['nope'] }, 'agents.default.skills.0: skill "nope"'],
       [
         'missions/other',
         { prompt: 'x', max_iterations: 101 },

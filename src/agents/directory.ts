@@ -12,6 +12,7 @@ import {
 } from '../config/tenancy.js';
 import type { AgentConfig, Config, MissionConfig } from '../config/types.js';
 import { createSandboxCheck, shellSandboxProblem } from '../tools/shell/startup.js';
+import { checkAgentSkills, type SkillCatalog } from '../tools/skills/catalog.js';
 import type { Logger } from '../log.js';
 import type { Db } from '../store/db.js';
 import type { DefinitionKind, DefinitionRow } from '../store/definitions.js';
@@ -101,6 +102,8 @@ export class Directory {
       pollMs: number;
       /** The bubblewrap program (tests name a missing one). */
       bwrap?: string;
+      /** The skills of `skills_dir`: a definition's skills must be there, as at start-up. */
+      skills?: SkillCatalog;
     },
   ) {
     this.sandboxProblem = createSandboxCheck(deps.config.tools.workspaceDir, deps.bwrap);
@@ -184,7 +187,8 @@ export class Directory {
   /**
    * Checks a tenant's agent definition (a PUT: always a tenant's edit, the operator edits
    * the file) with the tenant's schema (config/tenancy.ts), then as start-up checks the
-   * file (providers, tools, the provider's environment variables, the shell's sandbox).
+   * file (providers, tools, skills, the provider's environment variables, the shell's
+   * sandbox).
    * Returns it with defaults applied; throws an OperatorOnlyKeyError (403) or a
    * ConfigError (400) naming the key.
    */
@@ -224,6 +228,10 @@ export class Directory {
     });
     const sandbox = shellSandboxProblem(agent, this.sandboxProblem);
     if (sandbox !== null) throw new ConfigError(sandbox);
+    if (this.deps.skills) {
+      const [problem] = checkAgentSkills(this.deps.skills, { [name]: parsed }, config.skillsDir);
+      if (problem !== undefined) throw new ConfigError(problem);
+    }
     return { agent, parsed };
   }
 

@@ -115,6 +115,7 @@ export async function startProcess(
       log,
       env,
       pollMs: config.runtime.pollMs,
+      skills,
       ...(options.bwrap ? { bwrap: options.bwrap } : {}),
     });
     await directory.seedAndLoad();
