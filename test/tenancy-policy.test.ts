@@ -279,6 +279,8 @@ describe('MCP tools reach only who is granted', () => {
       gina,
     );
     expect(listed.body.tools.map((tool: any) => tool.name)).toEqual(['clock', 'calculator']);
+    // Nor the names of servers its tools do not come from.
+    expect(listed.body.mcp_servers).toEqual([]);
     const rows = await turn(gina, 'default', '/tool orders__echo {"text": "leak"}');
     expect(rows.some((row) => row.type === 'input_required')).toBe(false);
     expect(rows.find((row) => row.type === 'tool_result')?.payload).toMatchObject({
