@@ -331,8 +331,9 @@ export function tenantMissionSchema(policy: AgentPolicy, shipped: MissionFile | 
 }
 
 /**
- * Parses a tenant's definition with its schema. An operator-only key wins over any other
- * problem (403 names it); else the first issue is a ConfigError naming the key (400).
+ * Parses a tenant's definition with its schema. The tenant's limits are checked on a
+ * definition that fits the operator's schema; among them an operator-only key wins over a
+ * ceiling (403 names it); else the first issue is a ConfigError naming the key (400).
  * Never echoes a value.
  */
 export function parseTenantDefinition<T>(schema: z.ZodType<T>, raw: unknown, where: string): T {
