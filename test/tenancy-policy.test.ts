@@ -1,5 +1,7 @@
+import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Directory } from '../src/agents/directory.js';
 import { startProcess } from '../src/cli/start.js';
 import { compileConfig } from '../src/config/load.js';
 import { createLogger } from '../src/log.js';
@@ -256,6 +258,24 @@ describe('a tenant admin may not set operator-only keys', () => {
       expect(again.body).toMatchObject({ is_customized: true, refused: null });
       expect(again.body.definition).toEqual(shipped.body.definition);
     }
+    // A process loading the tenant's copy says its shell runs unsandboxed, as start-up says
+    // it of the operator's agent.
+    const lines: string[] = [];
+    const destination = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const other = new Directory({
+      db: server.db,
+      config: server.config,
+      log: createLogger({ level: 'info', destination }),
+      env: {},
+      pollMs: 60_000,
+    });
+    await other.seedAndLoad();
+    expect(lines.join('')).toMatch(/"tenant":"acme","agent":"desk".*NO sandbox/);
     // Within the operator's values, a tenant may change them; and add human_only.
     const desk = (await request(server.url, 'GET', '/api/v1/agents/desk', undefined, alice)).body
       .definition;
