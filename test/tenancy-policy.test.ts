@@ -283,6 +283,15 @@ describe('a tenant admin may not set operator-only keys', () => {
     edited.tools.shell = { ...edited.tools.shell, timeout_ms: 200_000, human_only: true };
     edited.budgets.max_iterations = 40;
     expect((await put(alice, '/api/v1/agents/desk', edited)).status).toBe(200);
+    // Denying a tool is always the tenant's to do: nothing runs.
+    const denied = await put(alice, '/api/v1/agents/default', {
+      tools: {
+        remember: 'deny',
+        vault__echo: 'deny',
+        shell: { policy: 'deny', human_only: false },
+      },
+    });
+    expect(denied.status).toBe(200);
     for (const kind of ['agents/desk', 'agents/default', 'missions/report']) {
       await request(server.url, 'DELETE', `/api/v1/${kind}`, undefined, alice);
     }

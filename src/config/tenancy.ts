@@ -205,6 +205,7 @@ function checkTool(
   // An unknown tool, or a server that is not configured, is the compiler's 400.
   if (!builtInNames.has(name) && !isMcp) return;
   const path = ['tools', name];
+  if (table.policy === 'deny') return; // never offered, never runs
 
   // human_only: a tenant may add it, never remove what the operator set.
   const operatorSetsIt =
@@ -218,7 +219,6 @@ function checkTool(
     report([...path, 'human_only'], 'only the operator removes human_only', true);
   }
 
-  if (table.policy === 'deny') return; // never offered, never runs
   const granted = isMcp ? mcpEntryGranted(scope, server, name) : scope.policy.tools.includes(name);
   if (!granted) {
     if (operators && isDeepStrictEqual(comparable(table, name), comparable(operators, name))) {
