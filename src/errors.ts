@@ -16,6 +16,7 @@ export const errorCodes = {
   unauthorized: 401,
   invalid_signature: 401,
   forbidden: 403,
+  operator_only_key: 403,
   not_found: 404,
   session_not_found: 404,
   unknown_agent: 404,

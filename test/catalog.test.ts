@@ -265,8 +265,15 @@ describe('catalog API and parley models', () => {
         },
         auth: {
           keys: [
-            { key_env: 'ADMIN_KEY', tenant: 'acme', user: 'ops', roles: ['admin'] },
-            { key_env: 'USER_KEY', tenant: 'acme', user: 'ann', roles: [] },
+            // The catalog is deployment-wide: its sync is the operator's.
+            {
+              key_env: 'ADMIN_KEY',
+              tenant: 'acme',
+              user: 'ops',
+              roles: ['admin'],
+              operator: true,
+            },
+            { key_env: 'USER_KEY', tenant: 'acme', user: 'ann', roles: ['admin'] },
           ],
         },
       },

@@ -113,6 +113,7 @@ describe('configuration (CONFIG.md)', () => {
       tenant: 'acme',
       user: 'alice',
       roles: ['reviewer'],
+      operator: false,
     });
     expect(() =>
       compileConfig({ auth: { keys: [{ key_env: 'MISSING', tenant: 't', user: 'u' }] } }, {}),

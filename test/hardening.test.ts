@@ -13,6 +13,7 @@ import { request, startTestServer, type TestServer } from './support/server.js';
 let server: TestServer;
 const admin = { authorization: 'Bearer admin-key' };
 const member = { authorization: 'Bearer member-key' };
+const operator = { authorization: 'Bearer operator-key' };
 
 beforeAll(async () => {
   server = await startTestServer(
@@ -22,10 +23,16 @@ beforeAll(async () => {
         keys: [
           { key_env: 'ADMIN_KEY', tenant: 'acme', user: 'ada', roles: ['admin'] },
           { key_env: 'MEMBER_KEY', tenant: 'acme', user: 'max', roles: ['member'] },
+          { key_env: 'OPERATOR_KEY', tenant: 'acme', user: 'root', operator: true },
         ],
       },
     },
-    { ADMIN_KEY: 'admin-key', MEMBER_KEY: 'member-key', METRICS_KEY: 'metrics-key' },
+    {
+      ADMIN_KEY: 'admin-key',
+      MEMBER_KEY: 'member-key',
+      OPERATOR_KEY: 'operator-key',
+      METRICS_KEY: 'metrics-key',
+    },
   );
 });
 afterAll(async () => {
@@ -55,22 +62,35 @@ describe('role checks live on routes, not on URL text', () => {
   it('refuses every admin route, however it is spelled, to a key without the admin role', async () => {
     const created = await request(server.url, 'POST', '/api/v1/chat/sessions', {}, member);
     const sessionId = created.body.session_id as string;
+    // Prune is deployment-wide: the operator's key, not a tenant admin's.
     const routes = [
-      { path: `/api/v1/admin/sessions/${sessionId}/unpark`, body: '{}' },
-      { path: '/api/v1/admin/prune', body: '{"older_than_seconds": 0}' },
+      {
+        path: `/api/v1/admin/sessions/${sessionId}/unpark`,
+        body: '{}',
+        denied: [member],
+        key: admin,
+      },
+      {
+        path: '/api/v1/admin/prune',
+        body: '{"older_than_seconds": 0}',
+        denied: [member, admin],
+        key: operator,
+      },
     ];
     for (const route of routes) {
       for (const path of spellings(route.path)) {
-        const denied = await rawPost(server.url, path, route.body, {
-          'content-type': 'application/json',
-          ...member,
-        });
-        expect(denied.status, path).toBe(403);
-        expectEnvelope(denied.body, 'forbidden');
-        // The same spelling with the admin key reaches the route itself.
+        for (const who of route.denied) {
+          const denied = await rawPost(server.url, path, route.body, {
+            'content-type': 'application/json',
+            ...who,
+          });
+          expect(denied.status, path).toBe(403);
+          expectEnvelope(denied.body, 'forbidden');
+        }
+        // The same spelling with the right key reaches the route itself.
         const allowed = await rawPost(server.url, path, route.body, {
           'content-type': 'application/json',
-          ...admin,
+          ...route.key,
         });
         expect([200, 409], path).toContain(allowed.status);
       }
@@ -203,7 +223,9 @@ describe('headers and metrics', () => {
 
   it('keeps /metrics behind its key when metrics_key_env is set', async () => {
     expect((await request(server.url, 'GET', '/metrics')).status).toBe(401);
-    expect((await request(server.url, 'GET', '/metrics', undefined, member)).status).toBe(401);
+    // A tenant's API key is not the metrics key, nor an operator's.
+    expect((await request(server.url, 'GET', '/metrics', undefined, member)).status).toBe(403);
+    expect((await request(server.url, 'GET', '/metrics', undefined, operator)).status).toBe(200);
     const scraped = await request(server.url, 'GET', '/metrics', undefined, {
       authorization: 'Bearer metrics-key',
     });

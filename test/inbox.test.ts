@@ -190,6 +190,7 @@ describe('GET /api/v1/agents and /api/v1/me', () => {
       tenant: 'acme',
       user: 'alice',
       roles: ['lead'],
+      operator: false,
       mode: 'keys',
     });
     const wrong = new ParleyClient({ baseUrl: server.url, apiKey: 'not-a-key' });

@@ -32,6 +32,8 @@ const config = () =>
     },
     agents: {
       a: { tools: { fixture__echo: 'allow', 'remote__*': 'deny', remote__add: 'allow' } },
+      // The calls below go through an agent that lists both servers whole.
+      caller: { tools: { 'fixture__*': 'allow', 'remote__*': 'allow' } },
     },
   });
 
@@ -54,7 +56,7 @@ afterAll(async () => {
 });
 
 async function call(name: string, args: unknown, timeoutMs?: number) {
-  const agent = config().agents.a!;
+  const agent = config().agents.caller!;
   const entry = resolveAgentTools(agent, registry).find((tool) => tool.name === name);
   if (!entry?.tool) throw new Error(`no tool ${name}`);
   return runTool(entry.tool, args, {
@@ -84,11 +86,11 @@ describe('MCP servers', () => {
     expect(registry.get('fixture__echo')?.source).toBe('mcp:fixture');
   });
 
-  it('get their policies: listed, server__*, else approve', () => {
+  it("get their policies: listed, or server__*; an unlisted tool is not the agent's", () => {
     const resolved = resolveAgentTools(config().agents.a!, registry);
     const policy = (name: string) => resolved.find((tool) => tool.name === name)?.policy;
     expect(policy('fixture__echo')).toBe('allow');
-    expect(policy('fixture__add')).toBe('approve');
+    expect(policy('fixture__add')).toBeUndefined();
     expect(policy('remote__add')).toBe('allow');
     expect(policy('remote__echo')).toBe('deny');
   });

@@ -242,12 +242,14 @@ describe('tool entries in the configuration', () => {
     expect(config.tools).toEqual({
       maxConcurrency: 2,
       maxResultBytes: 65536,
+      humanOnly: ['shell', 'http_fetch'],
       workspaceDir: '/srv/parley/workspaces',
     });
     expect(config.skillsDir).toBe('./skills');
     expect(config.mcpServers.search).toMatchObject({
       transport: 'http',
       headersFromEnv: { Authorization: 'SEARCH_AUTH' },
+      tenants: [],
     });
     for (const name of ['a__b', '_a', 'a b']) {
       expect(() => compileConfig({ mcp_servers: { [name]: { command: 'x' } } })).toThrow(
@@ -276,7 +278,10 @@ describe('resolveAgentTools', () => {
     const config = compileConfig({
       mcp_servers: { orders: { command: 'node' } },
       agents: {
-        a: { tools: { clock: 'allow', ask_user: 'allow', orders__refund: 'deny' }, skills: ['x'] },
+        a: {
+          tools: { clock: 'allow', ask_user: 'allow', orders__refund: 'deny', orders__lookup: {} },
+          skills: ['x'],
+        },
       },
     });
     const resolved = resolveAgentTools(config.agents.a!, registry).map((tool) => ({
@@ -292,6 +297,32 @@ describe('resolveAgentTools', () => {
       { name: 'orders__lookup', source: 'mcp:orders', policy: 'approve', available: true },
       { name: 'load_skill', source: 'skill', policy: 'allow', available: true },
     ]);
+  });
+
+  it('gives an agent only the MCP tools it lists: nothing implicit', () => {
+    const config = compileConfig({
+      mcp_servers: { orders: { command: 'node' } },
+      agents: { a: { tools: { clock: 'allow', orders__lookup: 'allow' } }, b: {} },
+    });
+    expect(resolveAgentTools(config.agents.a!, registry).map((tool) => tool.name)).toEqual([
+      'clock',
+      'orders__lookup',
+    ]);
+    expect(resolveAgentTools(config.agents.b!, registry)).toEqual([]);
+  });
+
+  it("offers a tenant's own definition only the MCP servers granted to it", () => {
+    const config = compileConfig({
+      mcp_servers: { orders: { command: 'node' } },
+      agents: { a: { tools: { orders__lookup: 'allow', 'orders__*': 'approve', clock: 'allow' } } },
+    });
+    const shipped = config.agents.a!;
+    const names = (agent: typeof shipped) =>
+      resolveAgentTools(agent, registry).map((tool) => tool.name);
+    expect(names(shipped)).toEqual(['orders__lookup', 'clock', 'orders__refund']);
+    // Whatever a tenant's stored definition lists, an ungranted server's tools are not offered.
+    expect(names({ ...shipped, owner: 'globex', mcpGrants: [] })).toEqual(['clock']);
+    expect(names({ ...shipped, owner: 'acme', mcpGrants: ['orders'] })).toEqual(names(shipped));
   });
 
   it("applies a server__* entry to the server's unlisted tools, and follows list changes", () => {

@@ -62,7 +62,15 @@ beforeAll(async () => {
       agents: {
         default: {
           model: 'demo/echo',
-          tools: { clock: 'allow', shell: {}, remember: 'allow', fixture__fail: 'deny' },
+          // An agent has the MCP tools it lists, nothing more: fixture__echo under the
+          // default policy (approve), fixture__fail denied; fixture__add is not its tool.
+          tools: {
+            clock: 'allow',
+            shell: {},
+            remember: 'allow',
+            fixture__echo: {},
+            fixture__fail: 'deny',
+          },
           skills: ['refunds'],
         },
       },
@@ -260,6 +268,7 @@ describe('agent tools: the API and parley tools list', () => {
       fixture__echo: ['mcp:fixture', 'approve', true],
       load_skill: ['skill', 'allow', true],
     });
+    expect(rows.fixture__add).toBeUndefined();
     expect(listed.body.mcp_servers).toEqual([
       expect.objectContaining({ name: 'fixture', state: 'ready', transport: 'stdio' }),
     ]);

@@ -16,7 +16,14 @@ beforeAll(async () => {
     {
       auth: {
         keys: [
-          { key_env: 'K_ALICE', tenant: 'acme', user: 'alice', roles: ['lead', 'admin'] },
+          // alice also holds the operator's key: she prunes the journal below.
+          {
+            key_env: 'K_ALICE',
+            tenant: 'acme',
+            user: 'alice',
+            roles: ['lead', 'admin'],
+            operator: true,
+          },
           { key_env: 'K_BOB', tenant: 'acme', user: 'bob', roles: [] },
         ],
       },

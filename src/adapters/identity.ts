@@ -16,6 +16,7 @@ export function principalFor(platform: PlatformConfig, platformUserId: string): 
     tenant: platform.tenant,
     user: listed?.user ?? `${platform.platform}:${userId}`,
     roles: listed?.roles ?? platform.defaultRoles,
+    operator: false,
   };
 }
 

@@ -1,10 +1,18 @@
-import type { z } from 'zod';
 import { checkAgentCredentials, compileAgent } from '../config/agents.js';
 import { ConfigError } from '../config/errors.js';
 import { defaultAgentName } from '../config/load.js';
 import { compileMission } from '../config/missions.js';
-import { agentSchema, missionSchema } from '../config/schema.js';
+import { agentSchema, missionSchema, type AgentFile, type MissionFile } from '../config/schema.js';
+import {
+  mcpGrantsFor,
+  parseTenantDefinition,
+  tenantAgentSchema,
+  tenantMissionSchema,
+  type TenantScope,
+} from '../config/tenancy.js';
 import type { AgentConfig, Config, MissionConfig } from '../config/types.js';
+import { createSandboxCheck, shellSandboxProblem } from '../tools/shell/startup.js';
+import { checkAgentSkills, type SkillCatalog } from '../tools/skills/catalog.js';
 import type { Logger } from '../log.js';
 import type { Db } from '../store/db.js';
 import type { DefinitionKind, DefinitionRow } from '../store/definitions.js';
@@ -25,13 +33,20 @@ export interface DefinitionInfo {
   shipped_content_hash: string | null;
   /** Customized, and the configuration has shipped another version since. */
   shipped_changed: boolean;
+  /**
+   * Why this tenant's stored definition is not used (it no longer satisfies the
+   * operator's policy or configuration), else null.
+   */
+  refused: string | null;
   updated_at: string;
   updated_by: string | null;
 }
 
+/** A stored definition, compiled; `config` null when it was refused (see `refused`). */
 interface Compiled<T> {
-  config: T;
+  config: T | null;
   row: DefinitionRow;
+  refused: string | null;
 }
 
 /** What one load of the `definitions` table compiled: shipped ones, and each tenant's own. */
@@ -57,23 +72,42 @@ export class Directory {
   private readonly warned = new Set<string>();
 
   readonly agents: AgentLookup = {
-    get: (tenant, name) => this.find(this.snapshot.agents, tenant, name)?.config,
-    list: (tenant) => this.all(this.snapshot.agents, tenant).map((entry) => entry.config),
+    get: (tenant, name) => this.find(this.snapshot.agents, tenant, name)?.config ?? undefined,
+    list: (tenant) => configs(this.all(this.snapshot.agents, tenant)),
+    refused: (tenant, name) => this.find(this.snapshot.agents, tenant, name)?.refused ?? null,
     defaultName: (tenant) => {
       const shipped = defaultAgentName(this.deps.config);
-      if (this.agents.get(tenant, shipped)) return shipped;
+      // A refused default stays the default: its turns say so, never another agent's.
+      if (this.agents.get(tenant, shipped) || this.agents.refused?.(tenant, shipped)) {
+        return shipped;
+      }
       return this.agents.list(tenant)[0]?.name ?? shipped;
     },
   };
 
   readonly missions: MissionLookup = {
-    get: (tenant, name) => this.find(this.snapshot.missions, tenant, name)?.config,
-    list: (tenant) => this.all(this.snapshot.missions, tenant).map((entry) => entry.config),
+    get: (tenant, name) => this.find(this.snapshot.missions, tenant, name)?.config ?? undefined,
+    list: (tenant) => configs(this.all(this.snapshot.missions, tenant)),
   };
 
+  /** Whether bubblewrap works here (run once, when a definition first needs it). */
+  private readonly sandboxProblem: () => string | null;
+
   constructor(
-    private readonly deps: { db: Db; config: Config; log: Logger; env: Env; pollMs: number },
-  ) {}
+    private readonly deps: {
+      db: Db;
+      config: Config;
+      log: Logger;
+      env: Env;
+      pollMs: number;
+      /** The bubblewrap program (tests name a missing one). */
+      bwrap?: string;
+      /** The skills of `skills_dir`: a definition's skills must be there, as at start-up. */
+      skills?: SkillCatalog;
+    },
+  ) {
+    this.sandboxProblem = createSandboxCheck(deps.config.tools.workspaceDir, deps.bwrap);
+  }
 
   /** Seeds the shipped definitions from the configuration, then loads everything. */
   async seedAndLoad(): Promise<void> {
@@ -125,6 +159,7 @@ export class Directory {
       shipped_content_hash: row.shipped_content_hash,
       shipped_changed:
         row.is_customized && shipped !== null && shipped.content_hash !== row.shipped_content_hash,
+      refused: this.refusalOf(kind, tenant, name),
       updated_at: row.updated_at.toISOString(),
       updated_by: row.updated_by,
     };
@@ -136,33 +171,81 @@ export class Directory {
   }
 
   private rowOf(kind: DefinitionKind, tenant: string, name: string): DefinitionRow | null {
-    const found =
-      kind === 'agent'
-        ? this.find(this.snapshot.agents, tenant, name)
-        : this.find(this.snapshot.missions, tenant, name);
-    return found?.row ?? null;
+    return this.entryOf(kind, tenant, name)?.row ?? null;
+  }
+
+  private refusalOf(kind: DefinitionKind, tenant: string, name: string): string | null {
+    return this.entryOf(kind, tenant, name)?.refused ?? null;
+  }
+
+  private entryOf(kind: DefinitionKind, tenant: string, name: string) {
+    return kind === 'agent'
+      ? this.find(this.snapshot.agents, tenant, name)
+      : this.find(this.snapshot.missions, tenant, name);
   }
 
   /**
-   * Checks an agent definition as start-up checks the file (schema, providers, tools, the
-   * provider's environment variables) and returns it with defaults applied; throws a
-   * ConfigError naming the key.
+   * Checks a tenant's agent definition (a PUT: always a tenant's edit, the operator edits
+   * the file) with the tenant's schema (config/tenancy.ts), then as start-up checks the
+   * file (providers, tools, skills, the provider's environment variables, the shell's
+   * sandbox).
+   * Returns it with defaults applied; throws an OperatorOnlyKeyError (403) or a
+   * ConfigError (400) naming the key.
    */
-  checkAgent(name: string, raw: unknown): Record<string, unknown> {
-    const parsed = parse(agentSchema, raw, `agents.${name}`);
-    const agent = compileAgent(name, parsed, {
-      providers: this.deps.config.providers,
-      mcpServers: this.deps.config.mcpServers,
-    });
+  checkAgent(tenant: string, name: string, raw: unknown): Record<string, unknown> {
+    const { agent, parsed } = this.compileTenantAgent(tenant, name, raw);
     checkAgentCredentials(agent, this.deps.config.providers, this.deps.env);
     return parsed;
   }
 
   /** The same for a mission, against the agents this tenant has. */
   checkMission(tenant: string, name: string, raw: unknown): Record<string, unknown> {
-    const parsed = parse(missionSchema, raw, `missions.${name}`);
-    compileMission(name, parsed, this.missionContext(tenant));
-    return parsed;
+    return this.compileTenantMission(tenant, name, raw).parsed;
+  }
+
+  private tenantScope(tenant: string): TenantScope {
+    const { config } = this.deps;
+    return {
+      tenant,
+      policy: config.tenancy.agentPolicy,
+      mcpServers: config.mcpServers,
+      humanOnly: config.tools.humanOnly,
+    };
+  }
+
+  /** A tenant's agent definition through the privilege layer, compiled as the tenant's own. */
+  private compileTenantAgent(tenant: string, name: string, raw: unknown) {
+    const { config } = this.deps;
+    const shipped = Object.hasOwn(config.shipped.agents, name)
+      ? (config.shipped.agents[name] as AgentFile)
+      : null;
+    const scope = this.tenantScope(tenant);
+    const parsed = parseTenantDefinition(tenantAgentSchema(scope, shipped), raw, `agents.${name}`);
+    const agent = compileAgent(name, parsed, {
+      providers: config.providers,
+      mcpServers: config.mcpServers,
+      owner: { tenant, mcpGrants: mcpGrantsFor(scope, shipped) },
+    });
+    const sandbox = shellSandboxProblem(agent, this.sandboxProblem);
+    if (sandbox !== null) throw new ConfigError(sandbox);
+    if (this.deps.skills) {
+      const [problem] = checkAgentSkills(this.deps.skills, { [name]: parsed }, config.skillsDir);
+      if (problem !== undefined) throw new ConfigError(problem);
+    }
+    return { agent, parsed };
+  }
+
+  private compileTenantMission(tenant: string, name: string, raw: unknown) {
+    const { config } = this.deps;
+    const shipped = Object.hasOwn(config.shipped.missions, name)
+      ? (config.shipped.missions[name] as MissionFile)
+      : null;
+    const parsed = parseTenantDefinition(
+      tenantMissionSchema(config.tenancy.agentPolicy, shipped),
+      raw,
+      `missions.${name}`,
+    );
+    return { mission: compileMission(name, parsed, this.missionContext(tenant)), parsed };
   }
 
   private missionContext(tenant: string) {
@@ -202,63 +285,85 @@ export class Directory {
     const version = await definitionsVersion(this.deps.db);
     const rows = await readDefinitions(this.deps.db);
     const next: Snapshot = { agents: new Map(), missions: new Map() };
-    const put = <T>(map: Map<string, Map<string, Compiled<T>>>, row: DefinitionRow, config: T) => {
-      let tenant = map.get(row.tenant);
-      if (!tenant) map.set(row.tenant, (tenant = new Map()));
-      tenant.set(row.name, { config, row });
+    const put = <T>(map: Map<string, Map<string, Compiled<T>>>, entry: Compiled<T>) => {
+      let tenant = map.get(entry.row.tenant);
+      if (!tenant) map.set(entry.row.tenant, (tenant = new Map()));
+      tenant.set(entry.row.name, entry);
     };
+    const { config } = this.deps;
     for (const row of rows.filter((candidate) => candidate.kind === 'agent')) {
       const compiled = this.compile(row, () =>
-        compileAgent(row.name, agentSchema.parse(row.definition), {
-          providers: this.deps.config.providers,
-          mcpServers: this.deps.config.mcpServers,
-        }),
+        row.tenant === ''
+          ? compileAgent(row.name, agentSchema.parse(row.definition), {
+              providers: config.providers,
+              mcpServers: config.mcpServers,
+            })
+          : this.compileTenantAgent(row.tenant, row.name, row.definition).agent,
       );
-      if (compiled) put(next.agents, row, compiled);
+      if (compiled) put(next.agents, compiled);
+      if (compiled?.config) this.reportUnsandboxed(compiled.config);
     }
     this.snapshot = { agents: next.agents, missions: this.snapshot.missions };
     for (const row of rows.filter((candidate) => candidate.kind === 'mission')) {
       const compiled = this.compile(row, () =>
-        compileMission(
-          row.name,
-          missionSchema.parse(row.definition),
-          this.missionContext(row.tenant),
-        ),
+        row.tenant === ''
+          ? compileMission(
+              row.name,
+              missionSchema.parse(row.definition),
+              this.missionContext(row.tenant),
+            )
+          : this.compileTenantMission(row.tenant, row.name, row.definition).mission,
       );
-      if (compiled) put(next.missions, row, compiled);
+      if (compiled) put(next.missions, compiled);
     }
     this.snapshot = next;
     this.version = version;
   }
 
   /**
-   * A stored definition that no longer compiles (the configuration lost its provider, say)
-   * is left out — that tenant does not have it — and reported once, not used half-way.
+   * A tenant's stored definition passes the privilege layer and the compiler again at every
+   * load: one that no longer does (the operator tightened the policy, removed a grant or a
+   * provider, or this machine has no bubblewrap) is *refused* — kept, so its admin sees why
+   * (`refused`), but never used: not with the forbidden setting, and not silently replaced
+   * by the shipped one. Turns of a refused agent end with `agent_refused`. Reported once at
+   * error level. A shipped definition that does not compile is left out (start-up checked
+   * the file; this is a configuration of another process).
    */
-  private compile<T>(row: DefinitionRow, work: () => T): T | null {
+  private compile<T>(row: DefinitionRow, work: () => T): Compiled<T> | null {
     try {
-      return work();
+      return { config: work(), row, refused: null };
     } catch (error) {
+      const message = (error as Error).message;
       const key = `${row.kind}:${row.tenant}:${row.name}:${row.content_hash}`;
       if (!this.warned.has(key)) {
         this.warned.add(key);
         this.deps.log.error(
-          { kind: row.kind, tenant: row.tenant, name: row.name, err: (error as Error).message },
-          'a stored definition does not compile; it is unavailable',
+          { kind: row.kind, tenant: row.tenant, name: row.name, err: message },
+          'a stored definition does not pass the checks; it is refused',
         );
       }
-      return null;
+      return row.tenant === '' ? null : { config: null, row, refused: message };
     }
+  }
+
+  /** Start-up says which agents run a shell unsandboxed; a tenant's definitions too. */
+  private reportUnsandboxed(agent: AgentConfig): void {
+    if (agent.owner === null) return;
+    const shell = agent.tools.shell;
+    if (!shell || shell.policy === 'deny') return;
+    if ((shell.options as { sandbox?: string }).sandbox !== 'none') return;
+    const key = `unsandboxed:${agent.owner}:${agent.name}`;
+    if (this.warned.has(key)) return;
+    this.warned.add(key);
+    this.deps.log.warn(
+      { tenant: agent.owner, agent: agent.name },
+      'shell: NO sandbox (sandbox: none, as the operator set it for this agent)',
+    );
   }
 }
 
-/** Parses a definition with the file's schema; errors name the key, never the value. */
-function parse<T>(schema: z.ZodType<T>, raw: unknown, where: string): T {
-  const parsed = schema.safeParse(raw);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  const key = [where, ...(issue?.path.map(String) ?? [])].join('.');
-  throw new ConfigError(`${key}: ${issue?.message ?? 'invalid'}`);
+function configs<T>(entries: Compiled<T>[]): T[] {
+  return entries.flatMap((entry) => (entry.config === null ? [] : [entry.config]));
 }
 
 /** A definition's namespace (every schema defaults it). */

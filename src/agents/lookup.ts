@@ -11,6 +11,11 @@ export interface AgentLookup {
   list(tenant: string): AgentConfig[];
   /** The agent a turn without `agent` gets. */
   defaultName(tenant: string): string;
+  /**
+   * Why the tenant's own definition of that name is refused (directory.ts: it no longer
+   * passes the operator's checks), else null. `get` answers undefined for a refused one.
+   */
+  refused?(tenant: string, name: string): string | null;
 }
 
 export interface MissionLookup {

@@ -24,7 +24,8 @@ const pruneBody = z
 /**
  * Operator endpoints behind `parley sessions unpark` and `parley prune`. They go through
  * the API (not the database) so they work on embedded storage, which one process owns.
- * Scoped to the principal's tenant.
+ * Scoped to the principal's tenant. Prune is deployment-wide (its retention is the
+ * operator's): operator-only (`config.operator`, checked in app.ts), not for tenant admins.
  *
  * Registered as their own plugin: the `admin` role is checked by a hook encapsulated with
  * these routes, so it applies to them however their URL was spelled (`/api/v1/%61dmin/...`
@@ -32,6 +33,8 @@ const pruneBody = z
  */
 export async function adminPlugin(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   app.addHook('onRequest', async (request) => {
+    // Operator routes are checked for the operator's key instead (app.ts), not for a role.
+    if (request.routeOptions.config.operator) return;
     if (!hasRole(request.principal, 'admin')) {
       throw new ParleyError('forbidden', 'this needs the admin role');
     }
@@ -51,7 +54,7 @@ export async function adminPlugin(app: FastifyInstance, deps: ApiDeps): Promise<
     },
   );
 
-  app.post('/api/v1/admin/prune', async (request) => {
+  app.post('/api/v1/admin/prune', { config: { operator: true } }, async (request) => {
     const body = validate(pruneBody, request.body);
     const ageMs =
       body.older_than_days !== undefined

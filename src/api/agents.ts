@@ -81,11 +81,16 @@ export function agentRoutes(app: FastifyInstance, deps: ApiDeps): void {
       timeout_ms: tool.timeoutMs,
       idempotent: tool.idempotent,
     }));
-    return { agent: agent.name, tools, mcp_servers: deps.mcpStatus?.() ?? [] };
+    // Only the servers this agent's tools come from: others are none of the caller's business.
+    const sources = new Set(tools.map((tool) => tool.source));
+    const servers = (deps.mcpStatus?.() ?? []).filter((server) =>
+      sources.has(`mcp:${server.name}`),
+    );
+    return { agent: agent.name, tools, mcp_servers: servers };
   });
 
   app.get('/api/v1/me', async (request) => {
-    const { tenant, user, roles } = request.principal;
-    return { tenant, user, roles, mode: deps.config.auth.mode };
+    const { tenant, user, roles, operator } = request.principal;
+    return { tenant, user, roles, operator, mode: deps.config.auth.mode };
   });
 }

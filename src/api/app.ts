@@ -21,7 +21,7 @@ import { adminModelRoutes, modelRoutes } from './models.js';
 import { openapiRoutes } from './openapi.js';
 import { personalRoutes } from './personal.js';
 import { scheduleRoutes } from './schedules.js';
-import { authenticate } from './principal.js';
+import { authenticate, requireOperator } from './principal.js';
 import { recordRoutes } from './routes.js';
 import { sessionRoutes } from './sessions.js';
 import { turnRoutes } from './turns.js';
@@ -33,6 +33,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Probes and the OpenAPI document answer without a principal. */
     public?: boolean;
+    /** Deployment-wide actions: only the operator's principal (`auth.keys[].operator`). */
+    operator?: boolean;
   }
 }
 
@@ -86,6 +88,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
       );
     }
     if (!request.routeOptions.config.public) request.principal = authenticate(deps.config, request);
+    if (request.routeOptions.config.operator) requireOperator(request.principal);
   });
   app.addHook('onResponse', async (request, reply) => {
     httpRequests.inc({

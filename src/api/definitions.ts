@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { namespaceOf, type Directory } from '../agents/directory.js';
 import { ConfigError } from '../config/errors.js';
 import { missionName } from '../config/schema.js';
+import { OperatorOnlyKeyError } from '../config/tenancy.js';
 import { ParleyError } from '../errors.js';
 import type { DefinitionKind } from '../store/definitions.js';
 import { deleteDefinition } from '../store/deleteDefinition.js';
@@ -16,10 +17,12 @@ const notFound = {
 };
 
 /**
- * Agents and missions at runtime (issue 10), admin only: read a definition, PUT one (the
- * tenant's own: customized, or created), DELETE it (the shipped one is restored). A
- * definition is checked exactly as start-up checks the file, and refused with
- * `invalid_definition` naming the key. Scoped to the principal's tenant: another tenant's
+ * Agents and missions at runtime, admin only: read a definition, PUT one (the tenant's
+ * own: customized, or created), DELETE it (the shipped one is restored). A PUT is always a
+ * tenant's edit — the operator edits the file — dev mode included: it passes the privilege
+ * layer (config/tenancy.ts: `403 operator_only_key` naming the key) and then the checks
+ * start-up applies to the file (`400 invalid_definition` naming the key); nothing is
+ * written unless both pass. Scoped to the principal's tenant: another tenant's
  * definition is the same 404 as a missing one. Every process's directory picks the change
  * up (a wake-up, and a poll), so workers use it from their next turn.
  *
@@ -55,9 +58,12 @@ export async function definitionsPlugin(app: FastifyInstance, deps: ApiDeps): Pr
       try {
         definition =
           kind === 'agent'
-            ? directory.checkAgent(name, request.body ?? {})
+            ? directory.checkAgent(tenant, name, request.body ?? {})
             : directory.checkMission(tenant, name, request.body ?? {});
       } catch (error) {
+        if (error instanceof OperatorOnlyKeyError) {
+          throw new ParleyError('operator_only_key', error.message, { key: error.key });
+        }
         if (error instanceof ConfigError)
           throw new ParleyError('invalid_definition', error.message);
         throw error;

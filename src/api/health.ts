@@ -4,10 +4,13 @@ import { ParleyError } from '../errors.js';
 import { registry } from '../metrics.js';
 import { migrationsApplied } from '../store/migrate.js';
 import type { ApiDeps } from './deps.js';
+import { authenticate, requireOperator } from './principal.js';
 
 /**
- * PROTOCOL.md §6. These answer without a principal: probes and scrapers carry no API key.
- * `/metrics` needs its own bearer key when `server.metrics_key_env` is set.
+ * PROTOCOL.md §6. Probes answer without a principal. `/metrics` tells about the whole
+ * deployment: outside dev mode it needs the metrics key (`server.metrics_key_env`) or an
+ * operator's API key (401 without a valid key, 403 for a tenant's); in dev mode it is
+ * open unless the metrics key is set.
  */
 export function healthRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.get('/healthz', { config: { public: true } }, async () => ({ status: 'ok' }));
@@ -32,8 +35,13 @@ export function healthRoutes(app: FastifyInstance, deps: ApiDeps): void {
 
   const metricsKey = deps.config.server.metricsKeySha256;
   app.get('/metrics', { config: { public: true } }, async (request, reply) => {
-    if (metricsKey !== null && !bearerMatches(request.headers.authorization, metricsKey)) {
-      throw new ParleyError('unauthorized', 'the metrics need their key (Authorization: Bearer)');
+    const scraper = metricsKey !== null && bearerMatches(request.headers.authorization, metricsKey);
+    if (!scraper) {
+      if (deps.config.auth.mode === 'keys') {
+        requireOperator(authenticate(deps.config, request));
+      } else if (metricsKey !== null) {
+        throw new ParleyError('unauthorized', 'the metrics need their key (Authorization: Bearer)');
+      }
     }
     return reply.type(registry.contentType).send(await registry.metrics());
   });

@@ -16,8 +16,8 @@ const syncBody = z.object({ provider: text().min(1).max(128).optional() }).stric
 
 /**
  * The model catalog: `GET /api/v1/models` for any principal (which models exist is not
- * tenant data), `POST /api/v1/admin/models/sync` for admins (`adminModelRoutes`, registered
- * inside the admin plugin, whose hook checks the role). `parley models` goes through these
+ * tenant data), `POST /api/v1/admin/models/sync` for the deployment's operator
+ * (`adminModelRoutes`, registered inside the admin plugin; an operator route). `parley models` goes through these
  * because embedded storage belongs to one process.
  */
 export function modelRoutes(app: FastifyInstance, deps: ApiDeps): void {
@@ -32,7 +32,8 @@ export function modelRoutes(app: FastifyInstance, deps: ApiDeps): void {
 }
 
 export function adminModelRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  app.post('/api/v1/admin/models/sync', async (request) => {
+  // The catalog is deployment-wide: only the operator syncs it (app.ts checks the key).
+  app.post('/api/v1/admin/models/sync', { config: { operator: true } }, async (request) => {
     const body = validate(syncBody, request.body);
     if (!deps.syncModels) throw new ParleyError('not_ready', 'this process cannot sync models');
     const provider = body.provider ?? null;

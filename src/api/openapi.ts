@@ -311,8 +311,11 @@ export const openapiDocument = {
     '/api/v1/admin/prune': {
       post: {
         summary:
-          'Delete journal events older than an age (admin role); old cursors then answer 410',
-        responses: { '200': json({ type: 'object' }), '403': errorResponse('forbidden') },
+          "Delete journal events older than an age (the operator's key only); old cursors then answer 410",
+        responses: {
+          '200': json({ type: 'object' }),
+          '403': errorResponse("forbidden (not the operator's key)"),
+        },
       },
     },
     ...providerPaths,
@@ -337,9 +340,14 @@ export const openapiDocument = {
     },
     '/metrics': {
       get: {
-        summary: 'Prometheus metrics',
+        summary:
+          "Prometheus metrics: outside dev mode, the metrics key (server.metrics_key_env) or an operator's API key",
         security: [],
-        responses: { '200': { description: 'text/plain' } },
+        responses: {
+          '200': { description: 'text/plain' },
+          '401': errorResponse('unauthorized (no valid key)'),
+          '403': errorResponse("forbidden (a tenant's key, not the operator's)"),
+        },
       },
     },
     ...extensionPaths,

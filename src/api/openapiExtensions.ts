@@ -135,11 +135,15 @@ export const extensionPaths = {
       responses: {
         '200': json({
           type: 'object',
-          required: ['tenant', 'user', 'roles', 'mode'],
+          required: ['tenant', 'user', 'roles', 'operator', 'mode'],
           properties: {
             tenant: { type: 'string' },
             user: { type: 'string' },
             roles: { type: 'array', items: { type: 'string' } },
+            operator: {
+              type: 'boolean',
+              description: "the deployment operator's key (auth.keys[].operator), or dev mode",
+            },
             mode: { enum: ['dev', 'keys'] },
           },
         }),

@@ -71,6 +71,11 @@ const definitionView = json({
     ...definitionOrigin,
     updated_at: { type: 'string', format: 'date-time' },
     updated_by: { type: ['string', 'null'] },
+    refused: {
+      type: ['string', 'null'],
+      description:
+        "why this tenant's stored definition is not used (it no longer passes the operator's checks); null when it is",
+    },
     definition: { type: 'object', description: "the configuration file's shape, defaults applied" },
   },
 });
@@ -232,8 +237,12 @@ export const missionPaths = {
       }),
       responses: {
         '200': definitionView,
-        '400': errorResponse('invalid_definition (names the key)'),
-        '403': errorResponse('forbidden'),
+        '400': errorResponse(
+          'invalid_definition (names the key; a number above its tenant ceiling names the ceiling)',
+        ),
+        '403': errorResponse(
+          'forbidden (not an admin), or operator_only_key: a key only the operator sets (`key`: its path in the definition)',
+        ),
       },
     },
     delete: {
@@ -406,8 +415,12 @@ export const missionPaths = {
       }),
       responses: {
         '200': definitionView,
-        '400': errorResponse('invalid_definition (names the key)'),
-        '403': errorResponse('forbidden'),
+        '400': errorResponse(
+          'invalid_definition (names the key; a number above its tenant ceiling names the ceiling)',
+        ),
+        '403': errorResponse(
+          'forbidden (not an admin), or operator_only_key: a key only the operator sets (`key`: its path in the definition)',
+        ),
       },
     },
     delete: {

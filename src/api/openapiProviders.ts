@@ -62,7 +62,8 @@ export const providerPaths = {
   },
   '/api/v1/admin/models/sync': {
     post: {
-      summary: "Refresh the catalog from the providers' model lists (admin role)",
+      summary:
+        "Refresh the deployment-wide catalog from the providers' model lists (the operator's key only)",
       requestBody: {
         content: {
           'application/json': {
@@ -73,7 +74,7 @@ export const providerPaths = {
       responses: {
         '200': json({ type: 'object', properties: { providers: { type: 'array' } } }),
         '400': errorResponse('invalid_request'),
-        '403': errorResponse('forbidden'),
+        '403': errorResponse("forbidden (not the operator's key)"),
       },
     },
   },

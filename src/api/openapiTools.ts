@@ -110,7 +110,7 @@ export const toolPaths = {
   '/api/v1/agents/{name}/tools': {
     get: {
       summary:
-        "An agent's tools with source (built-in, mcp:SERVER, skill), policy and availability",
+        "An agent's tools with source (built-in, mcp:SERVER, skill), policy and availability, and the state of the MCP servers they come from",
       parameters: [pathParam('name')],
       responses: { '200': json({ type: 'object' }), '404': errorResponse('unknown_agent') },
     },

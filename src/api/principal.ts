@@ -62,6 +62,19 @@ export function authenticate(config: Config, request: FastifyRequest): Principal
   throw new ParleyError('unauthorized', 'the API key is not valid');
 }
 
+/**
+ * Deployment-wide actions (the model catalog's sync, prune, metrics) are the operator's:
+ * a key marked `operator: true`, or the dev-mode principal. A tenant's admin is not one.
+ */
+export function requireOperator(principal: Principal): void {
+  if (!principal.operator) {
+    throw new ParleyError(
+      'forbidden',
+      "this is a deployment-wide action: it needs the operator's API key",
+    );
+  }
+}
+
 export function hasRole(principal: Principal, role: string): boolean {
   return principal.roles.includes('*') || principal.roles.includes(role);
 }

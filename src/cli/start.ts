@@ -109,7 +109,15 @@ export async function startProcess(
     stops.push(() => mcp.stop());
 
     // Agents and missions live in the database, seeded from the configuration (issue 10).
-    const directory = new Directory({ db, config, log, env, pollMs: config.runtime.pollMs });
+    const directory = new Directory({
+      db,
+      config,
+      log,
+      env,
+      pollMs: config.runtime.pollMs,
+      skills,
+      ...(options.bwrap ? { bwrap: options.bwrap } : {}),
+    });
     await directory.seedAndLoad();
     directory.start(wakeups);
     stops.push(() => directory.stop());

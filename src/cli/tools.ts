@@ -74,8 +74,11 @@ export async function toolsCommand(args: string[], options: Options): Promise<nu
       );
     }
   }
-  const servers = listings[0]?.mcp_servers ?? [];
-  for (const server of servers) {
+  // Each listing names the servers of its agent's tools: every one once.
+  const servers = new Map(
+    listings.flatMap((listing) => listing.mcp_servers).map((server) => [server.name, server]),
+  );
+  for (const server of servers.values()) {
     const state =
       server.state === 'ready'
         ? `ready, ${server.tools} tool(s)`

@@ -85,6 +85,8 @@ export interface Me {
   tenant: string;
   user: string;
   roles: string[];
+  /** The deployment operator's key (or dev mode): may sync the catalog, prune, read metrics. */
+  operator: boolean;
   /** `dev`: no API keys are configured. */
   mode: 'dev' | 'keys';
 }

@@ -7,6 +7,8 @@ import type { AgentConfig, ProviderConfig } from './types.js';
 export interface AgentContext {
   providers: Readonly<Record<string, ProviderConfig>>;
   mcpServers: Readonly<Record<string, unknown>>;
+  /** The tenant whose own definition this is; absent for the operator's file. */
+  owner?: { tenant: string; mcpGrants: string[] };
 }
 
 /**
@@ -51,6 +53,8 @@ export function compileAgent(name: string, agent: AgentFile, context: AgentConte
     greeting: agent.greeting,
     triggerRoles: agent.trigger_roles,
     approverRoles: agent.approver_roles,
+    owner: context.owner?.tenant ?? null,
+    mcpGrants: context.owner?.mcpGrants ?? null,
     tools,
     skills: agent.skills,
     budgets: {

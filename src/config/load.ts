@@ -7,7 +7,8 @@ import { fileSchema, type ConfigFile } from './schema.js';
 import { checkAgentCredentials, compileAgent } from './agents.js';
 import { ConfigError } from './errors.js';
 import { compileMissions, compileSchedules } from './missions.js';
-import { compileToolSettings } from './tools.js';
+import { compileAgentPolicy } from './tenancy.js';
+import { compileToolSettings, ToolConfigError } from './tools.js';
 import type {
   AgentConfig,
   ApiKey,
@@ -93,6 +94,13 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
     if (error instanceof PlatformConfigError) throw new ConfigError(error.message);
     throw error;
   }
+  let toolSettings: ReturnType<typeof compileToolSettings>;
+  try {
+    toolSettings = compileToolSettings(file);
+  } catch (error) {
+    if (error instanceof ToolConfigError) throw new ConfigError(error.message);
+    throw error;
+  }
   const demoDelay = env.PARLEY_DEMO_DELAY_MS === undefined ? 20 : Number(env.PARLEY_DEMO_DELAY_MS);
   if (!Number.isInteger(demoDelay) || demoDelay < 0) {
     throw new ConfigError('PARLEY_DEMO_DELAY_MS must be a whole number of milliseconds');
@@ -153,7 +161,8 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
     missions: nullPrototype(missions),
     schedules: nullPrototype(schedules),
     shipped: { agents: nullPrototype(file.agents), missions: nullPrototype(file.missions) },
-    ...compileToolSettings(file),
+    tenancy: { agentPolicy: compileAgentPolicy(file) },
+    ...toolSettings,
     ...platforms,
     demo: { delayMs: demoDelay },
     source,
@@ -293,7 +302,7 @@ function compileKeys(file: ConfigFile, env: Env): ApiKey[] {
     }
     return {
       sha256: sha256 as string,
-      principal: { tenant: key.tenant, user: key.user, roles: key.roles },
+      principal: { tenant: key.tenant, user: key.user, roles: key.roles, operator: key.operator },
     };
   });
 }

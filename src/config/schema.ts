@@ -6,7 +6,21 @@ import { adaptersSchema, webhooksSchema } from './platformSchema.js';
  * `compileConfig` turns the parsed file into the typed object the rest of Parley uses.
  * Unknown keys are errors: a typo must fail at start, not silently fall back to a default.
  */
-const durationMs = z.number().int().positive();
+/**
+ * Absolute ceilings, for the operator's file as much as for a tenant's definition. A Node
+ * timer longer than 2^31-1 ms fires at once, so no duration may exceed it; the time limit
+ * of one call (a tool, the gate, an MCP server's connect) is at most a day.
+ */
+export const maxTimerMs = 2_147_483_647;
+export const maxCallTimeoutMs = 86_400_000;
+export const maxBudgetIterations = 1000;
+export const maxBudgetToolCalls = 10_000;
+export const maxOutputTokensCeiling = 1_000_000;
+export const maxMissionIterations = 10_000;
+/** A year: a mission's loop delay and its time limit are durable timers in the database. */
+export const maxMissionSeconds = 31_536_000;
+const durationMs = z.number().int().positive().max(maxTimerMs);
+const callTimeoutMs = z.number().int().positive().max(maxCallTimeoutMs);
 const modelName = z.string().regex(/^[^/]+\/.+$/, 'must be "provider/model"');
 /** An environment variable's name: credentials are never written in the file itself. */
 const envName = z
@@ -17,16 +31,19 @@ const policy = z.enum(['allow', 'approve', 'deny']);
 
 /**
  * A tool's entry under an agent: a policy, or a table with a policy (optional: each tool
- * has a default) and options. `timeout_ms` and `idempotent` apply to every tool; a tool's
- * own keys (http_fetch's `allow_hosts`…) are checked by that tool when the file compiles.
+ * has a default) and options. `timeout_ms`, `idempotent` and `human_only` apply to every
+ * tool; a tool's own keys (http_fetch's `allow_hosts`…) are checked by that tool when the
+ * file compiles.
  */
-const toolEntrySchema = z.union([
+export const toolEntrySchema = z.union([
   policy,
   z
     .object({
       policy: policy.optional(),
-      timeout_ms: durationMs.optional(),
+      timeout_ms: callTimeoutMs.optional(),
       idempotent: z.boolean().optional(),
+      // Only a person may answer its approvals, never an agent (missions' agent:NAME).
+      human_only: z.boolean().optional(),
     })
     .catchall(z.unknown()),
 ]);
@@ -37,9 +54,15 @@ const mcpServerName = z
   .max(40)
   .regex(/^[a-zA-Z0-9-]+(_[a-zA-Z0-9-]+)*$/, 'letters, digits, - and single _ only');
 const mcpTimeouts = {
-  connect_timeout_ms: durationMs.default(10000),
-  call_timeout_ms: durationMs.default(30000),
+  connect_timeout_ms: callTimeoutMs.default(10000),
+  call_timeout_ms: callTimeoutMs.default(30000),
 };
+/**
+ * Which tenants' own definitions may list a server's tools: names, or "*" for every
+ * tenant. Default none: only the operator's file agents (and a tenant's copy of one that
+ * keeps their entries exactly) may.
+ */
+const mcpTenants = z.union([z.literal('*'), z.array(z.string().min(1))]).default([]);
 export const mcpServerSchema = z.union([
   z
     .object({
@@ -47,6 +70,7 @@ export const mcpServerSchema = z.union([
       args: z.array(z.string()).default([]),
       env_from: z.array(z.string()).default([]),
       cwd: z.string().nullable().default(null),
+      tenants: mcpTenants,
       ...mcpTimeouts,
     })
     .strict(),
@@ -54,6 +78,7 @@ export const mcpServerSchema = z.union([
     .object({
       url: z.url({ protocol: /^https?$/ }),
       headers_from_env: z.record(z.string(), z.string()).default({}),
+      tenants: mcpTenants,
       ...mcpTimeouts,
     })
     .strict(),
@@ -76,8 +101,8 @@ export const agentSchema = z
     skills: z.array(z.string().min(1)).default([]),
     budgets: z
       .object({
-        max_iterations: z.number().int().positive().default(8),
-        max_tool_calls: z.number().int().nonnegative().default(16),
+        max_iterations: z.number().int().positive().max(maxBudgetIterations).default(8),
+        max_tool_calls: z.number().int().nonnegative().max(maxBudgetToolCalls).default(16),
         on_exhausted: z.enum(['ask', 'finish']).default('ask'),
       })
       .strict()
@@ -88,14 +113,20 @@ export const agentSchema = z
         model: modelName,
         topic: z.string().min(1),
         redirect: z.string().min(1).default("I can only help with this service's topic."),
-        timeout_ms: durationMs.default(10_000),
+        timeout_ms: callTimeoutMs.default(10_000),
       })
       .strict()
       .nullable()
       .default(null),
     completion_text: z.string().nullable().default(null),
     temperature: z.number().min(0).max(2).nullable().default(null),
-    max_output_tokens: z.number().int().positive().nullable().default(null),
+    max_output_tokens: z
+      .number()
+      .int()
+      .positive()
+      .max(maxOutputTokensCeiling)
+      .nullable()
+      .default(null),
     // Passed to the AI SDK as `providerOptions` unchanged, keyed by the SDK's provider key
     // (openai, anthropic, google, or the provider's name for openai_compatible / ollama).
     provider_options: z.record(z.string(), z.record(z.string(), z.unknown())).default({}),
@@ -122,12 +153,12 @@ export const missionSchema = z
     agent: z.string().min(1).max(128).nullable().default(null),
     prompt: z.string().min(1),
     loop_prompt: z.string().min(1).nullable().default(null),
-    max_iterations: z.number().int().positive().default(10),
-    loop_delay_seconds: z.number().nonnegative().max(31_536_000).default(0),
+    max_iterations: z.number().int().positive().max(maxMissionIterations).default(10),
+    loop_delay_seconds: z.number().nonnegative().max(maxMissionSeconds).default(0),
     input_schema: z.record(z.string(), z.unknown()).nullable().default(null),
     interrupt_to: interruptTo.nullable().default(null),
     priority: priorityName.default('normal'),
-    timeout_seconds: z.number().positive().max(31_536_000).nullable().default(null),
+    timeout_seconds: z.number().positive().max(maxMissionSeconds).nullable().default(null),
   })
   .strict();
 
@@ -184,6 +215,41 @@ export const keySchema = z
     tenant: z.string().min(1),
     user: z.string().min(1),
     roles: z.array(z.string()).default([]),
+    // The deployment operator's key: deployment-wide actions (model catalog sync, prune,
+    // metrics). Roles still decide what it may do inside its tenant.
+    operator: z.boolean().default(false),
+  })
+  .strict();
+
+/**
+ * What a tenant admin's PUT of an agent or a mission may set (config/tenancy.ts). The
+ * ceilings bound a tenant's numbers; a value its operator's definition of the same name
+ * already has is always allowed.
+ */
+export const agentPolicySchema = z
+  .object({
+    tools: z
+      .array(z.string().min(1))
+      .default([
+        'clock',
+        'calculator',
+        'http_fetch',
+        'remember',
+        'recall',
+        'forget',
+        'load_skill',
+        'ask_user',
+      ]),
+    max_timeout_ms: callTimeoutMs.default(120_000),
+    max_bytes: z.number().int().positive().max(104_857_600).default(1_048_576),
+    max_output_bytes: z.number().int().min(1024).max(67_108_864).default(1_048_576),
+    max_redirects: z.number().int().min(0).max(20).default(10),
+    max_iterations: z.number().int().positive().max(maxBudgetIterations).default(32),
+    max_tool_calls: z.number().int().nonnegative().max(maxBudgetToolCalls).default(64),
+    max_output_tokens: z.number().int().positive().max(maxOutputTokensCeiling).default(32_768),
+    max_mission_iterations: z.number().int().positive().max(maxMissionIterations).default(100),
+    max_mission_timeout_seconds: z.number().positive().max(maxMissionSeconds).default(86_400),
+    max_loop_delay_seconds: z.number().nonnegative().max(maxMissionSeconds).default(86_400),
   })
   .strict();
 
@@ -266,7 +332,7 @@ export const fileSchema = z
           .positive()
           .default(10 * 1024 * 1024),
         // The hard cap on a mission's max_iterations (config and API).
-        mission_iterations: z.number().int().positive().default(100),
+        mission_iterations: z.number().int().positive().max(maxMissionIterations).default(100),
       })
       .strict()
       .prefault({}),
@@ -303,11 +369,18 @@ export const fileSchema = z
     // the shipped table (src/providers/knownModels.ts).
     models: z.record(modelName, modelOverrideSchema).default({}),
     agents: z.record(z.string(), agentSchema).default({ default: agentSchema.parse({}) }),
+    tenancy: z
+      .object({ agent_policy: agentPolicySchema.prefault({}) })
+      .strict()
+      .prefault({}),
     tools: z
       .object({
         max_concurrency: z.number().int().positive().default(4),
         max_result_bytes: z.number().int().min(1024).default(65536),
         workspace_dir: z.string().nullable().default(null),
+        // Tools whose approvals only a person may answer, for every agent (an agent's entry
+        // may add `human_only: true`; nothing removes these).
+        human_only: z.array(z.string().min(1)).default(['shell', 'http_fetch']),
       })
       .strict()
       .prefault({}),
@@ -323,5 +396,6 @@ export const fileSchema = z
 export type ConfigFile = z.infer<typeof fileSchema>;
 export type AgentFile = z.infer<typeof agentSchema>;
 export type ToolEntryFile = z.infer<typeof toolEntrySchema>;
+export type AgentPolicyFile = z.infer<typeof agentPolicySchema>;
 export type MissionFile = z.infer<typeof missionSchema>;
 export type ScheduleFile = z.infer<typeof scheduleSchema>;

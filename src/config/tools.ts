@@ -27,7 +27,7 @@ export function compileAgentTools(
   for (const [name, entry] of Object.entries(entries)) {
     const where = `agents.${agent}.tools.${name}`;
     const table = typeof entry === 'string' ? { policy: entry } : entry;
-    const { policy, timeout_ms: timeoutMs, idempotent, ...own } = table;
+    const { policy, timeout_ms: timeoutMs, idempotent, human_only: humanOnly, ...own } = table;
     const tool = builtIns.get(name);
     const mcp = mcpToolPattern.exec(name);
     if (!tool && name !== askUserTool && !(mcp && Object.hasOwn(mcpServers, mcp[1] as string))) {
@@ -47,7 +47,7 @@ export function compileAgentTools(
       const unknown = Object.keys(own)[0];
       if (unknown !== undefined) {
         throw new ToolConfigError(
-          `${where}.${unknown}: unknown key (policy, timeout_ms, idempotent)`,
+          `${where}.${unknown}: unknown key (policy, timeout_ms, idempotent, human_only)`,
         );
       }
     }
@@ -55,6 +55,7 @@ export function compileAgentTools(
       policy: policy ?? tool?.defaultPolicy ?? (mcp ? 'approve' : 'allow'),
       timeoutMs: timeoutMs ?? null,
       idempotent: idempotent ?? false,
+      humanOnly: humanOnly ?? false,
       options,
     };
   }
@@ -67,6 +68,7 @@ function compileMcpServer(
 ): McpServerConfig {
   const base = {
     name,
+    tenants: server.tenants,
     connectTimeoutMs: server.connect_timeout_ms,
     callTimeoutMs: server.call_timeout_ms,
   };
@@ -91,10 +93,23 @@ export function compileToolSettings(
   for (const [name, server] of Object.entries(file.mcp_servers)) {
     mcpServers[name] = compileMcpServer(name, server);
   }
+  file.tools.human_only.forEach((name, index) => {
+    const server = mcpToolPattern.exec(name)?.[1];
+    const known =
+      builtIns.has(name) ||
+      name === askUserTool ||
+      (server !== undefined && Object.hasOwn(mcpServers, server));
+    if (!known) {
+      throw new ToolConfigError(
+        `tools.human_only.${index}: no such tool (a built-in tool, or server__tool / server__* of an MCP server)`,
+      );
+    }
+  });
   return {
     tools: {
       maxConcurrency: file.tools.max_concurrency,
       maxResultBytes: file.tools.max_result_bytes,
+      humanOnly: file.tools.human_only,
       workspaceDir: file.tools.workspace_dir ?? join(file.storage.data_dir, 'workspaces'),
     },
     skillsDir: file.skills_dir,

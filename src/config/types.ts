@@ -8,6 +8,12 @@ export interface Principal {
   tenant: string;
   user: string;
   roles: string[];
+  /**
+   * The deployment's operator (`auth.keys[].operator`, and the dev-mode principal): may take
+   * deployment-wide actions. For definitions it is still a tenant principal: the operator
+   * edits agents in the file.
+   */
+  operator: boolean;
 }
 
 export interface ApiKey {
@@ -25,6 +31,18 @@ export interface AgentConfig {
   greeting: string | null;
   triggerRoles: string[] | null;
   approverRoles: string[] | null;
+  /**
+   * Whose definition this is: null for the operator's file (a shipped definition), else the
+   * tenant that customized or created it through the API.
+   */
+  owner: string | null;
+  /**
+   * The MCP servers whose tools this agent may be offered: null for the operator's file
+   * definitions (whatever they list); for a tenant's, the servers granted to that tenant
+   * (`mcp_servers.X.tenants`) and those whose entries it kept from the operator's
+   * definition. Checked again when tools are resolved (tools/registry.ts).
+   */
+  mcpGrants: string[] | null;
   /**
    * Tool entries by name as the file lists them: a tool name, or `server__*` for every
    * tool of an MCP server. `tools/registry.ts` resolves them against the tools that exist.
@@ -80,12 +98,16 @@ export interface AgentToolConfig {
   timeoutMs: number | null;
   /** Re-run a call found `running` after a crash (else it is recorded as interrupted). */
   idempotent: boolean;
+  /** Only a person may answer its approvals (besides the operator's `tools.human_only`). */
+  humanOnly: boolean;
   /** The tool's own keys, as its `compileOptions` made them (http_fetch, shell). */
   options: unknown;
 }
 
 interface McpServerBase {
   name: string;
+  /** Tenants whose own definitions may list its tools (`'*'`: every tenant). */
+  tenants: string[] | '*';
   connectTimeoutMs: number;
   /** Default time limit of a call of this server's tools (an agent entry may override). */
   callTimeoutMs: number;
@@ -219,9 +241,13 @@ export interface Config {
     agents: Record<string, Record<string, unknown>>;
     missions: Record<string, Record<string, unknown>>;
   };
+  /** What a tenant's definitions may set (config/tenancy.ts). */
+  tenancy: { agentPolicy: AgentPolicy };
   tools: {
     maxConcurrency: number;
     maxResultBytes: number;
+    /** Tools (names, or `server__*`) whose approvals only a person may answer. */
+    humanOnly: string[];
     /** Root of the per-session working directories: `<root>/<tenant>/<session>`. */
     workspaceDir: string;
   };
@@ -236,7 +262,30 @@ export interface Config {
   source: string;
 }
 
-export const devPrincipal: Principal = { tenant: 'default', user: 'local', roles: ['*'] };
+/**
+ * `tenancy.agent_policy`: the tools a tenant's definition may list (MCP tools are granted
+ * per server instead) and the ceilings of its numbers.
+ */
+export interface AgentPolicy {
+  tools: string[];
+  maxTimeoutMs: number;
+  maxBytes: number;
+  maxOutputBytes: number;
+  maxRedirects: number;
+  maxIterations: number;
+  maxToolCalls: number;
+  maxOutputTokens: number;
+  maxMissionIterations: number;
+  maxMissionTimeoutSeconds: number;
+  maxLoopDelaySeconds: number;
+}
+
+export const devPrincipal: Principal = {
+  tenant: 'default',
+  user: 'local',
+  roles: ['*'],
+  operator: true,
+};
 
 /**
  * The agent of that name, if configured. Never a plain `agents[name]`: a name such as

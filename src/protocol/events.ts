@@ -116,6 +116,8 @@ export interface InputResolvedEvent extends EventBase {
   approved: boolean;
   actor: Actor | null;
   expired?: 'superseded' | 'cancelled';
+  /** An agent's answer (actor `agent:NAME`): its decision's reason, journaled as given. */
+  response?: Record<string, unknown>;
 }
 
 export interface ToolError {

@@ -6,6 +6,7 @@ import {
   type LanguageModelV3Prompt,
   type LanguageModelV3StreamPart,
 } from '@ai-sdk/provider';
+import { approvalToolName } from './approvalDecision.js';
 import { decisionToolName } from './evaluator.js';
 import { unfoldInputs } from './foldedPrompt.js';
 import { gateToolName } from './gate.js';
@@ -26,7 +27,10 @@ import { gateToolName } from './gate.js';
  * contains `/offtopic`. As a loop mission's evaluator (a call forcing `record_decision`):
  * the last `/decide ...` of its prompt decides — `continue:N` continues until iteration N
  * and completes at N, `continue` always continues, `blocked`, `complete`, and `garbage`
- * answers text outside the schema; none completes. With `/answer TEXT` in its instructions
+ * answers text outside the schema; none completes. As an agent deciding another agent's
+ * request (a call forcing `record_approval`): the last `/approval approve|reject|garbage
+ * [REASON]` of its instructions — never of the request, which fetched content may shape —
+ * decides; none rejects. With `/answer TEXT` in its instructions
  * it replies TEXT to every turn (an agent that answers other agents' requests). With images in its last user message: a model whose id contains
  * `vision` replies with each image's media type and size, any other says it cannot see
  * images.
@@ -53,7 +57,11 @@ export function createDemoModel(options: { modelId: string; delayMs: number }): 
         failuresServed,
       );
       const gate = isGateCall(call);
-      const evaluation = isForced(call, decisionToolName) ? evaluatorAnswer(text) : null;
+      const evaluation = isForced(call, decisionToolName)
+        ? evaluatorAnswer(text)
+        : isForced(call, approvalToolName)
+          ? approvalAnswer(systemText(call.prompt))
+          : null;
       const last = call.prompt[call.prompt.length - 1];
       const results = last?.role === 'tool' ? quoteResults(last.content) : null;
       const proposed = gate
@@ -196,6 +204,25 @@ function evaluatorAnswer(text: string): {
     return decide('continue', `iteration ${iteration}: more to do`);
   }
   return decide('complete', `iteration ${iteration}: done`);
+}
+
+/**
+ * The approval judge's answer: the last `/approval` line of the agent's instructions. The
+ * request itself (the user message) is never read, so its content cannot steer the demo.
+ */
+function approvalAnswer(system: string): { call: { tool: string; input: string }[]; text: string } {
+  const commands = [...system.matchAll(/^\s*\/approval[ \t]+([a-z]+)[ \t]*(.*)$/gm)];
+  const command = commands[commands.length - 1];
+  const decide = (approved: boolean, reason: string) => ({
+    call: [{ tool: approvalToolName, input: JSON.stringify({ approved, reason }) }],
+    text: '',
+  });
+  if (!command) return decide(false, 'no /approval in my instructions: rejected');
+  const [, verb, rest] = command;
+  if (verb === 'garbage') return { call: [], text: 'I would rather not say.' };
+  const reason = (rest ?? '').trim();
+  if (verb === 'approve') return decide(true, reason || 'approved by /approval approve');
+  return decide(false, reason || 'rejected by /approval reject');
 }
 
 function systemText(prompt: LanguageModelV3Prompt): string {

@@ -86,10 +86,15 @@ export async function answerBurst(
   });
 
   if (!agent) {
+    // A tenant's definition the operator's checks now refuse is never run half-way.
+    const refused = deps.agents?.refused?.(lease.tenant, agentName) ?? null;
     await failTurn(deps.db, lease, {
       ...ref,
-      code: 'unknown_agent',
-      message: `the agent "${agentName}" is not configured on this server`,
+      code: refused === null ? 'unknown_agent' : 'agent_refused',
+      message:
+        refused === null
+          ? `the agent "${agentName}" is not configured on this server`
+          : `the agent "${agentName}" is refused by this server's checks: ${refused}`,
       usage: [],
     });
     turnOutcomes.inc({ outcome: 'error' });

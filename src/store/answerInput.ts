@@ -12,6 +12,11 @@ export interface AnswerInput {
   response: Record<string, unknown> | null;
   actor: Actor;
   /**
+   * Journal `response` in `input_resolved` too: an agent's decision and its reason are the
+   * audit trail of what it approved (a person's response stays in input_requests only).
+   */
+  journalResponse?: boolean;
+  /**
    * Whether this principal may answer requests of this session's agent — and, in an
    * execution's session, of that execution (where its interruptions are routed).
    */
@@ -41,21 +46,31 @@ export async function answerInput(
     ).rows[0];
     const request = session
       ? (
-          await tx.query<{ state: string; expected_sequence: number; turn_id: string }>(
-            `select state, expected_sequence, turn_id from input_requests
+          await tx.query<{
+            state: string;
+            expected_sequence: number;
+            turn_id: string;
+            declined_by: string | null;
+          }>(
+            `select state, expected_sequence, turn_id, declined_by from input_requests
               where tenant = $1 and session_id = $2 and request_id = $3`,
             [input.tenant, input.sessionId, input.requestId],
           )
         ).rows[0]
       : undefined;
     if (!session || !request) throw new ParleyError('input_not_found', 'no such input request');
-    const execution =
+    const routed =
       (
         await tx.query<{ interrupt_to: string | null; user_name: string }>(
           'select interrupt_to, user_name from executions where session_id = $1',
           [input.sessionId],
         )
       ).rows[0] ?? null;
+    // A request its agent declined goes to people as if the execution had no route.
+    const execution =
+      routed && request.declined_by !== null && routed.interrupt_to?.startsWith('agent:')
+        ? { ...routed, interrupt_to: null }
+        : routed;
     if (!input.mayAnswer(session.agent, execution)) {
       throw new ParleyError('forbidden', 'your roles may not answer this request');
     }
@@ -95,6 +110,7 @@ export async function answerInput(
           request_id: input.requestId,
           approved: input.approved,
           actor: input.actor,
+          ...(input.journalResponse && input.response ? { response: input.response } : {}),
         }),
       ],
       others.rowCount === 0 ? 'input' : 'events',

@@ -31,7 +31,9 @@ interface InputRow {
  * the filter is the same rule as the answer's 403, so the inbox lists exactly what can be
  * answered. An execution's requests (issue 10) go where its `interrupt_to` says (by default
  * its own user): they are listed for that user, or for principals with that role; those
- * routed to an agent are that agent's to answer and are listed for nobody. The prompt
+ * routed to an agent are that agent's to answer and are listed for nobody — unless the
+ * agent may not answer one (declined_by: approver_roles, human_only), which is then
+ * listed for the execution's own user. The prompt
  * lives in the `input_required` event, so it is read from there; it is null once retention
  * pruned that event. Request ids are ULIDs, so ordering by them is ordering by creation, and
  * (priority, request_id) of the last one is an exact page cursor.
@@ -75,6 +77,8 @@ export async function listInputs(
       where r.tenant = $1 and r.state = 'pending' and not (s.agent = any($2::text[]))
         and (x.execution_id is null
              or coalesce(x.interrupt_to, 'user:' || x.user_name) = 'user:' || $4
+             or (x.interrupt_to like 'agent:%' and r.declined_by is not null
+                 and x.user_name = $4)
              or (x.interrupt_to like 'role:%'
                  and ('*' = any($5::text[]) or substr(x.interrupt_to, 6) = any($5::text[]))))
         ${after}

@@ -8,7 +8,7 @@ export interface UsageRecord {
   agent: string;
   /** `provider/model`. */
   model: string;
-  purpose: 'reply' | 'gate' | 'evaluation';
+  purpose: 'reply' | 'gate' | 'evaluation' | 'approval';
   outcome: 'ok' | 'failed' | 'cancelled';
   inputTokens: number;
   outputTokens: number;

@@ -103,11 +103,14 @@ function resolved(
 }
 
 /**
- * The tools an agent has, in a stable order: the ones its `tools` lists (`ask_user`
- * included, its `tool` null: the runtime handles it), then every tool of every MCP server
- * it does not list by name — policy from a `server__*` entry, else `approve` — then
- * `load_skill` when the agent has skills. `deny` tools are included (to show them); the
- * runtime offers only the others. Built-in tools an agent does not list are not its tools.
+ * The tools an agent has — exactly those it lists, nothing implicit — in a stable order:
+ * its entries by name (`ask_user` included, its `tool` null: the runtime handles it), then
+ * the tools of each MCP server it lists as `server__*` that it does not list by name (with
+ * that entry's policy), then `load_skill` when the agent has skills. A tenant's own
+ * definition is offered MCP tools only of the servers in its `mcpGrants` (granted to the
+ * tenant, or kept from the operator's definition): checked here again, whatever the
+ * definition says. `deny` tools are included (to show them); the runtime offers only the
+ * others.
  */
 export function resolveAgentTools(
   agent: AgentConfig,
@@ -115,9 +118,15 @@ export function resolveAgentTools(
 ): ResolvedTool[] {
   const result: ResolvedTool[] = [];
   const listed = new Set<string>();
+  const granted = (server: string) => agent.mcpGrants === null || agent.mcpGrants.includes(server);
+  const servers: string[] = [];
   for (const [name, entry] of Object.entries(agent.tools)) {
     const server = mcpToolPattern.exec(name)?.[1];
-    if (name.endsWith('__*')) continue;
+    if (server !== undefined && !granted(server)) continue;
+    if (name.endsWith('__*')) {
+      if (server !== undefined) servers.push(server);
+      continue;
+    }
     listed.add(name);
     const tool = name === askUserTool ? null : (tools.get(name) ?? null);
     const source = tool ? sourceOf(tool) : server ? (`mcp:${server}` as const) : 'built-in';
@@ -125,7 +134,8 @@ export function resolveAgentTools(
     result.push(resolved(name, tool, source, { ...entry, options }, { ...entry, options }));
   }
   const mcp = [...tools.values()]
-    .filter((tool) => sourceOf(tool).startsWith('mcp:') && !listed.has(tool.name))
+    .filter((tool) => servers.some((server) => sourceOf(tool) === `mcp:${server}`))
+    .filter((tool) => !listed.has(tool.name))
     .sort((a, b) => (a.name < b.name ? -1 : 1));
   for (const tool of mcp) {
     const server = sourceOf(tool).slice(4);

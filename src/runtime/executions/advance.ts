@@ -195,6 +195,7 @@ class Step {
               execution,
               route.slice('agent:'.length),
               outcome.requests,
+              this.signal,
             )
           : state.resolvers;
         return void (await this.save({

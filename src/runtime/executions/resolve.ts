@@ -1,46 +1,73 @@
+import type { AgentConfig } from '../../config/types.js';
 import { isParleyError } from '../../errors.js';
+import { decideApproval } from '../../providers/approvalDecision.js';
+import type { CallUsage } from '../../providers/forcedCall.js';
+import { priceUsage } from '../../providers/registry.js';
 import { answerInput } from '../../store/answerInput.js';
+import { declineInput } from '../../store/declineInput.js';
 import type { ExecutionRow } from '../../store/getExecution.js';
 import { readTurnOutcome, type PendingRequest } from '../../store/readTurnOutcome.js';
+import { recordUsage } from '../../store/recordUsage.js';
+import { isHumanOnly } from '../../tools/humanOnly.js';
+import { abortableDelay } from '../abortable.js';
+import { retryDelayMs } from '../modelStep.js';
 import type { ExecutionDeps } from './deps.js';
-import { admitAs, resolverTurnId } from './iteration.js';
+import { admitAs, iterationTurnId, resolverTurnId } from './iteration.js';
 
 /**
- * Seed 003's agent-to-agent resolution: an execution routed to `agent:NAME` has its
- * approvals and questions answered by that agent, in that agent's own session. Each request
- * is posted there as a turn (through the public admission, id `exec.ID.REQUEST`, so a
- * retry posts it once); once that turn is done, its reply is journaled as the answer with
- * the agent as the actor, exactly like a person's. An approval needs a reply that starts
- * with APPROVE (or YES); anything else, or an agent that failed to answer, is a rejection
- * that quotes the reply: a request is never approved by default.
+ * Agent-to-agent resolution: an execution routed to `agent:NAME` has its requests answered
+ * by that agent — under the same approver policy as a person:
  *
- * Returns the execution's answering sessions (agent → session), which may have grown.
+ * - The answering agent may answer only if the requesting agent's `approver_roles` names
+ *   `agent:NAME` (null admits people only), and never an approval of a `human_only` tool
+ *   (`tools.human_only`, or the entry's own). Otherwise the request is *declined*: it stays
+ *   pending and goes to people (the execution's own user's inbox; an admin may answer).
+ * - An approval (or a budget extension) is decided through a forced `record_approval
+ *   {approved, reason}` call with the agent's instructions (providers/approvalDecision.ts),
+ *   never from free text. An answer outside the schema is retried once, a transient
+ *   provider failure with backoff; then it is a rejection: nothing is approved by default.
+ * - A question is posted as a turn into the agent's own session (`exec.ID.REQUEST`, so a
+ *   retry posts it once) and its reply is the answer.
+ *
+ * The answer is journaled like a person's (`input_resolved`, the agent as the actor, its
+ * response — the decision's reason — included). Answering is single-use: a retry after a
+ * crash meets `stale_input` and does nothing. Returns the execution's answering sessions
+ * (agent → session), which may have grown.
  */
 export async function resolveByAgent(
   deps: ExecutionDeps,
   execution: ExecutionRow,
   target: string,
   requests: PendingRequest[],
+  signal: AbortSignal,
 ): Promise<Record<string, string>> {
   const resolvers = { ...execution.resolvers };
+  const requester = deps.agents.get(execution.tenant, execution.agent);
+  const actor = `agent:${target}`;
   for (const request of requests) {
-    const turnId = resolverTurnId(execution.execution_id, request.request_id);
-    const admitted = await admitAs(deps, execution, {
-      sessionId: Object.hasOwn(resolvers, target) ? (resolvers[target] as string) : null,
-      agent: target,
-      turnId,
-      message: requestMessage(execution, request),
-    });
-    resolvers[target] = admitted.session_id;
-    const outcome = await readTurnOutcome(deps.db, admitted.session_id, turnId);
-    if (outcome.kind === 'pending' || outcome.kind === 'waiting' || outcome.kind === 'missing') {
+    const refusal = mayNotAnswer(deps, requester, actor, request);
+    if (refusal !== null) {
+      if (
+        await declineInput(deps.db, {
+          tenant: execution.tenant,
+          requestId: request.request_id,
+          declinedBy: actor,
+        })
+      ) {
+        deps.log.info(
+          { execution_id: execution.execution_id, request_id: request.request_id, why: refusal },
+          'an agent may not answer this request: it goes to people',
+        );
+      }
       continue;
     }
-    const reply = outcome.kind === 'done' ? outcome.content.trim() : '';
-    const answer =
-      request.kind === 'question'
-        ? { approved: outcome.kind === 'done', response: { answer: reply } }
-        : decide(reply, outcome.kind === 'done' ? null : `the agent ${target} could not answer`);
+    let answer: { approved: boolean; response: Record<string, unknown> } | null;
+    if (request.kind === 'question') {
+      answer = await askByTurn(deps, execution, target, request, resolvers);
+    } else {
+      answer = await decide(deps, execution, target, request, signal);
+    }
+    if (answer === null) continue;
     try {
       await answerInput(deps.db, {
         tenant: execution.tenant,
@@ -49,8 +76,11 @@ export async function resolveByAgent(
         expectedSequence: request.expected_sequence,
         approved: answer.approved,
         response: answer.response,
-        actor: { user: `agent:${target}`, tenant: execution.tenant },
-        mayAnswer: () => true,
+        actor: { user: actor, tenant: execution.tenant },
+        journalResponse: true,
+        // The same rule again, against the session's agent, inside the answer's transaction.
+        mayAnswer: (agent) =>
+          mayNotAnswer(deps, deps.agents.get(execution.tenant, agent), actor, request) === null,
       });
     } catch (error) {
       // Answered already (a retry after a crash), or expired by a cancel: nothing to do.
@@ -60,14 +90,126 @@ export async function resolveByAgent(
   return resolvers;
 }
 
-function decide(
-  reply: string,
-  failure: string | null,
-): { approved: boolean; response: Record<string, unknown> } {
-  if (failure !== null) return { approved: false, response: { reason: failure } };
-  const first = (reply.split(/\s+/)[0] ?? '').replace(/[^A-Za-z]/g, '').toUpperCase();
-  const approved = ['APPROVE', 'APPROVED', 'YES'].includes(first);
-  return { approved, response: { reason: reply.slice(0, 1000) } };
+/** Why `actor` may not answer this request of `requester`, or null when it may. */
+function mayNotAnswer(
+  deps: ExecutionDeps,
+  requester: AgentConfig | undefined,
+  actor: string,
+  request: PendingRequest,
+): string | null {
+  if (!requester) return 'the requesting agent is not available';
+  if (requester.approverRoles === null || !requester.approverRoles.includes(actor)) {
+    return `the agent ${requester.name}'s approver_roles do not name ${actor}`;
+  }
+  if (
+    request.kind === 'approval' &&
+    request.tool !== null &&
+    isHumanOnly(requester, request.tool, deps.config.tools.humanOnly)
+  ) {
+    return `the tool ${request.tool} is human_only`;
+  }
+  return null;
+}
+
+/** A question: a turn in the answering agent's own session; null while it runs. */
+async function askByTurn(
+  deps: ExecutionDeps,
+  execution: ExecutionRow,
+  target: string,
+  request: PendingRequest,
+  resolvers: Record<string, string>,
+): Promise<{ approved: boolean; response: Record<string, unknown> } | null> {
+  const turnId = resolverTurnId(execution.execution_id, request.request_id);
+  const admitted = await admitAs(deps, execution, {
+    sessionId: Object.hasOwn(resolvers, target) ? (resolvers[target] as string) : null,
+    agent: target,
+    turnId,
+    message: requestMessage(execution, request),
+  });
+  resolvers[target] = admitted.session_id;
+  const outcome = await readTurnOutcome(deps.db, admitted.session_id, turnId);
+  if (outcome.kind === 'pending' || outcome.kind === 'waiting' || outcome.kind === 'missing') {
+    return null;
+  }
+  if (outcome.kind !== 'done') {
+    return { approved: false, response: { reason: `the agent ${target} could not answer` } };
+  }
+  return { approved: true, response: { answer: outcome.content.trim() } };
+}
+
+/** Answers outside the schema allowed before the request is rejected. */
+const maxGarbage = 2;
+
+/**
+ * An approval or a budget extension: the answering agent's forced structured decision.
+ * Failing to decide is a rejection that says why.
+ */
+async function decide(
+  deps: ExecutionDeps,
+  execution: ExecutionRow,
+  target: string,
+  request: PendingRequest,
+  signal: AbortSignal,
+): Promise<{ approved: boolean; response: Record<string, unknown> }> {
+  const reject = (reason: string) => ({ approved: false, response: { reason } });
+  const agent = deps.agents.get(execution.tenant, target);
+  if (!agent) return reject(`the agent ${target} is not available`);
+  const model = deps.resolveModel(agent.model.provider, agent.model.modelId);
+  const { runtime } = deps.config;
+  let garbage = 0;
+  for (let call = 1; ; call++) {
+    const decision = await decideApproval(model, {
+      instructions: agent.instructions,
+      request: requestMessage(execution, request),
+      timeoutMs: runtime.evaluationTimeoutMs,
+      signal,
+    });
+    await bill(deps, execution, agent, decision.usage, decision.kind === 'decided');
+    if (decision.kind === 'decided') {
+      return { approved: decision.approved, response: { reason: decision.reason } };
+    }
+    if (decision.kind === 'garbage') {
+      if (++garbage >= maxGarbage) {
+        return reject(`the agent ${target} gave no valid decision (${decision.why})`);
+      }
+      continue;
+    }
+    const failure = decision.failure;
+    if (!failure.isRetryable || call >= runtime.retryAttempts) {
+      return reject(`the agent ${target} could not answer (${failure.code})`);
+    }
+    await abortableDelay(retryDelayMs(failure, runtime.retryBaseMs, call, deps.random), signal);
+    if (signal.aborted) throw signal.reason;
+  }
+}
+
+async function bill(
+  deps: ExecutionDeps,
+  execution: ExecutionRow,
+  agent: AgentConfig,
+  usage: CallUsage | null,
+  ok: boolean,
+): Promise<void> {
+  if (!usage) return;
+  const model = `${agent.model.provider}/${agent.model.modelId}`;
+  await recordUsage(deps.db, [
+    {
+      tenant: execution.tenant,
+      sessionId: execution.session_id,
+      turnId: iterationTurnId(execution.execution_id, execution.iteration),
+      agent: agent.name,
+      model,
+      purpose: 'approval',
+      outcome: ok ? 'ok' : 'failed',
+      inputTokens: usage.inputTokens,
+      outputTokens: usage.outputTokens,
+      cachedInputTokens: usage.cachedInputTokens,
+      reasoningTokens: usage.reasoningTokens,
+      costUsd: priceUsage(deps.config, model, usage),
+      latencyMs: usage.latencyMs,
+      ttftMs: null,
+    },
+  ]);
 }
 
 function requestMessage(execution: ExecutionRow, request: PendingRequest): string {
@@ -75,9 +217,8 @@ function requestMessage(execution: ExecutionRow, request: PendingRequest): strin
   if (request.kind === 'question') {
     return `${who} asks you: ${request.prompt ?? '(no question text)'}\nReply with your answer only.`;
   }
-  const what =
-    request.kind === 'budget_extension'
-      ? `asks to continue past its budget (${request.prompt ?? 'budget used up'}).`
-      : `asks for your approval to call the tool ${request.tool ?? '?'} with these arguments: ${JSON.stringify(request.arguments)}`;
-  return `${who} ${what}\nReply APPROVE or REJECT on the first line, then your reason.`;
+  if (request.kind === 'budget_extension') {
+    return `${who} asks to continue past its budget (${request.prompt ?? 'budget used up'}).`;
+  }
+  return `${who} asks for your approval to call the tool ${request.tool ?? '?'} with these arguments: ${JSON.stringify(request.arguments)}`;
 }

@@ -17,7 +17,8 @@ const optionsSchema = z
   .object({
     allow_hosts: z.array(z.string()).min(1, 'list at least one host'),
     allow_private: z.boolean().default(false),
-    max_bytes: z.number().int().positive().default(1_000_000),
+    // At most 100 MiB: the body is held in memory.
+    max_bytes: z.number().int().positive().max(104_857_600).default(1_000_000),
     methods: z
       .array(z.enum(['GET', 'POST']))
       .min(1)

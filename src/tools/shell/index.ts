@@ -22,7 +22,8 @@ const optionsSchema = z
         message: 'PATH and HOME are set by the sandbox',
       })
       .default([]),
-    max_output_bytes: z.number().int().min(1024).default(65536),
+    // At most 64 MiB: the output is held in memory.
+    max_output_bytes: z.number().int().min(1024).max(67_108_864).default(65536),
   })
   .strict();
 
