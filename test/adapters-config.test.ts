@@ -79,7 +79,12 @@ describe('adapters and webhooks configuration', () => {
 
   it('requires a Standard Webhooks secret and known event types for webhooks', () => {
     const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
-    const hook = { url: 'https://crm.example.com/hooks', events: ['done'], secret_env: 'CRM' };
+    const hook = {
+      url: 'https://crm.example.com/hooks',
+      events: ['done'],
+      secret_env: 'CRM',
+      tenants: ['acme'],
+    };
     const config = compileConfig({ webhooks: { crm: hook } }, { CRM: secret });
     expect(config.webhooks.crm).toMatchObject({ name: 'crm', events: ['done'], maxAttempts: 8 });
     const weak = failure({ webhooks: { crm: hook } }, { CRM: 'hunter2' });

@@ -46,3 +46,35 @@ export async function drainWithin(
     await Promise.all(active);
   }
 }
+
+/** A call that did not finish within its deadline: its signal aborted what it was doing. */
+export class DeadlineError extends Error {
+  constructor(
+    readonly ms: number,
+    options?: ErrorOptions,
+  ) {
+    super(`no answer within ${ms} ms`, options);
+    this.name = 'DeadlineError';
+  }
+}
+
+/**
+ * Runs `call` with a signal that aborts after `ms` (or when `stop` aborts), which `call`
+ * passes to what it starts (an HTTP request, a child process), so the work really ends at
+ * the deadline instead of running on unwatched. A failure caused by the deadline is a
+ * `DeadlineError`; a stop's abort is rethrown as it came.
+ */
+export async function withDeadline<T>(
+  ms: number,
+  call: (signal: AbortSignal) => Promise<T>,
+  stop?: AbortSignal,
+): Promise<T> {
+  const deadline = AbortSignal.timeout(ms);
+  const signal = stop ? AbortSignal.any([deadline, stop]) : deadline;
+  try {
+    return await call(signal);
+  } catch (error) {
+    if (deadline.aborted && !stop?.aborted) throw new DeadlineError(ms, { cause: error });
+    throw error;
+  }
+}
