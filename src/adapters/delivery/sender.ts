@@ -48,20 +48,8 @@ export async function deliverReply(deps: SenderDeps, row: ClaimedReply, token: s
   try {
     let messageId = row.platform_message_id;
     if (messageId === null && row.attempts > 0 && client.findPosted) {
-      const known = await postedMessageIds(deps.db, row.session_id);
-      const lost = { key: row.reply_id, since: row.created_at, known };
-      const found = await within((signal) =>
-        (client.findPosted as NonNullable<PlatformClient['findPosted']>)(
-          row.thread_id,
-          lost,
-          signal,
-        ),
-      );
+      const found = await findLostPost(deps, client, row, within);
       if (found !== null) {
-        deps.log.info(
-          { adapter: row.adapter, reply_id: row.reply_id },
-          'an earlier post of this message reached the platform; editing it',
-        );
         messageId = found;
         if (client.stream) stream = { mode: 'edit', sent: '' };
       }
@@ -113,6 +101,40 @@ export async function deliverReply(deps: SenderDeps, row: ClaimedReply, token: s
       maxAttempts,
       ...(stream === null ? {} : { stream }),
     });
+  }
+}
+
+/**
+ * The message an earlier, failed post of the row made, read back from the platform. A
+ * platform that refuses the read (Slack without the history scope of the channel) cannot
+ * tell: the row posts again, and the log says that it may show twice. A read that fails
+ * otherwise fails the attempt, to be tried again.
+ */
+async function findLostPost(
+  deps: SenderDeps,
+  client: PlatformClient,
+  row: ClaimedReply,
+  within: Within,
+): Promise<string | null> {
+  const findPosted = client.findPosted as NonNullable<PlatformClient['findPosted']>;
+  const known = await postedMessageIds(deps.db, row.session_id);
+  const lost = { key: row.reply_id, since: row.created_at, known };
+  try {
+    const found = await within((signal) => findPosted(row.thread_id, lost, signal));
+    if (found !== null) {
+      deps.log.info(
+        { adapter: row.adapter, reply_id: row.reply_id },
+        'an earlier post of this message reached the platform; editing it',
+      );
+    }
+    return found;
+  } catch (error) {
+    if (!isPlatformRefusal(error)) throw error;
+    deps.log.warn(
+      { adapter: row.adapter, reply_id: row.reply_id, err: describe(error) },
+      'the thread cannot be read back: posting again, the message may show twice',
+    );
+    return null;
   }
 }
 

@@ -26,6 +26,11 @@ function marker(key: string) {
   return { event_type: markerType, event_payload: { reply_id: key } };
 }
 
+/** The outbox row a marker names. */
+function markedRow(payload: unknown): unknown {
+  return (payload as { reply_id?: unknown } | undefined)?.reply_id;
+}
+
 /** The Web API client's request queue (p-queue), as far as Parley touches it. */
 interface RequestQueue {
   readonly size: number;
@@ -180,8 +185,7 @@ export function slackClient(config: SlackConfig, env: Env, log: Logger): Platfor
       const marked = messages.find(
         (message) =>
           message.metadata?.event_type === markerType &&
-          (message.metadata.event_payload)?.reply_id ===
-            lost.key,
+          markedRow(message.metadata.event_payload) === lost.key,
       );
       if (marked?.ts) return marked.ts;
       const ours = (message: { user?: string; bot_id?: string }) =>
