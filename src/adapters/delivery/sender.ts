@@ -116,11 +116,12 @@ async function findLostPost(
   row: ClaimedReply,
   within: Within,
 ): Promise<string | null> {
-  const findPosted = client.findPosted as NonNullable<PlatformClient['findPosted']>;
   const known = await postedMessageIds(deps.db, row.session_id);
   const lost = { key: row.reply_id, since: row.created_at, known };
   try {
-    const found = await within((signal) => findPosted(row.thread_id, lost, signal));
+    const found = await within(
+      async (signal) => (await client.findPosted?.(row.thread_id, lost, signal)) ?? null,
+    );
     if (found !== null) {
       deps.log.info(
         { adapter: row.adapter, reply_id: row.reply_id },
