@@ -1,6 +1,6 @@
 import type { AdapterPostableMessage } from 'chat';
 import type { Logger } from '../../log.js';
-import { withDeadline } from '../../runtime/abortable.js';
+import { deadline } from '../../runtime/abortable.js';
 import type { ClaimedReply } from '../../store/claimReplies.js';
 import type { Db } from '../../store/db.js';
 import { postedMessageIds } from '../../store/postedMessageIds.js';
@@ -23,14 +23,15 @@ interface StreamState {
   sent: string;
 }
 
-/** Runs one platform call under the adapter's deadline (`timeout_ms`). */
+/** Runs one platform call under the delivery's deadline. */
 type Within = <T>(call: (signal: AbortSignal) => Promise<T>) => Promise<T>;
 
 /**
  * Delivers one claimed outbox row: posts it (the first time) or edits its message to the
- * latest content, then records what the platform confirmed. Every platform call has the
- * adapter's deadline, which aborts its HTTP request: a call that gets no answer in time
- * ends there and counts as failed. A failure is recorded with a backoff (the platform's
+ * latest content, then records what the platform confirmed. The delivery's platform calls
+ * share one deadline, the adapter's `timeout_ms` (at most two thirds of the sender's
+ * lease, so the delivery ends before the lease does); it aborts their HTTP requests: a
+ * call that gets no answer in time ends there and the delivery counts as failed. A failure is recorded with a backoff (the platform's
  * retry-after for a rate limit) and tried again, across restarts; after the adapter's
  * last attempt the row is dead.
  *
@@ -43,7 +44,7 @@ export async function deliverReply(deps: SenderDeps, row: ClaimedReply, token: s
   if (!client) return;
   const content = row.content as unknown as ReplyContent;
   const { retryBaseMs, maxAttempts, editIntervalMs, timeoutMs } = client.config;
-  const within: Within = (call) => withDeadline(timeoutMs, call);
+  const within: Within = deadline(timeoutMs).run;
   let stream = (row.stream as StreamState | null) ?? null;
   try {
     let messageId = row.platform_message_id;
