@@ -131,9 +131,14 @@ describe('outbound webhooks belong to tenants', () => {
     const sessionId = (await admit(globex, 'tenants_moved', 'still pending')).body
       .session_id as string;
     await until(
-      () => everyHook.sessions(),
-      (sessions) => sessions.includes(sessionId),
-      "globex's reply at the operator's endpoint",
+      () =>
+        server.db.query(
+          `select 1 from webhook_deliveries
+            where webhook = 'operator_audit' and session_id = $1 and state = 'delivered'`,
+          [sessionId],
+        ),
+      (delivered) => delivered.rowCount === 1,
+      "globex's reply delivered to the operator's endpoint",
     );
     // A delivery of globex's still waiting for the operator's endpoint, as if just enqueued.
     await server.db.query(
