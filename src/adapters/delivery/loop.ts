@@ -24,8 +24,8 @@ export interface DeliveryDeps {
   newId: () => string;
   /**
    * A sender's lease on an outbox row (runtime.lease_ttl_ms): past it, a row whose sender
-   * died is taken over. A platform call's deadline (`timeout_ms`) is at most two thirds
-   * of it, so a live sender's call always ends (answered or aborted) before its lease does.
+   * died is taken over. A delivery's deadline (`timeout_ms`) is at most two thirds of it,
+   * so a live sender's calls always end (answered or aborted) before its lease does.
    */
   leaseMs: number;
   /** Readies the platform adapters before the first send (the SDK's initialisation). */

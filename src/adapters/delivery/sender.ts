@@ -30,10 +30,10 @@ type Within = <T>(call: (signal: AbortSignal) => Promise<T>) => Promise<T>;
  * Delivers one claimed outbox row: posts it (the first time) or edits its message to the
  * latest content, then records what the platform confirmed. The delivery's platform calls
  * share one deadline, the adapter's `timeout_ms` (at most two thirds of the sender's
- * lease, so the delivery ends before the lease does); it aborts their HTTP requests: a
- * call that gets no answer in time ends there and the delivery counts as failed. A failure is recorded with a backoff (the platform's
- * retry-after for a rate limit) and tried again, across restarts; after the adapter's
- * last attempt the row is dead.
+ * lease, so the delivery ends before the lease does), which aborts their HTTP requests:
+ * a call that gets no answer in time ends there and the delivery counts as failed. A
+ * failure is recorded with a backoff (the platform's retry-after for a rate limit) and
+ * tried again, across restarts; after the adapter's last attempt the row is dead.
  *
  * A failed post may still have reached the platform (the answer, not the request, was
  * lost). Before such a row posts again, a platform that can be read back is asked for the

@@ -28,6 +28,8 @@ export type FakeRoute = (call: FakeCall) => FakeAnswer | Promise<FakeAnswer>;
  */
 export class FakePlatform {
   readonly calls: FakeCall[] = [];
+  /** Calls whose client closed the connection before it was answered (an aborted request). */
+  readonly abandoned: FakeCall[] = [];
   url = '';
   private server: Server | null = null;
   private readonly routes: [string, FakeRoute][] = [];
@@ -40,6 +42,9 @@ export class FakePlatform {
     const fake = new FakePlatform();
     fake.server = createServer((request, response) => {
       void fake.collect(request).then(async (call) => {
+        response.on('close', () => {
+          if (!response.writableEnded) fake.abandoned.push(call);
+        });
         const answer = await fake.answer(call);
         if (answer === null) return; // held: the socket is left open (or destroyed by close)
         const delay = fake.delayOf(call);
