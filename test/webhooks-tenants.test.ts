@@ -146,6 +146,9 @@ describe('outbound webhooks belong to tenants', () => {
         where webhook = 'operator_audit' and session_id = $1`,
       [sessionId],
     );
+    const everyTenant = await server.db.query<{ registered_at: Date }>(
+      `select registered_at from webhook_endpoints where webhook = 'operator_audit' and tenant = '*'`,
+    );
     // The endpoint is now configured for acme alone.
     await registerWebhooks(server.db, [{ webhook: 'operator_audit', tenants: ['acme'] }]);
     const rows = await server.db.query<{ state: string; last_error: string }>(
@@ -155,10 +158,13 @@ describe('outbound webhooks belong to tenants', () => {
     expect(rows.rows).toEqual([
       { state: 'dead', last_error: 'the endpoint no longer belongs to this tenant' },
     ]);
-    const owners = await server.db.query<{ tenant: string }>(
-      `select tenant from webhook_endpoints where webhook = 'operator_audit'`,
+    // acme keeps the time the endpoint became every tenant's: it has had acme's events since.
+    const owners = await server.db.query<{ tenant: string; registered_at: Date }>(
+      `select tenant, registered_at from webhook_endpoints where webhook = 'operator_audit'`,
     );
-    expect(owners.rows).toEqual([{ tenant: 'acme' }]);
+    expect(owners.rows).toEqual([
+      { tenant: 'acme', registered_at: everyTenant.rows[0]?.registered_at },
+    ]);
     const streams = await server.db.query(
       `select 1 from webhook_streams where webhook = 'operator_audit' and tenant = 'globex'`,
     );
