@@ -43,7 +43,9 @@ beforeAll(async () => {
     GCHAT_CREDENTIALS: await gchat.serviceAccount(),
     TEAMS_APP_PASSWORD: 'teams-deadline',
   };
-  const platform = { tenant: 'acme', timeout_ms: 300, typing_timeout_ms: 300 };
+  // The clients' own limit (Slack's `timeout`, the requests made outside a call) far
+  // beyond the deadlines the tests give their calls: each call's deadline is its own.
+  const platform = { tenant: 'acme', timeout_ms: 8000 };
   const config = compileConfig(
     {
       adapters: {
@@ -189,7 +191,8 @@ describe('every outbound platform call under a deadline', () => {
     try {
       const outcomes = await Promise.all(
         Array.from({ length: 80 }, (_, index) =>
-          withDeadline(400, (signal) =>
+          // Long enough for all 80 to reach the queue before the first deadline.
+          withDeadline(3000, (signal) =>
             client.post(thread, { markdown: `post ${index}` }, `rep_queue_${index}`, signal),
           ).then(
             () => 'posted',
