@@ -79,7 +79,12 @@ describe('adapters and webhooks configuration', () => {
 
   it('requires a Standard Webhooks secret and known event types for webhooks', () => {
     const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
-    const hook = { url: 'https://crm.example.com/hooks', events: ['done'], secret_env: 'CRM' };
+    const hook = {
+      url: 'https://crm.example.com/hooks',
+      events: ['done'],
+      secret_env: 'CRM',
+      tenants: ['acme'],
+    };
     const config = compileConfig({ webhooks: { crm: hook } }, { CRM: secret });
     expect(config.webhooks.crm).toMatchObject({ name: 'crm', events: ['done'], maxAttempts: 8 });
     const weak = failure({ webhooks: { crm: hook } }, { CRM: 'hunter2' });
@@ -91,6 +96,46 @@ describe('adapters and webhooks configuration', () => {
     expect(failure({ webhooks: { crm: { ...hook, url: 'ftp://x' } } }, { CRM: secret })).toContain(
       'webhooks.crm.url',
     );
+  });
+
+  it('requires the tenants a webhook belongs to: a list, or "*" for every tenant', () => {
+    const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+    const hook = { url: 'https://crm.example.com/hooks', events: ['done'], secret_env: 'CRM' };
+    expect(failure({ webhooks: { crm: hook } }, { CRM: secret })).toContain(
+      'webhooks.crm.tenants: required',
+    );
+    expect(failure({ webhooks: { crm: { ...hook, tenants: [] } } }, { CRM: secret })).toContain(
+      'webhooks.crm.tenants',
+    );
+    expect(failure({ webhooks: { crm: { ...hook, tenants: ['*'] } } }, { CRM: secret })).toContain(
+      'webhooks.crm.tenants',
+    );
+    const everyone = compileConfig(
+      { webhooks: { crm: { ...hook, tenants: '*' } } },
+      { CRM: secret },
+    );
+    expect(everyone.webhooks.crm?.tenants).toBe('*');
+    const listed = compileConfig(
+      { webhooks: { crm: { ...hook, tenants: ['acme', 'acme', 'globex'] } } },
+      { CRM: secret },
+    );
+    expect(listed.webhooks.crm?.tenants).toEqual(['acme', 'globex']);
+  });
+
+  it("bounds a platform call's deadline by the sender's lease", () => {
+    const defaults = compileConfig({ adapters: { slack } }, env);
+    expect(defaults.adapters.slack).toMatchObject({ timeoutMs: 10_000, typingTimeoutMs: 2000 });
+    const set = compileConfig(
+      { adapters: { slack: { ...slack, timeout_ms: 4000, typing_timeout_ms: 500 } } },
+      env,
+    );
+    expect(set.adapters.slack).toMatchObject({ timeoutMs: 4000, typingTimeoutMs: 500 });
+    expect(
+      failure(
+        { runtime: { lease_ttl_ms: 6000 }, adapters: { slack: { ...slack, timeout_ms: 5000 } } },
+        env,
+      ),
+    ).toContain('adapters.slack.timeout_ms');
   });
 });
 

@@ -29,6 +29,8 @@ const platform: SlackConfig = {
   editIntervalMs: 1,
   retryBaseMs: 1,
   maxAttempts: 3,
+  timeoutMs: 1000,
+  typingTimeoutMs: 1000,
   signingSecretEnv: 'X',
   botTokenEnv: 'Y',
   nativeStreaming: false,
@@ -116,11 +118,7 @@ async function deliverAll(client: PlatformClient) {
       continue;
     }
     for (const row of rows) {
-      await deliverReply(
-        { db, clients: new Map([['slack', client]]), log, callTimeoutMs: 1000 },
-        row,
-        token,
-      );
+      await deliverReply({ db, clients: new Map([['slack', client]]), log }, row, token);
     }
   }
 }

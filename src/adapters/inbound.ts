@@ -5,6 +5,7 @@ import type { PlatformConfig } from '../config/platformTypes.js';
 import { type AgentConfig, type Config, type Principal } from '../config/types.js';
 import { isParleyError, ParleyError } from '../errors.js';
 import type { Logger } from '../log.js';
+import { withDeadline } from '../runtime/abortable.js';
 import { admitTurn } from '../store/admitTurn.js';
 import { answerInput } from '../store/answerInput.js';
 import { bindThread } from '../store/bindThread.js';
@@ -177,7 +178,9 @@ async function onAction(deps: InboundDeps, event: ActionEvent): Promise<void> {
   const { client, platform, agent } = resolve(deps, event.adapter.name);
   const principal = principalFor(platform, event.user.userId);
   const notify = (text: string) => {
-    client.notify(event.threadId, event.user.userId, text).catch((error: unknown) => {
+    withDeadline(client.config.timeoutMs, (signal) =>
+      client.notify(event.threadId, event.user.userId, text, signal),
+    ).catch((error: unknown) => {
       deps.log.warn({ adapter: client.name, err: (error as Error).message }, 'notice failed');
     });
   };

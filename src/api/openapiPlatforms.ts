@@ -29,7 +29,7 @@ export const platformPaths = {
   '/api/v1/admin/webhooks': {
     get: {
       summary:
-        "Outbound webhooks' deliveries by state and the latest dead letters, for the principal's tenant (admin role)",
+        "Outbound webhooks' deliveries by state and the latest dead letters, for the principal's tenant (admin role): the endpoints that name the tenant, and those of every tenant without their address",
       parameters: [
         {
           name: 'dead_limit',
@@ -52,7 +52,17 @@ export const platformPaths = {
                       type: 'object',
                       properties: {
                         name: { type: 'string' },
-                        url: { type: 'string', description: 'without query or credentials' },
+                        scope: {
+                          type: 'string',
+                          enum: ['tenant', 'all'],
+                          description:
+                            "tenant: the endpoint names this tenant; all: it receives every tenant's events (an endpoint of the operator's)",
+                        },
+                        url: {
+                          type: ['string', 'null'],
+                          description:
+                            "without query or credentials; null for an endpoint of every tenant (its address is the operator's)",
+                        },
                         events: { type: 'array', items: { type: 'string' } },
                         pending: { type: 'integer' },
                         delivered: { type: 'integer' },

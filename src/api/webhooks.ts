@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import type { WebhookConfig } from '../config/platformTypes.js';
 import { webhookStatus } from '../store/webhookStatus.js';
 import type { ApiDeps } from './deps.js';
 import { validate } from './validate.js';
@@ -14,28 +15,73 @@ function shownUrl(url: string): string {
   return `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
 }
 
+/** Who asks for the webhooks' status. */
+export interface WebhookViewer {
+  tenant: string;
+  /**
+   * An operator of the deployment sees every endpoint and the address of each. The API
+   * has no operator principal yet, so the route passes false: a tenant's admin.
+   */
+  operator: boolean;
+}
+
+/** An endpoint as a viewer may see it: `url` null where its address is not theirs to see. */
+export interface VisibleWebhook {
+  webhook: WebhookConfig;
+  /** `tenant`: it belongs to tenants by name; `all`: to every tenant (the operator's). */
+  scope: 'tenant' | 'all';
+  url: string | null;
+}
+
 /**
- * `GET /api/v1/admin/webhooks` (admin role, the principal's tenant): every configured
- * endpoint with its deliveries by state, the oldest still pending and the last error,
- * and the latest dead letters. What `parley webhooks status` prints.
+ * The endpoints a viewer may see. A tenant's admin sees the endpoints that name their
+ * tenant, with their address (never which other tenants share one), and the endpoints of
+ * every tenant (`*`, the operator's) without their address: such an endpoint receives
+ * this tenant's events too, and the admin may know that it does, where it goes is the
+ * operator's. Another tenant's endpoints are not shown at all. An operator sees all.
+ */
+export function webhooksVisibleTo(
+  webhooks: Iterable<WebhookConfig>,
+  viewer: WebhookViewer,
+): VisibleWebhook[] {
+  const visible: VisibleWebhook[] = [];
+  for (const webhook of webhooks) {
+    if (webhook.tenants === '*') {
+      visible.push({ webhook, scope: 'all', url: viewer.operator ? shownUrl(webhook.url) : null });
+    } else if (viewer.operator || webhook.tenants.includes(viewer.tenant)) {
+      visible.push({ webhook, scope: 'tenant', url: shownUrl(webhook.url) });
+    }
+  }
+  return visible;
+}
+
+/**
+ * `GET /api/v1/admin/webhooks` (admin role, the principal's tenant): the endpoints the
+ * principal may see (`webhooksVisibleTo`) with the tenant's deliveries by state, the
+ * oldest still pending and the last error, and the tenant's latest dead letters. What
+ * `parley webhooks status` prints.
  */
 export function adminWebhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.get('/api/v1/admin/webhooks', async (request) => {
     const query = validate(statusQuery, request.query);
-    const webhooks = Object.values(deps.config.webhooks);
+    const visible = webhooksVisibleTo(Object.values(deps.config.webhooks), {
+      tenant: request.principal.tenant,
+      operator: false,
+    });
     const status = await webhookStatus(
       deps.db,
       request.principal.tenant,
-      webhooks.map((webhook) => webhook.name),
+      visible.map(({ webhook }) => webhook.name),
       query.dead_limit,
     );
     const counts = new Map(status.counts.map((row) => [row.webhook, row]));
     return {
-      items: webhooks.map((webhook) => {
+      items: visible.map(({ webhook, scope, url }) => {
         const row = counts.get(webhook.name);
         return {
           name: webhook.name,
-          url: shownUrl(webhook.url),
+          scope,
+          url,
           events: webhook.events,
           pending: row?.pending ?? 0,
           delivered: row?.delivered ?? 0,

@@ -9,7 +9,8 @@ interface Options {
 interface Status {
   items: {
     name: string;
-    url: string;
+    scope: 'tenant' | 'all';
+    url: string | null;
     events: string[];
     pending: number;
     delivered: number;
@@ -53,7 +54,7 @@ export async function webhooksCommand(args: string[], options: Options): Promise
   );
   for (const item of status.items) {
     process.stdout.write(
-      `${item.name.padEnd(16)}${String(item.pending).padEnd(9)}${String(item.delivered).padEnd(11)}${String(item.dead).padEnd(6)}${(item.oldest_pending_at ?? '-').padEnd(26)}${item.url}\n`,
+      `${item.name.padEnd(16)}${String(item.pending).padEnd(9)}${String(item.delivered).padEnd(11)}${String(item.dead).padEnd(6)}${(item.oldest_pending_at ?? '-').padEnd(26)}${item.url ?? "(every tenant's: the operator's)"}\n`,
     );
     if (item.last_error) process.stdout.write(`  last error: ${item.last_error}\n`);
   }

@@ -87,6 +87,7 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
         new Set(Object.keys(agents)),
         defaultAgentOf(agents),
         env,
+        runtime.lease_ttl_ms,
       ),
       webhooks: compileWebhooks(file.webhooks, env),
     };

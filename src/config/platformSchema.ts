@@ -29,6 +29,13 @@ const common = {
   retry_base_ms: durationMs.default(1000),
   /** (added) Attempts of one message before it is given up (kept, marked dead). */
   max_attempts: z.number().int().positive().max(100).default(12),
+  /**
+   * (added) Deadline of one outbound call (a post, an edit, a stream step, a notice): its
+   * HTTP request is aborted then. Default and ceiling: two thirds of runtime.lease_ttl_ms.
+   */
+  timeout_ms: durationMs.optional(),
+  /** (added) Deadline of one "typing…" call, which never holds up anything else. */
+  typing_timeout_ms: durationMs.default(2000),
 };
 
 export const slackSchema = z
@@ -120,10 +127,31 @@ export const webhookEventTypes = [
   'error',
 ] as const;
 
+/**
+ * Whom an endpoint belongs to: a list of tenants, or `"*"` for every tenant (an endpoint
+ * of the operator's). Required: an endpoint receives the replies of the sessions it
+ * follows, so which tenants' it follows is never left to a default.
+ */
+const webhookTenants = z.union(
+  [
+    z.literal('*'),
+    z
+      .array(
+        z
+          .string()
+          .min(1)
+          .refine((tenant) => tenant !== '*', '"*" stands alone, not in a list'),
+      )
+      .min(1),
+  ],
+  { error: 'required, a list of tenants or "*" (every tenant)' },
+);
+
 export const webhookSchema = z
   .object({
     url: httpUrl,
     events: z.array(z.enum(webhookEventTypes)).min(1),
+    tenants: webhookTenants,
     /** A Standard Webhooks secret (`whsec_` + base64), in this variable. */
     secret_env: envName,
     /** (added) Attempts before a delivery is dead-lettered. */

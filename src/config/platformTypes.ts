@@ -32,6 +32,10 @@ interface PlatformBase {
   /** Backoff base of a failed platform call, and how many attempts a message gets. */
   retryBaseMs: number;
   maxAttempts: number;
+  /** Deadline of one outbound call (its HTTP request is aborted then). */
+  timeoutMs: number;
+  /** Deadline of one "typing…" call. */
+  typingTimeoutMs: number;
 }
 
 export interface SlackConfig extends PlatformBase {
@@ -87,6 +91,8 @@ export interface AdaptersConfig {
 export interface WebhookConfig {
   name: string;
   url: string;
+  /** The tenants whose sessions' events it receives; `*`: every tenant (the operator's). */
+  tenants: readonly string[] | '*';
   /** Journal event types this endpoint receives. */
   events: string[];
   secretEnv: string;

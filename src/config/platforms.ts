@@ -29,12 +29,20 @@ export function compileAdapters(
   agents: ReadonlySet<string>,
   defaultAgent: string,
   env: Env,
+  leaseTtlMs: number,
 ): AdaptersConfig {
   const compiled: AdaptersConfig = {};
+  // A sender's lease on an outbox row must outlive its call, answered or aborted.
+  const longestCallMs = Math.floor((leaseTtlMs * 2) / 3);
   const base = (name: PlatformName, entry: NonNullable<AdaptersFile[PlatformName]>) => {
     const agent = entry.agent ?? defaultAgent;
     if (!agents.has(agent)) {
       throw new PlatformConfigError(`adapters.${name}.agent: no agent named "${agent}"`);
+    }
+    if (entry.timeout_ms !== undefined && entry.timeout_ms > longestCallMs) {
+      throw new PlatformConfigError(
+        `adapters.${name}.timeout_ms: at most two thirds of runtime.lease_ttl_ms (${longestCallMs})`,
+      );
     }
     const users: Record<string, PlatformUser> = Object.create(null) as Record<string, PlatformUser>;
     for (const [id, user] of Object.entries(entry.users)) users[id] = user;
@@ -47,6 +55,8 @@ export function compileAdapters(
       editIntervalMs: entry.edit_interval_ms ?? defaultEditIntervalMs[name],
       retryBaseMs: entry.retry_base_ms,
       maxAttempts: entry.max_attempts,
+      timeoutMs: entry.timeout_ms ?? longestCallMs,
+      typingTimeoutMs: entry.typing_timeout_ms,
     };
   };
   const required = (name: PlatformName, key: string, variable: string) => {
@@ -150,6 +160,7 @@ export function compileWebhooks(file: WebhooksFile, env: Env): Record<string, We
     compiled[name] = {
       name,
       url: entry.url,
+      tenants: entry.tenants === '*' ? '*' : [...new Set(entry.tenants)],
       events: [...new Set(entry.events)],
       secretEnv: entry.secret_env,
       maxAttempts: entry.max_attempts,

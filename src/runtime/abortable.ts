@@ -46,3 +46,52 @@ export async function drainWithin(
     await Promise.all(active);
   }
 }
+
+/** A call that did not finish within its deadline: its signal aborted what it was doing. */
+export class DeadlineError extends Error {
+  constructor(
+    readonly ms: number,
+    options?: ErrorOptions,
+  ) {
+    super(`no answer within ${ms} ms`, options);
+    this.name = 'DeadlineError';
+  }
+}
+
+/** A deadline several calls can share: each gets its signal, all end by the same time. */
+export interface Deadline {
+  readonly signal: AbortSignal;
+  /** Runs `call` with the signal; a failure the deadline caused is a `DeadlineError`. */
+  readonly run: <T>(call: (signal: AbortSignal) => Promise<T>) => Promise<T>;
+}
+
+/**
+ * A deadline `ms` from now (ended early when `stop` aborts). Its signal is passed to what
+ * a call starts (an HTTP request, a child process), so the work really ends at the
+ * deadline instead of running on unwatched. A failure caused by the deadline is a
+ * `DeadlineError`; a stop's abort is rethrown as it came.
+ */
+export function deadline(ms: number, stop?: AbortSignal): Deadline {
+  const timeout = AbortSignal.timeout(ms);
+  const signal = stop ? AbortSignal.any([timeout, stop]) : timeout;
+  return {
+    signal,
+    run: async (call) => {
+      try {
+        return await call(signal);
+      } catch (error) {
+        if (timeout.aborted && !stop?.aborted) throw new DeadlineError(ms, { cause: error });
+        throw error;
+      }
+    },
+  };
+}
+
+/** One call under its own deadline of `ms` (see `deadline`). */
+export function withDeadline<T>(
+  ms: number,
+  call: (signal: AbortSignal) => Promise<T>,
+  stop?: AbortSignal,
+): Promise<T> {
+  return deadline(ms, stop).run(call);
+}

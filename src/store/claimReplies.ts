@@ -12,6 +12,7 @@ export interface ClaimedReply {
   platform_message_id: string | null;
   stream: unknown;
   attempts: number;
+  created_at: Date;
   /** The thread's context (Slack: the recipient of a stream). */
   context: Record<string, unknown>;
 }
@@ -47,7 +48,7 @@ export async function claimReplies(
        from due, adapter_threads t
       where r.reply_id = due.reply_id and t.session_id = r.session_id
       returning r.reply_id, r.adapter, r.thread_id, r.session_id, r.kind, r.content, r.version,
-                r.final, r.platform_message_id, r.stream, r.attempts, t.context`,
+                r.final, r.platform_message_id, r.stream, r.attempts, r.created_at, t.context`,
     [input.adapters, input.token, input.leaseMs, input.limit],
   );
   return claimed.rows;

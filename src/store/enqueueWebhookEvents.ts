@@ -6,8 +6,6 @@ export interface WebhookFollow {
   webhook: string;
   /** The journal event types this endpoint receives. */
   types: readonly string[];
-  /** When the endpoint was first configured: earlier events are not its business. */
-  registeredAt: Date;
   newId: () => string;
 }
 
@@ -18,8 +16,9 @@ const batch = 500;
  * advances the endpoint's cursor on that session: each event is enqueued exactly once,
  * and an event committed to the journal is delivered even if the process died right
  * after. The delivery keeps the event as sent (the same bytes on every retry, whatever
- * retention does to the journal). A stream seen for the first time starts after the
- * events journaled before the endpoint was configured.
+ * retention does to the journal). Only an endpoint registered for the session's tenant
+ * (or for every tenant) gets anything; a stream seen for the first time starts after the
+ * events journaled before the endpoint first belonged to that tenant.
  */
 export async function enqueueWebhookEvents(
   db: Db,
@@ -28,18 +27,21 @@ export async function enqueueWebhookEvents(
 ): Promise<{ enqueued: number; more: boolean }> {
   return db.transaction(async (tx) => {
     const session = (
-      await tx.query<{ tenant: string; agent: string }>(
-        'select tenant, agent from sessions where session_id = $1',
-        [sessionId],
+      await tx.query<{ tenant: string; agent: string; registered_at: Date | null }>(
+        `select s.tenant, s.agent,
+                (select min(e.registered_at) from webhook_endpoints e
+                  where e.webhook = $2 and e.tenant in (s.tenant, '*')) as registered_at
+           from sessions s where s.session_id = $1`,
+        [sessionId, follow.webhook],
       )
     ).rows[0];
-    if (!session) return { enqueued: 0, more: false };
+    if (!session || session.registered_at === null) return { enqueued: 0, more: false };
     await tx.query(
-      `insert into webhook_streams (webhook, session_id, followed_sequence)
-       select $1, $2, coalesce(max(sequence), 0) from events
-        where session_id = $2 and at < $3
+      `insert into webhook_streams (webhook, session_id, tenant, followed_sequence)
+       select $1, $2, $3, coalesce(max(sequence), 0) from events
+        where session_id = $2 and at < $4
        on conflict (webhook, session_id) do nothing`,
-      [follow.webhook, sessionId, follow.registeredAt],
+      [follow.webhook, sessionId, session.tenant, session.registered_at],
     );
     const stream = (
       await tx.query<{ followed_sequence: number }>(

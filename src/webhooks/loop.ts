@@ -32,8 +32,8 @@ const fullSweepEvery = 60;
 
 /**
  * The outbound webhooks loop (worker role). Each round: enqueue the new journal events of
- * sessions that woke up (or that the sweep finds behind) for every endpoint that selects
- * their type, then POST what is due, then sleep until a wake-up, the next retry, or the
+ * sessions that woke up (or that the sweep finds behind) for every endpoint that belongs
+ * to the session's tenant and selects their type, then POST what is due, then sleep until a wake-up, the next retry, or the
  * poll interval. Delivery is at least once (a delivery is marked only after the endpoint
  * answered 2xx; a sender that dies leaves it to be sent again, with the same
  * `webhook-id`), in order per session and endpoint, with backoff, and dead-lettered
@@ -48,7 +48,13 @@ export async function startWebhooks(deps: WebhookLoopDeps): Promise<{ stop: () =
     });
   }
   const names = [...endpoints.keys()];
-  const registered = await registerWebhooks(deps.db, names);
+  await registerWebhooks(
+    deps.db,
+    Object.values(deps.webhooks).map((config) => ({
+      webhook: config.name,
+      tenants: config.tenants,
+    })),
+  );
   const stopped = new AbortController();
   const dirty = new Set<string>();
   let wake = new AbortController();
@@ -77,12 +83,10 @@ export async function startWebhooks(deps: WebhookLoopDeps): Promise<{ stop: () =
     const woken = [...dirty];
     dirty.clear();
     for (const [name, endpoint] of endpoints) {
-      const registeredAt = registered.get(name) as Date;
       const sessions = new Set<string>();
       if (woken.length > 0) {
         for (const id of await webhookSessionsBehind(deps.db, {
           webhook: name,
-          registeredAt,
           sessionIds: woken,
           recentMs: null,
           limit: woken.length,
@@ -93,7 +97,6 @@ export async function startWebhooks(deps: WebhookLoopDeps): Promise<{ stop: () =
       const swept = sweep
         ? await webhookSessionsBehind(deps.db, {
             webhook: name,
-            registeredAt,
             recentMs: sweeps % fullSweepEvery === 1 ? null : deps.pollMs * 30,
             limit: 200,
           })
@@ -104,7 +107,6 @@ export async function startWebhooks(deps: WebhookLoopDeps): Promise<{ stop: () =
           const { more } = await enqueueWebhookEvents(deps.db, sessionId, {
             webhook: name,
             types: endpoint.config.events,
-            registeredAt,
             newId: () => `msg_${nextUlid()}`,
           });
           if (!more) break;

@@ -2,6 +2,7 @@ import type { WebhookConfig } from '../config/platformTypes.js';
 import type { Logger } from '../log.js';
 import type { ClaimedDelivery } from '../store/claimWebhookDeliveries.js';
 import type { Db } from '../store/db.js';
+import { DeadlineError, withDeadline } from '../runtime/abortable.js';
 import { recordWebhookAttempt } from '../store/recordWebhookAttempt.js';
 import { webhookHeaders } from './sign.js';
 
@@ -36,26 +37,31 @@ export async function sendDelivery(
   let status: number | null = null;
   let error: string | null = null;
   try {
-    const response = await deps.fetch(config.url, {
-      method: 'POST',
-      redirect: 'manual',
-      headers: {
-        'content-type': 'application/json',
-        'user-agent': 'Parley-Webhooks',
-        ...webhookHeaders(endpoint.key, delivery.delivery_id, Math.floor(deps.now() / 1000), body),
-      },
-      body,
-      signal: AbortSignal.timeout(config.timeoutMs),
-    });
+    const response = await withDeadline(config.timeoutMs, (signal) =>
+      deps.fetch(config.url, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'Parley-Webhooks',
+          ...webhookHeaders(
+            endpoint.key,
+            delivery.delivery_id,
+            Math.floor(deps.now() / 1000),
+            body,
+          ),
+        },
+        body,
+        signal,
+      }),
+    );
     status = response.status;
     // The body is not read: nothing of the receiver's answer is kept or logged.
     await response.body?.cancel().catch(() => {});
     if (status < 200 || status >= 300) error = `HTTP ${status}`;
   } catch (failure) {
     error =
-      (failure as Error).name === 'TimeoutError'
-        ? `no answer within ${config.timeoutMs} ms`
-        : 'the endpoint could not be reached';
+      failure instanceof DeadlineError ? failure.message : 'the endpoint could not be reached';
   }
   const ceiling = Math.min(config.retryBaseMs * 2 ** delivery.attempts, 600_000);
   const delay = error === null ? 0 : Math.round(ceiling / 2 + (deps.random() * ceiling) / 2);

@@ -1,7 +1,7 @@
 import { newLeaseToken } from '../../ids.js';
 import type { Logger } from '../../log.js';
 import type { PlatformName } from '../../config/platformTypes.js';
-import { abortableDelay } from '../../runtime/abortable.js';
+import { abortableDelay, withDeadline } from '../../runtime/abortable.js';
 import { claimReplies } from '../../store/claimReplies.js';
 import type { Db } from '../../store/db.js';
 import { foldThread, type FoldedRow, type FoldStep } from '../../store/foldThread.js';
@@ -24,8 +24,8 @@ export interface DeliveryDeps {
   newId: () => string;
   /**
    * A sender's lease on an outbox row (runtime.lease_ttl_ms): past it, a row whose sender
-   * died is taken over. A platform call may take two thirds of it, so a live sender's
-   * call always ends (answered or failed) before its lease does.
+   * died is taken over. A delivery's deadline (`timeout_ms`) is at most two thirds of it,
+   * so a live sender's calls always end (answered or aborted) before its lease does.
    */
   leaseMs: number;
   /** Readies the platform adapters before the first send (the SDK's initialisation). */
@@ -113,24 +113,19 @@ export function startDelivery(deps: DeliveryDeps): { stop: () => Promise<void> }
         limit: claimSize,
       });
       if (rows.length === 0) return;
-      await Promise.all(
-        rows.map((row) =>
-          deliverReply(
-            {
-              db: deps.db,
-              clients: deps.clients,
-              log: deps.log,
-              callTimeoutMs: Math.floor((deps.leaseMs * 2) / 3),
-            },
-            row,
-            token,
-          ),
-        ),
-      );
+      const sender = { db: deps.db, clients: deps.clients, log: deps.log };
+      await Promise.all(rows.map((row) => deliverReply(sender, row, token)));
       if (rows.length < claimSize) return;
     }
   };
 
+  /**
+   * Typing calls in flight, by thread. The loop never waits for one: each runs on its own
+   * under the adapter's `typing_timeout_ms` (and is aborted by `stop()`), so a platform
+   * that does not answer its typing call holds up nothing else, and a thread gets no
+   * second call while its last one is still out.
+   */
+  const typingCalls = new Map<string, Promise<void>>();
   let lastTyping = 0;
   const type = async () => {
     const now = Date.now();
@@ -142,9 +137,18 @@ export function startDelivery(deps: DeliveryDeps): { stop: () => Promise<void> }
       const every = client ? typingEveryMs[client.name] : null;
       const key = `${adapter}\u0000${threadId}`;
       if (!client || every === null || now - (lastTyped.get(key) ?? 0) < every) continue;
+      if (typingCalls.has(key)) continue;
       lastTyped.set(key, now);
-      // Typing is a courtesy: a refusal (Slack outside assistant threads) is not an error.
-      await client.typing(threadId).catch(() => {});
+      const call = withDeadline(
+        client.config.typingTimeoutMs,
+        (signal) => client.typing(threadId, signal),
+        stopped.signal,
+      )
+        // Typing is a courtesy: a refusal (Slack outside assistant threads) or a platform
+        // too slow to show it is not an error.
+        .catch(() => {})
+        .finally(() => typingCalls.delete(key));
+      typingCalls.set(key, call);
     }
     for (const [key, at] of lastTyped) if (now - at > 60_000) lastTyped.delete(key);
   };
@@ -198,6 +202,7 @@ export function startDelivery(deps: DeliveryDeps): { stop: () => Promise<void> }
       stopped.abort();
       unsubscribe();
       await loop;
+      await Promise.all(typingCalls.values());
     },
   };
 }

@@ -1,6 +1,9 @@
+import type { AdapterPostableMessage } from 'chat';
 import type { Logger } from '../../log.js';
+import { deadline } from '../../runtime/abortable.js';
 import type { ClaimedReply } from '../../store/claimReplies.js';
 import type { Db } from '../../store/db.js';
+import { postedMessageIds } from '../../store/postedMessageIds.js';
 import { recordReplyFailed, recordReplySent } from '../../store/recordReply.js';
 import type { PlatformClient } from '../platforms/types.js';
 import type { ReplyContent, ReplyText } from './content.js';
@@ -10,8 +13,6 @@ export interface SenderDeps {
   db: Db;
   clients: ReadonlyMap<string, PlatformClient>;
   log: Logger;
-  /** A platform call that takes longer counts as failed (its lease must outlive it). */
-  callTimeoutMs: number;
   /** Random in [0, 1): the backoff's jitter. Injected for tests. */
   random?: () => number;
 }
@@ -22,26 +23,44 @@ interface StreamState {
   sent: string;
 }
 
+/** Runs one platform call under the delivery's deadline. */
+type Within = <T>(call: (signal: AbortSignal) => Promise<T>) => Promise<T>;
+
 /**
  * Delivers one claimed outbox row: posts it (the first time) or edits its message to the
- * latest content, then records what the platform confirmed. A failure is recorded with
- * a backoff (the platform's retry-after for a rate limit) and tried again, across
- * restarts; after the adapter's last attempt the row is dead.
+ * latest content, then records what the platform confirmed. The delivery's platform calls
+ * share one deadline, the adapter's `timeout_ms` (at most two thirds of the sender's
+ * lease, so the delivery ends before the lease does), which aborts their HTTP requests:
+ * a call that gets no answer in time ends there and the delivery counts as failed. A
+ * failure is recorded with a backoff (the platform's retry-after for a rate limit) and
+ * tried again, across restarts; after the adapter's last attempt the row is dead.
+ *
+ * A failed post may still have reached the platform (the answer, not the request, was
+ * lost). Before such a row posts again, a platform that can be read back is asked for the
+ * message that post made (`findPosted`); found, it is edited instead of posting a second.
  */
 export async function deliverReply(deps: SenderDeps, row: ClaimedReply, token: string) {
   const client = deps.clients.get(row.adapter);
   if (!client) return;
   const content = row.content as unknown as ReplyContent;
-  const { retryBaseMs, maxAttempts, editIntervalMs } = client.config;
+  const { retryBaseMs, maxAttempts, editIntervalMs, timeoutMs } = client.config;
+  const within: Within = deadline(timeoutMs).run;
   let stream = (row.stream as StreamState | null) ?? null;
   try {
     let messageId = row.platform_message_id;
+    if (messageId === null && row.attempts > 0 && client.findPosted) {
+      const found = await findLostPost(deps, client, row, within);
+      if (found !== null) {
+        messageId = found;
+        if (client.stream) stream = { mode: 'edit', sent: '' };
+      }
+    }
     if (
       client.stream?.available(row.thread_id, recipientOf(row)) &&
       content.type === 'reply' &&
       stream?.mode !== 'edit'
     ) {
-      const streamed = await streamReply(deps, client, row, content, stream);
+      const streamed = await streamReply(deps.log, within, client, row, content, stream);
       messageId = streamed.messageId;
       stream = streamed.stream;
     } else {
@@ -49,10 +68,11 @@ export async function deliverReply(deps: SenderDeps, row: ClaimedReply, token: s
         textInCard: !(client.name === 'gchat' && messageId !== null),
       });
       if (message !== null) {
+        const shown = messageId;
         messageId =
-          messageId === null
-            ? await timed(deps, client.post(row.thread_id, message, row.reply_id))
-            : (await timed(deps, client.edit(row.thread_id, messageId, message)), messageId);
+          shown === null
+            ? await within((signal) => client.post(row.thread_id, message, row.reply_id, signal))
+            : (await within((signal) => client.edit(row.thread_id, shown, message, signal)), shown);
       }
     }
     await recordReplySent(deps.db, {
@@ -86,6 +106,41 @@ export async function deliverReply(deps: SenderDeps, row: ClaimedReply, token: s
 }
 
 /**
+ * The message an earlier, failed post of the row made, read back from the platform. A
+ * platform that refuses the read (Slack without the history scope of the channel) cannot
+ * tell: the row posts again, and the log says that it may show twice. A read that fails
+ * otherwise fails the attempt, to be tried again.
+ */
+async function findLostPost(
+  deps: SenderDeps,
+  client: PlatformClient,
+  row: ClaimedReply,
+  within: Within,
+): Promise<string | null> {
+  const known = await postedMessageIds(deps.db, row.session_id);
+  const lost = { key: row.reply_id, since: row.created_at, known };
+  try {
+    const found = await within(
+      async (signal) => (await client.findPosted?.(row.thread_id, lost, signal)) ?? null,
+    );
+    if (found !== null) {
+      deps.log.info(
+        { adapter: row.adapter, reply_id: row.reply_id },
+        'an earlier post of this message reached the platform; editing it',
+      );
+    }
+    return found;
+  } catch (error) {
+    if (!isPlatformRefusal(error)) throw error;
+    deps.log.warn(
+      { adapter: row.adapter, reply_id: row.reply_id, err: describe(error) },
+      'the thread cannot be read back: posting again, the message may show twice',
+    );
+    return null;
+  }
+}
+
+/**
  * A reply through the platform's own streaming (Slack): the first text starts the
  * stream, later text is appended, the end stops it. Text that no longer extends what was
  * sent (an `attempt_reset`), or an ending with more than text (options, an error), stops
@@ -93,7 +148,8 @@ export async function deliverReply(deps: SenderDeps, row: ClaimedReply, token: s
  * streaming calls, after which the reply continues with edits.
  */
 async function streamReply(
-  deps: SenderDeps,
+  log: Logger,
+  within: Within,
   client: PlatformClient,
   row: ClaimedReply,
   reply: ReplyText,
@@ -101,12 +157,18 @@ async function streamReply(
 ): Promise<{ messageId: string | null; stream: StreamState }> {
   const native = client.stream as NonNullable<PlatformClient['stream']>;
   const recipient = recipientOf(row);
+  const key = row.reply_id;
   let messageId = row.platform_message_id;
+  const post = (message: AdapterPostableMessage) =>
+    within((signal) => client.post(row.thread_id, message, key, signal));
   const toEdits = async (): Promise<{ messageId: string | null; stream: StreamState }> => {
-    if (messageId !== null) {
-      await timed(deps, native.stop(row.thread_id, messageId)).catch(() => {});
-      const message = render(row.reply_id, reply);
-      if (message !== null) await timed(deps, client.edit(row.thread_id, messageId, message));
+    const shown = messageId;
+    if (shown !== null) {
+      await within((signal) => native.stop(row.thread_id, shown, key, signal)).catch(() => {});
+      const message = render(key, reply);
+      if (message !== null) {
+        await within((signal) => client.edit(row.thread_id, shown, message, signal));
+      }
     }
     return { messageId, stream: { mode: 'edit', sent: '' } };
   };
@@ -115,38 +177,42 @@ async function streamReply(
     if (messageId === null) {
       if (ended) {
         // Nothing streamed before the turn ended: the whole reply is one post.
-        const message = render(row.reply_id, reply);
-        if (message !== null) {
-          messageId = await timed(deps, client.post(row.thread_id, message, row.reply_id));
-        }
+        const message = render(key, reply);
+        if (message !== null) messageId = await post(message);
         return { messageId, stream: { mode: 'edit', sent: '' } };
       }
       if (reply.text === '') return { messageId, stream: state ?? { mode: 'native', sent: '' } };
-      messageId = await timed(deps, native.start(row.thread_id, reply.text, recipient));
+      messageId = await within((signal) =>
+        native.start(row.thread_id, reply.text, recipient, signal),
+      );
       state = { mode: 'native', sent: reply.text };
     } else if (state !== null && reply.text.startsWith(state.sent)) {
       const more = reply.text.slice(state.sent.length);
-      if (more !== '') await timed(deps, native.append(row.thread_id, messageId, more));
+      const shown = messageId;
+      if (more !== '') {
+        await within((signal) => native.append(row.thread_id, shown, more, signal));
+      }
       state = { mode: 'native', sent: reply.text };
     } else {
       return await toEdits();
     }
     if (!ended) return { messageId, stream: state };
     if (reply.status === 'done' && !reply.options) {
-      await timed(deps, native.stop(row.thread_id, messageId));
+      const shown = messageId;
+      await within((signal) => native.stop(row.thread_id, shown, key, signal));
       return { messageId, stream: { mode: 'edit', sent: reply.text } };
     }
     return await toEdits();
   } catch (error) {
     if (!isPlatformRefusal(error)) throw error;
-    deps.log.warn(
+    log.warn(
       { adapter: row.adapter, err: describe(error) },
       'native streaming refused; using edits',
     );
     if (messageId === null) {
-      const message = render(row.reply_id, reply);
+      const message = render(key, reply);
       if (message === null) return { messageId, stream: { mode: 'edit', sent: '' } };
-      messageId = await timed(deps, client.post(row.thread_id, message, row.reply_id));
+      messageId = await post(message);
       return { messageId, stream: { mode: 'edit', sent: '' } };
     }
     return await toEdits();
@@ -165,17 +231,6 @@ function recipientOf(row: ClaimedReply) {
 function isPlatformRefusal(error: unknown): boolean {
   const slack = error as { code?: unknown; data?: { error?: unknown } } | null;
   return slack?.code === 'slack_webapi_platform_error' && slack.data?.error !== 'ratelimited';
-}
-
-function timed<T>(deps: SenderDeps, call: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error('the platform did not answer in time')),
-      deps.callTimeoutMs,
-    );
-  });
-  return Promise.race([call, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** Doubling from the base with half jitter, capped at five minutes; a rate limit's own wait wins. */

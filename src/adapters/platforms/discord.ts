@@ -4,7 +4,35 @@ import type { DiscordConfig } from '../../config/platformTypes.js';
 import type { Logger } from '../../log.js';
 import { chatLogger } from '../logger.js';
 import { verifyDiscord } from '../verify/discord.js';
+import { inPlatformCall, requestSignal } from './call.js';
 import { secret, type Env, type PlatformClient } from './types.js';
+
+/** Discord's JSON error codes the SDK acts on. */
+const unknownMessage = 10008;
+const threadAlreadyCreated = 160004;
+
+/** A Discord API answer other than 2xx: its status and Discord's own error code. */
+class DiscordHttpError extends Error {
+  readonly code: number | undefined;
+
+  constructor(
+    readonly status: number,
+    body: string,
+  ) {
+    super(`Discord API error: ${status}`);
+    this.name = 'DiscordHttpError';
+    try {
+      const parsed = JSON.parse(body) as { code?: unknown };
+      this.code = typeof parsed.code === 'number' ? parsed.code : undefined;
+    } catch {
+      this.code = undefined;
+    }
+  }
+}
+
+function discordCode(error: unknown): number | undefined {
+  return error instanceof DiscordHttpError ? error.code : undefined;
+}
 
 /**
  * The SDK's Discord adapter with an idempotent post: Discord deduplicates a message
@@ -13,6 +41,59 @@ import { secret, type Env, type PlatformClient } from './types.js';
  * message instead of making a second.
  */
 class ParleyDiscordAdapter extends DiscordAdapter {
+  /** Deadline of a request made outside a platform call (the SDK's inbound look-ups). */
+  fallbackMs = 10_000;
+
+  /**
+   * The SDK's request function, with the request under the current call's deadline (the
+   * SDK's own passes no signal, so a hung Discord would hold the call for ever). A
+   * refusal carries its status and Discord's error code, which the two overrides below
+   * read where the SDK reads its own (unexported) error class.
+   */
+  protected override async discordFetch(
+    path: string,
+    method: string,
+    body?: unknown,
+  ): Promise<Response> {
+    const botToken = await this.resolveBotToken();
+    const response = await fetch(`${this.apiBaseUrl}${path}`, {
+      method,
+      headers: {
+        Authorization: `Bot ${botToken}`,
+        ...(body ? { 'Content-Type': 'application/json' } : {}),
+      },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+      signal: requestSignal(this.fallbackMs),
+    });
+    if (!response.ok) throw new DiscordHttpError(response.status, await response.text());
+    return response;
+  }
+
+  /** A mention whose thread exists already (a repeated event) reuses it, as the SDK does. */
+  protected override async createDiscordThread(channelId: string, messageId: string) {
+    try {
+      return await super.createDiscordThread(channelId, messageId);
+    } catch (error) {
+      if (discordCode(error) !== threadAlreadyCreated) throw error;
+      return { id: messageId, name: 'Thread' };
+    }
+  }
+
+  /** A thread's starter message lives in the parent channel: retried there, as the SDK does. */
+  protected override async withMessageChannel<T>(
+    threadId: string,
+    messageId: string,
+    operation: (channelId: string) => Promise<T>,
+  ): Promise<T> {
+    const { channelId, threadId: discordThreadId } = this.decodeThreadId(threadId);
+    try {
+      return await super.withMessageChannel(threadId, messageId, operation);
+    } catch (error) {
+      if (discordThreadId !== messageId || discordCode(error) !== unknownMessage) throw error;
+      return operation(channelId);
+    }
+  }
+
   /**
    * An edit replaces the message's buttons too: Discord keeps the old components when
    * an edit leaves them out, so a resolved approval would keep its buttons.
@@ -61,20 +142,24 @@ export function discordClient(config: DiscordConfig, env: Env, log: Logger): Pla
     respondToChannelIds: [],
     mentionRoleIds: [],
   });
+  adapter.fallbackMs = config.timeoutMs;
   return {
     name: 'discord',
     config,
     adapter,
     verify: async (headers, raw) => verifyDiscord(config.publicKey, botToken, headers, raw),
-    post: (threadId, message, key) => adapter.postOnce(threadId, message, discordNonce(key)),
-    edit: async (threadId, messageId, message) => {
-      await adapter.editMessage(threadId, messageId, message);
-    },
-    typing: (threadId) => adapter.startTyping(threadId),
+    post: (threadId, message, key, signal) =>
+      inPlatformCall({ signal, key }, () => adapter.postOnce(threadId, message, discordNonce(key))),
+    edit: (threadId, messageId, message, signal) =>
+      inPlatformCall({ signal }, async () => {
+        await adapter.editMessage(threadId, messageId, message);
+      }),
+    typing: (threadId, signal) => inPlatformCall({ signal }, () => adapter.startTyping(threadId)),
     // An interaction's ephemeral follow-up needs its token, gone once the request ended:
     // the notice is a thread message naming the person.
-    notify: async (threadId, userId, text) => {
-      await adapter.postMessage(threadId, { markdown: `<@${userId}> ${text}` });
-    },
+    notify: (threadId, userId, text, signal) =>
+      inPlatformCall({ signal }, async () => {
+        await adapter.postMessage(threadId, { markdown: `<@${userId}> ${text}` });
+      }),
   };
 }

@@ -1,10 +1,9 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { GoogleChatAdapter } from '@chat-adapter/gchat';
-import type { AdapterPostableMessage } from 'chat';
 import type { GchatConfig } from '../../config/platformTypes.js';
 import type { Logger } from '../../log.js';
 import { chatLogger } from '../logger.js';
 import { gchatVerifier } from '../verify/gchat.js';
+import { currentCall, inPlatformCall } from './call.js';
 import { ServiceAccountAuth, type ServiceAccountKey } from './googleAuth.js';
 import { secret, type Env, type PlatformClient } from './types.js';
 
@@ -17,12 +16,12 @@ type Create = (params: CreateParams, ...rest: unknown[]) => Promise<{ data: unkn
  * The SDK's Google Chat adapter, with two changes. Parley verifies every request's token
  * itself (against `jwks_url`) before the SDK sees it, so the SDK's own check, which only
  * knows Google's key URLs, is skipped. And a post carries a client-assigned message id
- * (`client-…`): Google refuses a second create with the same id, so a post repeated
- * after a crash updates the first message instead of making another.
+ * (`client-…`, from the outbox row of the current call): Google refuses a second create
+ * with the same id, so a post repeated after a crash or a lost answer updates the first
+ * message instead of making another. (Every request's deadline is set by the auth
+ * client, through which googleapis sends them all.)
  */
 class ParleyGchatAdapter extends GoogleChatAdapter {
-  readonly messageKey = new AsyncLocalStorage<string>();
-
   constructor(config: ConstructorParameters<typeof GoogleChatAdapter>[0]) {
     super(config);
     const messages = this.chatApi.spaces.messages as unknown as {
@@ -31,8 +30,9 @@ class ParleyGchatAdapter extends GoogleChatAdapter {
     };
     const create = messages.create.bind(messages);
     messages.create = async (params, ...rest) => {
-      const key = this.messageKey.getStore();
-      if (key === undefined) return create(params, ...rest);
+      const replyKey = currentCall()?.key;
+      if (replyKey === undefined) return create(params, ...rest);
+      const key = gchatMessageId(replyKey);
       try {
         return await create({ ...params, messageId: key }, ...rest);
       } catch (error) {
@@ -52,10 +52,6 @@ class ParleyGchatAdapter extends GoogleChatAdapter {
   protected override async verifyBearerToken(): Promise<boolean> {
     return true;
   }
-
-  postOnce(threadId: string, message: AdapterPostableMessage, key: string) {
-    return this.messageKey.run(key, () => this.postMessage(threadId, message));
-  }
 }
 
 /** A client-assigned message id: `client-` and at most 63 lower-case letters, digits, `-`. */
@@ -65,7 +61,7 @@ export function gchatMessageId(key: string): string {
 
 export function gchatClient(config: GchatConfig, env: Env, log: Logger): PlatformClient {
   const key = JSON.parse(secret(env, config.credentialsEnv)) as ServiceAccountKey;
-  const auth = new ServiceAccountAuth(key, scopes);
+  const auth = new ServiceAccountAuth(key, scopes, config.timeoutMs);
   const adapter = new ParleyGchatAdapter({
     auth: auth as unknown as never,
     disableSignatureVerification: true,
@@ -80,15 +76,20 @@ export function gchatClient(config: GchatConfig, env: Env, log: Logger): Platfor
     config,
     adapter,
     verify: (headers) => verify(headers),
-    post: async (threadId, message, replyKey) =>
-      (await adapter.postOnce(threadId, message, gchatMessageId(replyKey))).id,
-    edit: async (threadId, messageId, message) => {
-      await adapter.editMessage(threadId, messageId, message);
-    },
+    post: (threadId, message, replyKey, signal) =>
+      inPlatformCall(
+        { signal, key: replyKey },
+        async () => (await adapter.postMessage(threadId, message)).id,
+      ),
+    edit: (threadId, messageId, message, signal) =>
+      inPlatformCall({ signal }, async () => {
+        await adapter.editMessage(threadId, messageId, message);
+      }),
     // Google Chat has no typing indicator for apps.
     typing: async () => {},
-    notify: async (threadId, userId, text) => {
-      await adapter.postEphemeral(threadId, userId, { markdown: text });
-    },
+    notify: (threadId, userId, text, signal) =>
+      inPlatformCall({ signal }, async () => {
+        await adapter.postEphemeral(threadId, userId, { markdown: text });
+      }),
   };
 }

@@ -1,5 +1,6 @@
 import { Gaxios, type GaxiosOptions, type GaxiosResponse } from 'gaxios';
 import { importPKCS8, SignJWT } from 'jose';
+import { requestSignal } from './call.js';
 
 export interface ServiceAccountKey {
   client_email: string;
@@ -11,7 +12,10 @@ export interface ServiceAccountKey {
  * A Google service account's access tokens, for the Chat API client: the OAuth JWT-bearer
  * grant against the key's own `token_uri` (Google's, or a test's), cached until a minute
  * before expiry. It stands in for google-auth-library's client, whose token endpoint is
- * fixed; googleapis calls `request()` with the prepared request.
+ * fixed; googleapis calls `request()` with the prepared request, which is where every
+ * request of the Chat API client gets its deadline: the current platform call's signal
+ * (see `call.ts`), or `fallbackMs` outside one. googleapis' own retries happen inside
+ * that deadline.
  */
 export class ServiceAccountAuth {
   private token: { value: string; expiresAt: number } | null = null;
@@ -21,13 +25,16 @@ export class ServiceAccountAuth {
   constructor(
     private readonly key: ServiceAccountKey,
     private readonly scopes: string[],
+    private readonly fallbackMs: number,
   ) {}
 
   async request<T>(options: GaxiosOptions): Promise<GaxiosResponse<T>> {
+    const signal = options.signal ?? requestSignal(this.fallbackMs);
     const token = await this.accessToken();
     return this.http.request<T>({
       ...options,
       headers: Gaxios.mergeHeaders(options.headers, { authorization: `Bearer ${token}` }),
+      signal,
     });
   }
 
@@ -59,7 +66,8 @@ export class ServiceAccountAuth {
         grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer',
         assertion,
       }),
-      signal: AbortSignal.timeout(15_000),
+      // Shared by the calls waiting for it: the first one's deadline.
+      signal: requestSignal(this.fallbackMs),
     });
     if (!response.ok) throw new Error(`Google token endpoint: HTTP ${response.status}`);
     const body = (await response.json()) as { access_token?: unknown; expires_in?: unknown };

@@ -3,6 +3,7 @@ import type { TeamsConfig } from '../../config/platformTypes.js';
 import type { Logger } from '../../log.js';
 import { chatLogger } from '../logger.js';
 import { teamsVerifier } from '../verify/teams.js';
+import { inPlatformCall, requestSignal } from './call.js';
 import { secret, type Env, type PlatformClient } from './types.js';
 
 /**
@@ -29,7 +30,7 @@ export function botFrameworkTokens(config: TeamsConfig, password: string) {
         client_secret: password,
         scope: wanted,
       }),
-      signal: AbortSignal.timeout(15_000),
+      signal: requestSignal(config.timeoutMs),
     });
     if (!response.ok) throw new Error(`Teams token endpoint: HTTP ${response.status}`);
     const body = (await response.json()) as { access_token?: unknown; expires_in?: unknown };
@@ -40,10 +41,47 @@ export function botFrameworkTokens(config: TeamsConfig, password: string) {
   };
 }
 
+/** The Teams SDK's HTTP client (axios underneath), as far as Parley touches it. */
+interface TeamsHttpClient {
+  use(interceptor: {
+    request: (context: { config: { signal?: unknown } }) => { signal?: unknown };
+  }): number;
+}
+
+/**
+ * Puts every request of the Teams SDK under a deadline: the current platform call's
+ * signal (see `call.ts`), or `fallbackMs` outside one. The SDK's app sends through three
+ * HTTP clients made when it is built (its base client, whose later copies serve other
+ * service URLs; the API client; the activity sender, which posts and types), each copied
+ * from the base before anything could be added to it: the interceptor goes on all three.
+ */
+function deadlineOnRequests(adapter: TeamsAdapter, fallbackMs: number): void {
+  const app = (
+    adapter as unknown as {
+      app: {
+        client: TeamsHttpClient;
+        api: { http: TeamsHttpClient };
+        activitySender: { client: TeamsHttpClient };
+      };
+    }
+  ).app;
+  const interceptor = {
+    request: ({ config }: { config: { signal?: unknown } }) => {
+      config.signal ??= requestSignal(fallbackMs);
+      return config;
+    },
+  };
+  for (const client of [app.client, app.api.http, app.activitySender.client]) {
+    client.use(interceptor);
+  }
+}
+
 /**
  * Teams through the SDK's adapter. Parley verifies the Bot Framework token itself (keys
  * from `openid_url`) before the SDK sees the request; `api_url` pins the service URL of
- * every outbound call (a gateway, a test's fake).
+ * every outbound call (a gateway, a test's fake). The connector has no idempotency key
+ * and no way for a bot to read a conversation back: a post whose answer is lost is posted
+ * again (docs/adapters.md, "Never posted twice").
  */
 export function teamsClient(config: TeamsConfig, env: Env, log: Logger): PlatformClient {
   const adapter = new TeamsAdapter({
@@ -57,19 +95,26 @@ export function teamsClient(config: TeamsConfig, env: Env, log: Logger): Platfor
     webhookVerifier: () => true,
     logger: chatLogger(log, 'teams'),
   });
+  deadlineOnRequests(adapter, config.timeoutMs);
   const verify = teamsVerifier(config);
   return {
     name: 'teams',
     config,
     adapter,
     verify,
-    post: async (threadId, message) => (await adapter.postMessage(threadId, message)).id,
-    edit: async (threadId, messageId, message) => {
-      await adapter.editMessage(threadId, messageId, message);
-    },
-    typing: (threadId) => adapter.startTyping(threadId),
-    notify: async (threadId, _userId, text) => {
-      await adapter.postMessage(threadId, { markdown: text });
-    },
+    post: (threadId, message, key, signal) =>
+      inPlatformCall(
+        { signal, key },
+        async () => (await adapter.postMessage(threadId, message)).id,
+      ),
+    edit: (threadId, messageId, message, signal) =>
+      inPlatformCall({ signal }, async () => {
+        await adapter.editMessage(threadId, messageId, message);
+      }),
+    typing: (threadId, signal) => inPlatformCall({ signal }, () => adapter.startTyping(threadId)),
+    notify: (threadId, _userId, text, signal) =>
+      inPlatformCall({ signal }, async () => {
+        await adapter.postMessage(threadId, { markdown: text });
+      }),
   };
 }

@@ -22,23 +22,34 @@ export type FakeRoute = (call: FakeCall) => FakeAnswer | Promise<FakeAnswer>;
  * A local HTTP server playing a chat platform's API for one test file: routes by
  * `METHOD path` (a path may end in `*`), every call recorded. Faults are scripted per
  * route: `fail(route, n)` answers the next n calls with an error, `hold(route)` never
- * answers until `release()` (a call in flight when a process is killed).
+ * answers until `release()` (a call in flight when a process is killed), `late(route, n,
+ * ms)` does what the next n calls ask at once but answers only `ms` later (a platform
+ * that acted on a request whose answer comes too late).
  */
 export class FakePlatform {
   readonly calls: FakeCall[] = [];
+  /** Calls whose client closed the connection before it was answered (an aborted request). */
+  readonly abandoned: FakeCall[] = [];
   url = '';
   private server: Server | null = null;
   private readonly routes: [string, FakeRoute][] = [];
   private readonly failures = new Map<string, { left: number; status: number; json: unknown }>();
   private readonly held = new Set<string>();
+  private readonly delays = new Map<string, { left: number; ms: number }>();
   private readonly waiting: { route: string; wake: () => void }[] = [];
 
   static async start(): Promise<FakePlatform> {
     const fake = new FakePlatform();
     fake.server = createServer((request, response) => {
       void fake.collect(request).then(async (call) => {
+        response.on('close', () => {
+          if (!response.writableEnded) fake.abandoned.push(call);
+        });
         const answer = await fake.answer(call);
         if (answer === null) return; // held: the socket is left open (or destroyed by close)
+        const delay = fake.delayOf(call);
+        if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+        if (response.destroyed) return; // the client gave up waiting
         response.writeHead(answer.status ?? 200, {
           'content-type': 'application/json',
           ...answer.headers,
@@ -59,6 +70,11 @@ export class FakePlatform {
   /** The next `times` calls of `route` fail with `status` (and `json`). */
   fail(route: string, times: number, status = 500, json: unknown = { error: 'unavailable' }) {
     this.failures.set(route, { left: times, status, json });
+  }
+
+  /** The next `times` calls of `route` are carried out at once and answered `ms` later. */
+  late(route: string, times: number, ms: number): void {
+    this.delays.set(route, { left: times, ms });
   }
 
   hold(route: string): void {
@@ -82,6 +98,16 @@ export class FakePlatform {
   async close(): Promise<void> {
     this.server?.closeAllConnections();
     await new Promise<void>((resolve) => this.server?.close(() => resolve()));
+  }
+
+  private delayOf(call: FakeCall): number {
+    for (const [route, delay] of this.delays) {
+      if (matches(route, call) && delay.left > 0) {
+        delay.left -= 1;
+        return delay.ms;
+      }
+    }
+    return 0;
   }
 
   private async collect(request: IncomingMessage): Promise<FakeCall> {

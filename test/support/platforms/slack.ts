@@ -10,11 +10,15 @@ export interface SlackMessage {
   streaming: boolean;
   /** Every text the message has shown, in order (posts, appends, updates). */
   history: string[];
+  /** The message's metadata (`event_type`, `event_payload`), if it was given any. */
+  metadata: { event_type: string; event_payload: Record<string, unknown> } | undefined;
 }
 
 /**
  * Slack's Web API, as much as Parley uses: messages (post, update, ephemeral), Slack's
- * streaming (start, append, stop), users.info, auth.test. Messages are kept by ts.
+ * streaming (start, append, stop), reading a thread or a conversation back (with the
+ * messages' metadata when asked), users.info, auth.test. Messages are kept by ts; the
+ * bot is UBOT / BBOT.
  */
 export class FakeSlack {
   readonly messages = new Map<string, SlackMessage>();
@@ -23,6 +27,24 @@ export class FakeSlack {
 
   constructor(readonly server: FakePlatform) {
     const ok = (extra: Record<string, unknown> = {}) => ({ json: { ok: true, ...extra } });
+    const metadata = (body: any) => (body.metadata ? JSON.parse(body.metadata) : undefined);
+    const listed = (messages: SlackMessage[], body: any) =>
+      ok({
+        messages: messages
+          .filter((message) => body.oldest === undefined || message.ts >= body.oldest)
+          .map((message) => ({
+            type: 'message',
+            ts: message.ts,
+            thread_ts: message.thread_ts,
+            user: 'UBOT',
+            bot_id: 'BBOT',
+            text: message.text,
+            ...(body.include_all_metadata === 'true' && message.metadata
+              ? { metadata: message.metadata }
+              : {}),
+          })),
+        has_more: false,
+      });
     const post = (body: any, streaming: boolean) => {
       const ts = `1800000000.${String(this.next++).padStart(6, '0')}`;
       const text = body.markdown_text ?? body.text ?? '';
@@ -35,6 +57,7 @@ export class FakeSlack {
         blocks,
         streaming,
         history: [text],
+        metadata: metadata(body),
       });
       return ok({ ts, channel: body.channel });
     };
@@ -64,6 +87,7 @@ export class FakeSlack {
         if (!message?.streaming)
           return { json: { ok: false, error: 'message_not_in_streaming_state' } };
         message.streaming = false;
+        message.metadata = metadata(call.body) ?? message.metadata;
         return ok({ ts: call.body.ts });
       })
       .on('POST /api/chat.update', (call) => {
@@ -82,6 +106,23 @@ export class FakeSlack {
         });
         return ok({ message_ts: '1' });
       })
+      .on('POST /api/conversations.replies', (call) =>
+        listed(
+          [...this.messages.values()].filter(
+            (message) =>
+              message.channel === call.body.channel && message.thread_ts === call.body.ts,
+          ),
+          call.body,
+        ),
+      )
+      .on('POST /api/conversations.history', (call) =>
+        listed(
+          [...this.messages.values()].filter(
+            (message) => message.channel === call.body.channel && message.thread_ts === undefined,
+          ),
+          call.body,
+        ),
+      )
       .on('POST /api/assistant.threads.setStatus', () => ok())
       .on('POST /api/conversations.info', (call) => ok({ channel: { id: call.body.channel } }));
   }
