@@ -179,6 +179,7 @@ beforeAll(async () => {
           url: `http://127.0.0.1:${await freePort()}/gone`,
           events: ['done'],
           secret_env: 'HOOK_SECRET',
+          tenants: ['acme'],
           max_attempts: 1,
         },
       },

@@ -111,7 +111,12 @@ beforeAll(async () => {
         },
       },
       webhooks: {
-        audit: { url: receiver.url, events: ['message', 'done'], secret_env: 'FUZZ_HOOK' },
+        audit: {
+          url: receiver.url,
+          events: ['message', 'done'],
+          secret_env: 'FUZZ_HOOK',
+          tenants: '*',
+        },
       },
     },
     {

@@ -52,6 +52,7 @@ beforeAll(async () => {
         keys: [
           { key_env: 'K_ACME', tenant: 'acme', user: 'ann', roles: ['admin'] },
           { key_env: 'K_GLOBEX', tenant: 'globex', user: 'gil', roles: ['admin'] },
+          { key_env: 'K_OPS', tenant: 'ops', user: 'olga', roles: ['admin'], operator: true },
         ],
       },
       webhooks: {
@@ -69,7 +70,12 @@ beforeAll(async () => {
         },
       },
     },
-    { HOOK_SECRET: secret, K_ACME: 'acme-admin-key', K_GLOBEX: 'globex-admin-key' },
+    {
+      HOOK_SECRET: secret,
+      K_ACME: 'acme-admin-key',
+      K_GLOBEX: 'globex-admin-key',
+      K_OPS: 'ops-operator-key',
+    },
   );
 });
 
@@ -125,6 +131,19 @@ describe('outbound webhooks belong to tenants', () => {
     const text = JSON.stringify(forGlobex.body);
     expect(text).not.toContain(String(new URL(acmeHook.url).port));
     expect(text).not.toContain(String(new URL(everyHook.url).port));
+  });
+
+  it('shows the operator every endpoint with its address', async () => {
+    const forOperator = await request(server.url, 'GET', '/api/v1/admin/webhooks', undefined, {
+      authorization: 'Bearer ops-operator-key',
+    });
+    expect(forOperator.status).toBe(200);
+    const byName = new Map(forOperator.body.items.map((item: any) => [item.name, item]));
+    expect(byName.get('acme_crm')).toMatchObject({ url: acmeHook.url.split('?')[0] });
+    expect(byName.get('operator_audit')).toMatchObject({
+      scope: 'all',
+      url: everyHook.url.split('?')[0],
+    });
   });
 
   it('dead-letters the pending deliveries of a tenant the endpoint no longer belongs to', async () => {

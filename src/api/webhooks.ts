@@ -19,8 +19,8 @@ function shownUrl(url: string): string {
 export interface WebhookViewer {
   tenant: string;
   /**
-   * An operator of the deployment sees every endpoint and the address of each. The API
-   * has no operator principal yet, so the route passes false: a tenant's admin.
+   * An operator of the deployment (an operator key) sees every endpoint and the address of
+   * each.
    */
   operator: boolean;
 }
@@ -66,7 +66,7 @@ export function adminWebhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
     const query = validate(statusQuery, request.query);
     const visible = webhooksVisibleTo(Object.values(deps.config.webhooks), {
       tenant: request.principal.tenant,
-      operator: false,
+      operator: request.principal.operator,
     });
     const status = await webhookStatus(
       deps.db,
