@@ -118,6 +118,13 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
       url: file.storage.url,
       poolSize: file.storage.pool_size,
     },
+    database: {
+      statementTimeoutMs: file.database.statement_timeout_ms,
+      idleInTransactionTimeoutMs: file.database.idle_in_transaction_timeout_ms,
+      connectTimeoutMs: file.database.connect_timeout_ms,
+      preparedStatements: file.database.prepared_statements,
+      listenUrl: file.database.listen_url,
+    },
     runtime: {
       leaseTtlMs: runtime.lease_ttl_ms,
       heartbeatMs,

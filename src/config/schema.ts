@@ -217,6 +217,18 @@ export const fileSchema = z
       })
       .strict()
       .prefault({}),
+    // PostgreSQL deadlines (docs/reliability.md, "Deadlines"); 0 turns one off. PGlite
+    // ignores them: one process, nothing to wait for but itself.
+    database: z
+      .object({
+        statement_timeout_ms: z.number().int().nonnegative().default(30_000),
+        idle_in_transaction_timeout_ms: z.number().int().nonnegative().default(60_000),
+        connect_timeout_ms: z.number().int().nonnegative().default(10_000),
+        prepared_statements: z.boolean().default(true),
+        listen_url: z.string().nullable().default(null),
+      })
+      .strict()
+      .prefault({}),
     runtime: z
       .object({
         lease_ttl_ms: durationMs.default(15000),
