@@ -86,7 +86,11 @@ describe('database deadlines', () => {
       const { rows } = await tx.query<{ pid: number }>('select pg_backend_pid() as pid');
       const pid = rows[0]?.pid as number;
       // Idle inside the open transaction until the server has ended this session.
-      await until(() => backendAlive(pid), (alive) => !alive, 'the server to end the session');
+      await until(
+        () => backendAlive(pid),
+        (alive) => !alive,
+        'the server to end the session',
+      );
       await tx.query('select 1');
     });
     await expect(outcome).rejects.toThrow(/terminat|idle-in-transaction|Connection/i);

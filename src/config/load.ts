@@ -227,6 +227,8 @@ function compileProviders(file: ConfigFile): Record<string, ProviderConfig> {
       baseUrl: provider.base_url?.replace(/\/+$/, '') ?? null,
       headersFromEnv: provider.headers_from_env,
       api: provider.api ?? 'responses',
+      firstTokenTimeoutMs: provider.first_token_timeout_ms,
+      idleTimeoutMs: provider.idle_timeout_ms,
     };
   }
   return providers;

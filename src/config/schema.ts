@@ -160,6 +160,9 @@ export const providerSchema = z
     headers_from_env: z.record(z.string().regex(/^[A-Za-z0-9-]+$/), envName).default({}),
     // openai only: the Responses API (default) or Chat Completions.
     api: z.enum(['responses', 'chat']).optional(),
+    // Deadlines of one streaming call (providers.md, "Timeouts"); 0 turns one off.
+    first_token_timeout_ms: z.number().int().nonnegative().default(60_000),
+    idle_timeout_ms: z.number().int().nonnegative().default(30_000),
   })
   .strict();
 
@@ -286,9 +289,14 @@ export const fileSchema = z
       .object({ keys: z.array(keySchema).default([]) })
       .strict()
       .prefault({}),
-    providers: z
-      .record(z.string(), providerSchema)
-      .default({ demo: { kind: 'demo', headers_from_env: {} } }),
+    providers: z.record(z.string(), providerSchema).default({
+      demo: {
+        kind: 'demo',
+        headers_from_env: {},
+        first_token_timeout_ms: 60_000,
+        idle_timeout_ms: 30_000,
+      },
+    }),
     pricing: z
       .record(
         z.string(),

@@ -118,6 +118,10 @@ export interface ProviderConfig {
   headersFromEnv: Record<string, string>;
   /** openai only: Responses API (default) or Chat Completions. */
   api: 'responses' | 'chat';
+  /** A streaming call with no output this long after it was sent is aborted (0: never). */
+  firstTokenTimeoutMs: number;
+  /** A stream silent this long between two parts is aborted (0: never). */
+  idleTimeoutMs: number;
 }
 
 export interface RuntimeConfig {
