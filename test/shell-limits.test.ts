@@ -1,6 +1,14 @@
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeStartup, startProcess } from '../src/cli/start.js';
 import { compileConfig } from '../src/config/load.js';
@@ -176,6 +184,16 @@ describe('shell limits in the sandbox', () => {
     const refused = await run('rm three', 'D2', { limits: { workspace_mb: 2 } });
     expect(refused).toMatchObject({ ok: false, error: { code: 'workspace_limit' } });
     expect(readdirSync(scope('D2').workspaceDir)).toEqual(['three']);
+  });
+
+  it('puts back the directory a server killed between the two renames of a save left aside', async () => {
+    result(await run('echo one > kept.txt', 'R1'));
+    const dir = scope('R1').workspaceDir;
+    // The state after `rename(dir, old)` and before `rename(staging, dir)`.
+    renameSync(dir, join(dirname(dir), `.${basename(dir)}.old-0123456789ab`));
+    mkdirSync(join(dirname(dir), `.${basename(dir)}.new-0123456789ab`));
+    expect(result(await run('cat kept.txt', 'R1')).stdout).toBe('one\n');
+    expect(readdirSync(dirname(dir)).filter((name) => name.includes('R1'))).toEqual(['R1']);
   });
 
   it('cuts an output flood at the output limit: a truncated result, files kept', async () => {

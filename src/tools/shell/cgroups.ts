@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { SandboxHost } from './host.js';
+import { groupPrefix, type SandboxHost } from './host.js';
 import { mebibyte, type ShellLimits } from './limits.js';
 
 /** What the kernel counted against a call's groups. */
@@ -31,7 +31,7 @@ export class CallCgroups {
    * a call must not silently run without a limit the start-up lines promised.
    */
   static create(host: SandboxHost, limits: ShellLimits, overhead: number): CallCgroups {
-    const name = `${process.pid}-${randomBytes(6).toString('hex')}`;
+    const name = `${groupPrefix}${process.pid}-${randomBytes(6).toString('hex')}`;
     let pids: string | null = null;
     let memory: string | null = null;
     try {

@@ -15,8 +15,8 @@ import { delimiter, join, relative } from 'node:path';
  *
  * - cgroup v1 `pids` and `memory` hierarchies where this process may create child groups
  *   (it needs write access to its own group: root, or a delegated group). Each call gets
- *   its own group under `<this process's group>/parley-shell/`: a pids.max and a memory
- *   limit over every process of the call together. cgroup v2 is not used: a group with
+ *   its own group, `<this process's group>/parley-shell-<pid>-<random>`: a pids.max and a
+ *   memory limit over every process of the call together. cgroup v2 is not used: a group with
  *   controllers enabled for children may not hold processes itself, so using it would mean
  *   moving this process — not something a library should do behind an operator's back.
  * - rlimits (prlimit, util-linux) always: RLIMIT_CPU per process, RLIMIT_FSIZE,
@@ -44,7 +44,8 @@ export function sandboxHost(): SandboxHost {
   return detected;
 }
 
-const groupName = 'parley-shell';
+/** Call groups are `parley-shell-<pid>-<random>`, directly under this process's group. */
+export const groupPrefix = 'parley-shell-';
 
 function detectSandboxHost(): SandboxHost {
   const notes: string[] = [];
@@ -73,9 +74,10 @@ function detectSandboxHost(): SandboxHost {
 }
 
 /**
- * `<this process's v1 group of controller>/parley-shell`, made if needed and proven
- * writable by making (and removing) a probe group in it with `probe` applied; groups left
- * by processes that are gone (a crash) are removed.
+ * This process's v1 group of `controller`, proven writable by making (and removing) a
+ * probe group in it with `probe` applied. Call groups go directly under it and are removed
+ * after each call, so nothing is left behind in a group the server does not own; those of
+ * a process that is gone (a crash) are removed here.
  */
 function cgroupParent(
   controller: 'pids' | 'memory',
@@ -87,11 +89,9 @@ function cgroupParent(
   } catch (error) {
     return { reason: `no ${controller} cgroup: ${(error as Error).message}` };
   }
-  const parent = join(own, groupName);
-  const probeDir = join(parent, `${process.pid}-probe`);
+  const probeDir = join(own, `${groupPrefix}${process.pid}-probe`);
   try {
-    mkdirSync(parent, { recursive: true });
-    mkdirSync(probeDir, { recursive: true });
+    mkdirSync(probeDir);
     probe(probeDir);
   } catch (error) {
     return {
@@ -104,8 +104,8 @@ function cgroupParent(
       // Not made, or already gone.
     }
   }
-  removeStaleGroups(parent);
-  return parent;
+  removeStaleGroups(own);
+  return own;
 }
 
 /** The v1 hierarchy directory of this process for `controller` (/proc/self/cgroup + mountinfo). */
@@ -135,10 +135,11 @@ function unescapeMount(text: string): string {
   );
 }
 
-/** Call groups are named `<pid>-<random>`: those of a process that is gone are removed. */
+/** Removes the call groups of processes that are gone. */
 function removeStaleGroups(parent: string): void {
   for (const name of readdirSync(parent)) {
-    const pid = Number(/^(\d+)-/.exec(name)?.[1]);
+    if (!name.startsWith(groupPrefix)) continue;
+    const pid = Number(/^(\d+)-/.exec(name.slice(groupPrefix.length))?.[1]);
     if (!pid || pid === process.pid || alive(pid)) continue;
     try {
       rmdirSync(join(parent, name));

@@ -16,8 +16,26 @@ export function workspaceDir(root: string, tenant: string, sessionId: string): s
   return resolve(root, segment(tenant), segment(sessionId));
 }
 
-/** Creates the directory (owner-only) if needed. */
+/**
+ * Creates the directory (owner-only) if needed. A call is saved by two renames
+ * (`replaceWorkspace`): a server that died between them left the directory's previous
+ * version aside, which is put back; versions of calls that never finished are removed.
+ * The caller holds the directory's lock (`withWorkspace`).
+ */
 export async function ensureWorkspace(dir: string): Promise<void> {
+  const parent = dirname(dir);
+  await mkdir(parent, { recursive: true, mode: 0o700 });
+  const siblings = await readdir(parent);
+  for (const name of siblings) {
+    if (name.startsWith(`.${basename(dir)}.new-`)) {
+      await rm(join(parent, name), { recursive: true, force: true });
+    }
+  }
+  const aside = siblings.find((name) => name.startsWith(`.${basename(dir)}.old-`));
+  if (aside !== undefined && !siblings.includes(basename(dir))) {
+    await rename(join(parent, aside), dir);
+    return;
+  }
   await mkdir(dir, { recursive: true, mode: 0o700 });
 }
 
