@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { CallCgroups, joinAndExec } from './cgroups.js';
 import type { SandboxHost } from './host.js';
@@ -6,8 +6,9 @@ import { cpuLimitStatus, mebibyte, rlimitCommand, type ShellLimits } from './lim
 import { attachNetwork, sandboxResolvConf, type SandboxNetwork } from './network.js';
 import { reachedLimit, tailOf, workspaceFull, type CallOutcome } from './outcome.js';
 import { killGroup, runProcess } from './process.js';
-import { bwrapLaunch, extractLaunch, sandboxFds, type NetworkMode } from './sandbox.js';
-import { discardStaging, replaceWorkspace, stagingDir } from './workspace.js';
+import { readReport, startExtraction, type Report, type SaveOutcome } from './report.js';
+import { bwrapLaunch, sandboxFds, type NetworkMode } from './sandbox.js';
+import { discardStaging, replaceWorkspace } from './workspace.js';
 
 export interface SandboxedCall {
   command: string;
@@ -24,12 +25,6 @@ export interface SandboxedCall {
 
 /** bubblewrap and the wrapper shell, counted in pids.max besides the command's own. */
 const sandboxProcesses = 3;
-
-/** The wrapper's report: `done <status> <free blocks> <changed>`, or `restore-failed`. */
-type Report =
-  | { kind: 'done'; status: number; freeBlocks: number; changed: boolean }
-  | { kind: 'restore-failed' }
-  | { kind: 'none' };
 
 /**
  * One command in the bubblewrap sandbox (sandbox.ts), within its limits:
@@ -212,124 +207,4 @@ async function connectNetwork(
   const network = await attachNetwork(pid, signal, program);
   block.write('1');
   return network;
-}
-
-type SaveOutcome =
-  | { kind: 'skipped' }
-  | { kind: 'extracted'; staging: string }
-  | { kind: 'overflow' }
-  | { kind: 'failed' };
-
-interface Extraction {
-  staging: string;
-  input: Writable;
-  finished: Promise<boolean>;
-}
-
-async function startExtraction(workspaceDir: string, maxFileBytes: number): Promise<Extraction> {
-  const staging = await stagingDir(workspaceDir);
-  const launch = extractLaunch(staging, maxFileBytes);
-  const child = spawn(launch.file, launch.args, {
-    cwd: launch.cwd,
-    env: launch.env,
-    detached: true,
-    stdio: ['pipe', 'ignore', 'ignore'],
-  });
-  const finished = new Promise<boolean>((resolve) => {
-    child.on('error', () => resolve(false));
-    child.on('close', (code) => resolve(code === 0));
-  });
-  const input = child.stdin;
-  input.on('error', () => {});
-  return { staging, input, finished };
-}
-
-/**
- * Reads fd 3: the report line, then the archive. `decide` sees the line and returns where
- * the archive goes (an extraction), or null to drop it. At most `maxArchiveBytes` are
- * passed on: past it the extraction is abandoned (`overflow`).
- */
-function readReport(
-  stream: Readable,
-  decide: (report: Report) => Promise<Extraction | null>,
-  maxArchiveBytes: number,
-): Promise<{ report: Report; saved: SaveOutcome }> {
-  return new Promise((resolve) => {
-    let head = Buffer.alloc(0);
-    let report: Report | null = null;
-    let target: Extraction | null = null;
-    let decided: Promise<void> = Promise.resolve();
-    let deciding = false;
-    const pending: Buffer[] = [];
-    let passed = 0;
-    let overflow = false;
-    stream.on('error', () => {});
-    const forward = (chunk: Buffer) => {
-      if (!target || overflow) return;
-      passed += chunk.length;
-      if (passed > maxArchiveBytes) {
-        overflow = true;
-        target.input.destroy();
-        return;
-      }
-      if (!target.input.write(chunk)) {
-        stream.pause();
-        target.input.once('drain', () => stream.resume());
-      }
-    };
-    stream.on('data', (chunk: Buffer) => {
-      if (deciding) {
-        pending.push(chunk);
-        return;
-      }
-      if (report !== null) {
-        forward(chunk);
-        return;
-      }
-      head = Buffer.concat([head, chunk]);
-      const newline = head.indexOf(10);
-      if (newline < 0 && head.length < 256) return;
-      report = parseReport(newline < 0 ? '' : head.subarray(0, newline).toString('utf8'));
-      if (newline >= 0 && newline + 1 < head.length) pending.push(head.subarray(newline + 1));
-      deciding = true;
-      stream.pause();
-      decided = decide(report)
-        .catch(() => null)
-        .then((extraction) => {
-          target = extraction;
-          deciding = false;
-          for (const buffered of pending.splice(0)) forward(buffered);
-          stream.resume();
-        });
-    });
-    const finish = async (): Promise<SaveOutcome> => {
-      await decided;
-      if (!target) return { kind: 'skipped' };
-      if (overflow) {
-        await target.finished;
-        await discardStaging(target.staging);
-        return { kind: 'overflow' };
-      }
-      target.input.end();
-      if (await target.finished) return { kind: 'extracted', staging: target.staging };
-      await discardStaging(target.staging);
-      return { kind: 'failed' };
-    };
-    stream.on('close', () => {
-      void finish().then((saved) => resolve({ report: report ?? { kind: 'none' }, saved }));
-    });
-  });
-}
-
-function parseReport(line: string): Report {
-  if (line === 'restore-failed') return { kind: 'restore-failed' };
-  const match = /^done (\d+) (\d+) ([01])$/.exec(line);
-  return match
-    ? {
-        kind: 'done',
-        status: Number(match[1]),
-        freeBlocks: Number(match[2]),
-        changed: match[3] === '1',
-      }
-    : { kind: 'none' };
 }
