@@ -128,6 +128,23 @@ describe('database deadlines', () => {
     }
   });
 
+  it('LISTEN on listen_url when it is set', async () => {
+    const listenUrl = new URL(url);
+    listenUrl.searchParams.set('application_name', 'parley_listen_probe');
+    const db = await open({ listenUrl: listenUrl.toString() });
+    await db.listen('parley_probe_channel', () => {});
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      const { rows } = await admin.query<{ query: string }>(
+        `select query from pg_stat_activity where application_name = 'parley_listen_probe'`,
+      );
+      expect(rows.map((row) => row.query)).toEqual(['listen "parley_probe_channel"']);
+    } finally {
+      await admin.end();
+    }
+  });
+
   it('send every statement as text with prepared_statements: false', async () => {
     const db = await open({ preparedStatements: false });
     const statement = { name: 'deadline_probe_statement', text: 'select $1::int as value' };
