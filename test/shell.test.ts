@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileConfig } from '../src/config/load.js';
@@ -30,7 +30,8 @@ beforeAll(async () => {
     requests += 1;
     response.end('hello');
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  // Every address: the sandbox's egress is tried on the host's non-loopback address.
+  await new Promise<void>((resolve) => server.listen(0, '0.0.0.0', resolve));
   port = (server.address() as AddressInfo).port;
 });
 afterAll(async () => {
@@ -40,6 +41,15 @@ afterAll(async () => {
 });
 
 const shell = createShell();
+
+/** This machine's first non-loopback IPv4 address: "the outside" a sandbox may reach. */
+function externalAddress(): string {
+  const address = Object.values(networkInterfaces())
+    .flat()
+    .find((entry) => entry && entry.family === 'IPv4' && !entry.internal);
+  if (!address) throw new Error('this test needs a non-loopback IPv4 interface');
+  return address.address;
+}
 
 function options(entry: Record<string, unknown> = {}) {
   return compileConfig({ agents: { a: { tools: { shell: entry } } } }).agents.a!.tools.shell!
@@ -126,15 +136,28 @@ describe('shell in bubblewrap', () => {
     expect(readdirSync(root).sort()).toEqual(['workspaces']);
   });
 
-  it('cannot reach the network unless the agent allows it', async () => {
-    const connect = `exec 3<>/dev/tcp/127.0.0.1/${port} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3`;
-    const cut = result(await run(connect));
+  it("cannot reach the network unless the agent allows it, nor ever the host's loopback but with network: host", async () => {
+    const connect = (address: string) =>
+      `timeout 10 bash -c 'exec 3<>/dev/tcp/${address}/${port} && printf "GET / HTTP/1.0\\r\\n\\r\\n" >&3 && cat <&3'`;
+    const cut = result(await run(connect('127.0.0.1')));
     expect(cut.exit_code).not.toBe(0);
     expect(requests).toBe(0);
-    // The positive control: the same command with network: true reaches the server.
-    const open = result(await run(connect, 'S1', { network: true }));
+    // network: true is the sandbox's own network: the host's loopback is not reachable,
+    // neither as 127.0.0.1 (the sandbox's own loopback) nor through slirp4netns's gateway.
+    for (const address of ['127.0.0.1', '10.0.2.2']) {
+      const refused = result(await run(connect(address), 'S1', { network: true }));
+      expect(refused.stdout, address).not.toContain('hello');
+    }
+    expect(requests).toBe(0);
+    // The positive control: the outside is reachable — the host's own address on its
+    // network interface stands for it here.
+    const open = result(await run(connect(externalAddress()), 'S1', { network: true }));
     expect(open.stdout).toContain('hello');
     expect(requests).toBe(1);
+    // network: host shares the host's network, its loopback included: chosen explicitly.
+    const shared = result(await run(connect('127.0.0.1'), 'S1', { network: 'host' }));
+    expect(shared.stdout).toContain('hello');
+    expect(requests).toBe(2);
   });
 
   it("cannot see a secret from the server's environment", async () => {

@@ -20,6 +20,7 @@ import { healthRoutes } from './health.js';
 import { adminModelRoutes, modelRoutes } from './models.js';
 import { openapiRoutes } from './openapi.js';
 import { personalRoutes } from './personal.js';
+import { holdRequestDeadline } from './requestDeadline.js';
 import { scheduleRoutes } from './schedules.js';
 import { authenticate, requireOperator } from './principal.js';
 import { recordRoutes } from './routes.js';
@@ -54,7 +55,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     return503OnClosing: true,
     // Slow clients (a half-sent body, a drip of headers) are cut off: the whole request
     // must arrive within request_timeout_ms, its headers within 10 s of that. Node checks
-    // these every connectionsCheckingInterval. An SSE response is not limited by them.
+    // these every connectionsCheckingInterval; a body's deadline is also held by Parley's
+    // own timer (requestDeadline.ts). An SSE response is not limited by them.
     requestTimeout: timeoutMs,
     http: {
       requestTimeout: timeoutMs,
@@ -67,6 +69,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   recordRoutes(app);
   app.decorateRequest('principal', undefined as never);
   installErrorHandler(app);
+  // First hook: the body deadline is armed before anything else can answer or wait.
+  holdRequestDeadline(app, timeoutMs);
   // Only JSON bodies: anything else (text/plain included) is 415 before a route runs.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(

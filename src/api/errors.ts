@@ -43,7 +43,8 @@ export function frameworkErrors(
 
 /**
  * Node's `clientError`: the request never became one (headers or body too slow, headers
- * too large, unparsable HTTP). Answered on the socket, which is then closed.
+ * too large, unparsable HTTP). Answered on the socket, unless a response has already begun
+ * there (its bytes must not be corrupted), and the socket is then closed.
  */
 export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
@@ -54,7 +55,9 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket)
         ? new ParleyError('headers_too_large', 'the request headers are too large')
         : new ParleyError('invalid_request', 'the request is not valid HTTP');
   const body = JSON.stringify(parley.toBody());
-  if (socket.writable) {
+  const response = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })
+    ._httpMessage;
+  if (socket.writable && !response?.headersSent) {
     socket.write(
       `HTTP/1.1 ${parley.status} ${statusText[parley.status] ?? 'Error'}\r\n` +
         `content-type: application/json; charset=utf-8\r\n` +

@@ -52,12 +52,13 @@ export interface Running {
   stop: () => Promise<void>;
 }
 
-/** Parts a test may swap: the built-in tools' I/O, the bubblewrap program. */
+/** Parts a test may swap: the built-in tools' I/O, the sandbox's programs. */
 export interface ProcessOptions {
   /** The environment credentials and tool variables come from (default process.env). */
   env?: Env;
   toolIo?: ToolIo;
   bwrap?: string;
+  slirp4netns?: string;
   /** The scheduler's clock (tests freeze and advance it). */
   now?: () => Date;
 }
@@ -79,7 +80,12 @@ export async function startProcess(
   const skillProblems = checkAgentSkills(skills, config.agents, config.skillsDir);
   if (skillProblems.length > 0) throw new Error(skillProblems.join('\n'));
   // Only workers run tools: only they need a working sandbox.
-  const toolLines = role.worker ? checkShellSandboxes(config, options.bwrap) : [];
+  const toolLines = role.worker
+    ? await checkShellSandboxes(config, {
+        ...(options.bwrap ? { bwrap: options.bwrap } : {}),
+        ...(options.slirp4netns ? { slirp4netns: options.slirp4netns } : {}),
+      })
+    : [];
   const db = await openStore(config);
   const stops: (() => Promise<void> | void)[] = [() => db.close()];
   const stopAll = async () => {

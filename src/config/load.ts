@@ -127,6 +127,13 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
       url: file.storage.url,
       poolSize: file.storage.pool_size,
     },
+    database: {
+      statementTimeoutMs: file.database.statement_timeout_ms,
+      idleInTransactionTimeoutMs: file.database.idle_in_transaction_timeout_ms,
+      connectTimeoutMs: file.database.connect_timeout_ms,
+      preparedStatements: file.database.prepared_statements,
+      listenUrl: file.database.listen_url,
+    },
     runtime: {
       leaseTtlMs: runtime.lease_ttl_ms,
       heartbeatMs,
@@ -230,6 +237,8 @@ function compileProviders(file: ConfigFile): Record<string, ProviderConfig> {
       baseUrl: provider.base_url?.replace(/\/+$/, '') ?? null,
       headersFromEnv: provider.headers_from_env,
       api: provider.api ?? 'responses',
+      firstTokenTimeoutMs: provider.first_token_timeout_ms,
+      idleTimeoutMs: provider.idle_timeout_ms,
     };
   }
   return providers;

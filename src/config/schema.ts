@@ -191,6 +191,9 @@ export const providerSchema = z
     headers_from_env: z.record(z.string().regex(/^[A-Za-z0-9-]+$/), envName).default({}),
     // openai only: the Responses API (default) or Chat Completions.
     api: z.enum(['responses', 'chat']).optional(),
+    // Deadlines of one streaming call (providers.md, "Timeouts"); 0 turns one off.
+    first_token_timeout_ms: z.number().int().nonnegative().default(60_000),
+    idle_timeout_ms: z.number().int().nonnegative().default(30_000),
   })
   .strict();
 
@@ -283,6 +286,18 @@ export const fileSchema = z
       })
       .strict()
       .prefault({}),
+    // PostgreSQL deadlines (docs/reliability.md, "Deadlines"); 0 turns one off. PGlite
+    // ignores them: one process, nothing to wait for but itself.
+    database: z
+      .object({
+        statement_timeout_ms: z.number().int().nonnegative().default(30_000),
+        idle_in_transaction_timeout_ms: z.number().int().nonnegative().default(60_000),
+        connect_timeout_ms: z.number().int().nonnegative().default(10_000),
+        prepared_statements: z.boolean().default(true),
+        listen_url: z.string().nullable().default(null),
+      })
+      .strict()
+      .prefault({}),
     runtime: z
       .object({
         lease_ttl_ms: durationMs.default(15000),
@@ -340,9 +355,14 @@ export const fileSchema = z
       .object({ keys: z.array(keySchema).default([]) })
       .strict()
       .prefault({}),
-    providers: z
-      .record(z.string(), providerSchema)
-      .default({ demo: { kind: 'demo', headers_from_env: {} } }),
+    providers: z.record(z.string(), providerSchema).default({
+      demo: {
+        kind: 'demo',
+        headers_from_env: {},
+        first_token_timeout_ms: 60_000,
+        idle_timeout_ms: 30_000,
+      },
+    }),
     pricing: z
       .record(
         z.string(),

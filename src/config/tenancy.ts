@@ -2,6 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import { listedHumanOnly } from '../tools/humanOnly.js';
 import { askUserTool, builtInTools, mcpToolPattern } from '../tools/registry.js';
+import { defaultLimits } from '../tools/shell/limits.js';
 import { ConfigError } from './errors.js';
 import {
   agentSchema,
@@ -255,6 +256,44 @@ function checkTool(
       operators?.[key],
     );
   }
+  if (name === 'shell') shellLimitCeilings(report, path, table.limits, operators?.limits, scope);
+}
+
+/**
+ * A tenant's shell may ask for less than the built-in limits, never more (output: at most
+ * `max_output_bytes`), unless the operator's definition of the same name allows more.
+ */
+function shellLimitCeilings(
+  report: Report,
+  path: (string | number)[],
+  limits: unknown,
+  operators: unknown,
+  scope: TenantScope,
+): void {
+  if (typeof limits !== 'object' || limits === null) return;
+  const own = limits as Record<string, unknown>;
+  const operatorLimits = (typeof operators === 'object' && operators) || {};
+  const bounds: Record<string, number> = {
+    memory_mb: defaultLimits.memoryMb,
+    cpu_seconds: defaultLimits.cpuSeconds,
+    processes: defaultLimits.processes,
+    workspace_mb: defaultLimits.workspaceMb,
+  };
+  for (const [key, bound] of Object.entries(bounds)) {
+    const value = own[key];
+    const operatorValue = (operatorLimits as Record<string, unknown>)[key];
+    const allowed = typeof operatorValue === 'number' ? Math.max(bound, operatorValue) : bound;
+    if (typeof value === 'number' && value > allowed) {
+      report([...path, 'limits', key], `at most ${allowed} (the built-in shell limit)`, false);
+    }
+  }
+  ceiling(
+    report,
+    [...path, 'limits', 'output_bytes'],
+    own.output_bytes as number | undefined,
+    { value: scope.policy.maxOutputBytes, key: 'max_output_bytes' },
+    (operatorLimits as Record<string, unknown>).output_bytes,
+  );
 }
 
 /**

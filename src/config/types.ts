@@ -140,6 +140,10 @@ export interface ProviderConfig {
   headersFromEnv: Record<string, string>;
   /** openai only: Responses API (default) or Chat Completions. */
   api: 'responses' | 'chat';
+  /** A streaming call with no output this long after it was sent is aborted (0: never). */
+  firstTokenTimeoutMs: number;
+  /** A stream silent this long between two parts is aborted (0: never). */
+  idleTimeoutMs: number;
 }
 
 export interface RuntimeConfig {
@@ -197,6 +201,20 @@ export interface ScheduleConfig {
   catchUp: 'none' | 'one' | 'all';
 }
 
+/** The `database` keys (PostgreSQL; PGlite has no connections to bound). 0 = no deadline. */
+export interface DatabaseConfig {
+  /** Longest one statement may run (server-side `statement_timeout`); COMMIT is exempt. */
+  statementTimeoutMs: number;
+  /** A session idle inside an open transaction this long is ended by the server. */
+  idleInTransactionTimeoutMs: number;
+  /** Longest establishing one connection may take (TCP, TLS, start-up, authentication). */
+  connectTimeoutMs: number;
+  /** Named prepared statements for the hot path; false behind a transaction pooler. */
+  preparedStatements: boolean;
+  /** A direct connection for LISTEN/NOTIFY when `storage.url` goes through a pooler. */
+  listenUrl: string | null;
+}
+
 export interface Config {
   server: {
     host: string;
@@ -220,6 +238,8 @@ export interface Config {
     missionIterations: number;
   };
   storage: { dataDir: string; url: string | null; poolSize: number };
+  /** PostgreSQL only: the deadlines of its connections, and how it is reached. */
+  database: DatabaseConfig;
   runtime: RuntimeConfig;
   retention: { keepEventsDays: number | null; pruneIntervalMs: number };
   /** `dev`: no keys, loopback only, one local principal with every role. */

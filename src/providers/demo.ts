@@ -22,6 +22,8 @@ import { gateToolName } from './gate.js';
  * - `/options a|b|c`: the reply offers those options (the built-in `offer_options` call).
  * - `/tool NAME {json}` (one per line): proposes calls of those tools; once the prompt
  *   ends with their results, it replies quoting each result.
+ * - `/stall`: like a provider that sends two chunks and then nothing: the first two words
+ *   of its reply, then silence until the call is aborted (timeouts, the watchdog).
  *
  * As a scope gate (a call forcing the `classify_topic` tool): on-topic unless the input
  * contains `/offtopic`. As a loop mission's evaluator (a call forcing `record_decision`):
@@ -91,6 +93,7 @@ export function createDemoModel(options: { modelId: string; delayMs: number }): 
                     )
                     .join('\n'));
       const replyWords = reply === '' ? [] : reply.split(/(?<=\s)/);
+      const stall = !gate && inputs.some((input) => /^\s*\/stall\b/m.test(input.content));
       const inputTokens = promptWords(call.prompt);
       const stream = new ReadableStream<LanguageModelV3StreamPart>({
         async start(controller) {
@@ -98,9 +101,11 @@ export function createDemoModel(options: { modelId: string; delayMs: number }): 
           controller.enqueue({ type: 'text-start', id: 'text-0' });
           try {
             for (const [index, word] of replyWords.entries()) {
+              if (stall && index === 2) await silence(call.abortSignal);
               if (index > 0 && options.delayMs > 0) await sleep(options.delayMs, call.abortSignal);
               controller.enqueue({ type: 'text-delta', id: 'text-0', delta: word });
             }
+            if (stall) await silence(call.abortSignal);
           } catch (error) {
             controller.error(error);
             return;
@@ -316,6 +321,14 @@ function words(text: string): string[] {
 
 function promptWords(prompt: LanguageModelV3Prompt): number {
   return prompt.reduce((sum, message) => sum + words(textOf(message.content)).length, 0);
+}
+
+/** Never resolves; rejects when the call is aborted (`/stall`). */
+function silence(signal: AbortSignal | undefined): Promise<never> {
+  return new Promise((_resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason as Error);
+    signal?.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+  });
 }
 
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {

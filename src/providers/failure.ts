@@ -10,15 +10,23 @@ import { APICallError } from '@ai-sdk/provider';
  * - `provider_unavailable`: 408, 429, 5xx, a network failure or a stream cut mid-way.
  *   Transient: retried with backoff, honouring `retryAfterMs`; the runtime uses this code
  *   once its retries are exhausted.
+ * - `provider_timeout`: the stream sent nothing within the provider's first-token timeout,
+ *   or went silent past its idle timeout (providers/deadlines.ts). Transient: retried like
+ *   `provider_unavailable`; the turn's error when the last retry timed out too.
  */
 export type ProviderFailureCode =
-  'provider_auth' | 'provider_rejected' | 'context_length' | 'provider_unavailable';
+  | 'provider_auth'
+  | 'provider_rejected'
+  | 'context_length'
+  | 'provider_unavailable'
+  | 'provider_timeout';
 
 const messages: Record<ProviderFailureCode, string> = {
   provider_auth: 'the model provider refused the credentials',
   provider_rejected: 'the model provider refused the request',
   context_length: 'the conversation is too long for the model',
   provider_unavailable: 'the model provider is unavailable',
+  provider_timeout: 'the model provider stopped answering',
 };
 
 export class ProviderFailure extends Error {

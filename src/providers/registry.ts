@@ -3,6 +3,7 @@ import type { Config, ProviderConfig } from '../config/types.js';
 import { createAnthropicModel } from './anthropic.js';
 import { costUsd } from './cost.js';
 import { resolveCredentials, type Env } from './credentials.js';
+import { withStreamDeadlines } from './deadlines.js';
 import { createDemoModel } from './demo.js';
 import { createGoogleModel } from './google.js';
 import { createOpenAIModel } from './openai.js';
@@ -13,7 +14,8 @@ export type ResolveModel = (provider: string, modelId: string) => LanguageModelV
 /**
  * Turns an agent's `provider/model` into an AI SDK language model. The runtime only ever
  * sees LanguageModelV3, so a provider kind is a case here, never a runtime change.
- * Models are created once per (provider, model) and reused. Keys are read from the
+ * Every model's streaming calls carry the provider's first-token and idle deadlines
+ * (deadlines.ts). Models are created once per (provider, model) and reused. Keys are read from the
  * environment here, at creation, and live only inside the SDK client.
  */
 export function createModelRegistry(config: Config, env: Env = process.env): ResolveModel {
@@ -24,7 +26,7 @@ export function createModelRegistry(config: Config, env: Env = process.env): Res
     if (cached) return cached;
     const provider = config.providers[providerName];
     if (!provider) throw new Error(`no provider named "${providerName}"`);
-    const model = createModel(config, provider, modelId, env);
+    const model = withStreamDeadlines(createModel(config, provider, modelId, env), provider);
     models.set(key, model);
     return model;
   };

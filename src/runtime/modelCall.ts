@@ -36,7 +36,8 @@ export type StepOutcome = { unbilled: Usage[] } & (
 
 /**
  * One model step with its retries (RUNTIME.md, "Provider errors"): transient failures
- * (429, 5xx, network, a stream cut mid-way) are retried with backoff and full jitter,
+ * (429, 5xx, network, a stream cut mid-way or stalled past its provider's deadlines) are
+ * retried with backoff and full jitter,
  * honouring `retry-after`, up to `retry_attempts` calls; a retry after some output was
  * journaled starts a new attempt (clients drop that output first). A `context_length`
  * refusal is retried once with a tighter history, and a call that carried images and was
@@ -125,11 +126,16 @@ export async function modelStep(
         'model call failed',
       );
       if (!retry) {
+        // Retries spent: the last failure names the turn's error (`provider_timeout` when
+        // the provider stalled, else `provider_unavailable`).
         return error.isRetryable
           ? {
               kind: 'failed',
-              code: 'provider_unavailable',
-              message: `the model provider did not answer after ${failures} attempts`,
+              code: error.code === 'provider_timeout' ? error.code : 'provider_unavailable',
+              message:
+                error.code === 'provider_timeout'
+                  ? `the model provider stopped answering (${failures} attempts)`
+                  : `the model provider did not answer after ${failures} attempts`,
               unbilled,
             }
           : { kind: 'failed', code: error.code, message: error.message, unbilled };

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Db } from './db.js';
+import type { Db, Queryable } from './db.js';
 
 const migrationsDir = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
 
@@ -34,6 +34,7 @@ export function listMigrations(): Migration[] {
 export async function migrate(db: Db): Promise<string[]> {
   // Even `create table if not exists` races between processes: take the lock first.
   await db.transaction(async (tx) => {
+    await withoutStatementTimeout(tx);
     await tx.query('select pg_advisory_xact_lock($1)', [migrationLock]);
     await tx.query(`
       create table if not exists parley_migrations (
@@ -45,6 +46,7 @@ export async function migrate(db: Db): Promise<string[]> {
   const applied: string[] = [];
   for (const migration of listMigrations()) {
     const done = await db.transaction(async (tx) => {
+      await withoutStatementTimeout(tx);
       await tx.query('select pg_advisory_xact_lock($1)', [migrationLock]);
       const seen = await tx.query('select 1 from parley_migrations where id = $1', [migration.id]);
       if (seen.rowCount > 0) return false;
@@ -58,6 +60,14 @@ export async function migrate(db: Db): Promise<string[]> {
     if (done) applied.push(migration.name);
   }
   return applied;
+}
+
+/**
+ * A migration may rebuild a large table, and a second process waits on the lock for as
+ * long as the first one migrates: neither is bounded by `database.statement_timeout_ms`.
+ */
+async function withoutStatementTimeout(tx: Queryable): Promise<void> {
+  await tx.query('set local statement_timeout = 0');
 }
 
 /** True when every migration this build ships is recorded: what /readyz checks. */

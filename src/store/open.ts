@@ -7,7 +7,7 @@ import { openPostgres } from './postgres.js';
 /** Opens the configured engine: PostgreSQL when `storage.url` is set, else embedded PGlite. */
 export async function openStore(config: Config, options: { migrate?: boolean } = {}): Promise<Db> {
   const db = config.storage.url
-    ? await openPostgres(config.storage.url, config.storage.poolSize)
+    ? await openPostgres(config.storage.url, config.storage.poolSize, config.database)
     : await openPglite(config.storage.dataDir);
   if (options.migrate !== false) {
     try {

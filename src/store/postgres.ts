@@ -10,26 +10,89 @@ function typeParser(oid: number, format?: string): (value: string) => unknown {
 }
 
 /**
+ * Deadlines and connection choices (the `database` keys, docs/reliability.md "Deadlines").
+ * 0 turns a deadline off (the server's own setting then applies).
+ */
+export interface PostgresOptions {
+  /** Server-side `statement_timeout` of every pooled connection. */
+  statementTimeoutMs?: number;
+  /** Server-side `idle_in_transaction_session_timeout`: the server ends such a session. */
+  idleInTransactionTimeoutMs?: number;
+  /** Establishing one connection: the socket is destroyed past it. */
+  connectTimeoutMs?: number;
+  /** Named prepared statements (false: every statement is sent as text, for PgBouncer). */
+  preparedStatements?: boolean;
+  /** Where the LISTEN connection goes (default: `url`), e.g. past a transaction pooler. */
+  listenUrl?: string | null;
+}
+
+export const defaultPostgresOptions = {
+  statementTimeoutMs: 30_000,
+  idleInTransactionTimeoutMs: 60_000,
+  connectTimeoutMs: 10_000,
+  preparedStatements: true,
+  listenUrl: null,
+} satisfies Required<PostgresOptions>;
+
+/**
  * The production engine: a pool for queries and transactions, plus one dedicated
  * connection per process for LISTEN (RUNTIME.md, "one listening connection per process"),
  * reconnected with backoff if it drops. A lost notification only delays: everyone polls.
+ *
+ * Deadlines, so that a hung database cannot hold a worker (and the lease its heartbeat
+ * keeps renewing) forever: every statement is bounded by `statement_timeout` and a
+ * transaction left idle by `idle_in_transaction_session_timeout`, both enforced by the
+ * server (the statement is cancelled, the session ended: the call rejects), and each new
+ * connection by a connect timeout that destroys its socket. COMMIT is not subject to the
+ * statement timeout: PostgreSQL disarms it before the commit itself runs (postgres.c,
+ * finish_xact_command), so a commit waiting for a synchronous standby is never cancelled
+ * half-way — which would leave it committed locally but perhaps not replicated. The
+ * connect timeout is set on each client, not on the pool: waiting for a free pooled
+ * connection is bounded by the statements that hold them, not by it.
  */
-export async function openPostgres(url: string, poolSize: number): Promise<Db> {
+export async function openPostgres(
+  url: string,
+  poolSize: number,
+  options: PostgresOptions = {},
+): Promise<Db> {
+  const settings = { ...defaultPostgresOptions, ...options };
+  const connectTimeoutMs = settings.connectTimeoutMs;
+  const deadlines = {
+    ...(settings.statementTimeoutMs > 0 ? { statement_timeout: settings.statementTimeoutMs } : {}),
+    ...(settings.idleInTransactionTimeoutMs > 0
+      ? { idle_in_transaction_session_timeout: settings.idleInTransactionTimeoutMs }
+      : {}),
+  };
+  class DeadlineClient extends pg.Client {
+    constructor(config?: pg.ClientConfig) {
+      super({ ...config, connectionTimeoutMillis: connectTimeoutMs });
+    }
+  }
   const pool = new pg.Pool({
     connectionString: url,
     max: poolSize,
     types: { getTypeParser: typeParser },
+    ...deadlines,
+    Client: DeadlineClient,
   });
   pool.on('error', () => {
     // An idle client died (server restart); the pool replaces it on next use.
   });
-  await pool.query('select 1');
+  try {
+    await pool.query('select 1');
+  } catch (error) {
+    await pool.end().catch(() => {});
+    throw describeConnectFailure(error, connectTimeoutMs);
+  }
   const listeners = new Map<string, Set<(payload: string) => void>>();
   let listenClient: pg.Client | null = null;
   let closed = false;
 
   async function connectListener(): Promise<void> {
-    const client = new pg.Client({ connectionString: url });
+    const client = new pg.Client({
+      connectionString: settings.listenUrl ?? url,
+      connectionTimeoutMillis: connectTimeoutMs,
+    });
     client.on('notification', (message) => {
       for (const listener of listeners.get(message.channel) ?? []) listener(message.payload ?? '');
     });
@@ -60,7 +123,9 @@ export async function openPostgres(url: string, poolSize: number): Promise<Db> {
       const result =
         typeof statement === 'string'
           ? await target.query(statement, params)
-          : await target.query({ name: statement.name, text: statement.text, values: params });
+          : settings.preparedStatements
+            ? await target.query({ name: statement.name, text: statement.text, values: params })
+            : await target.query(statement.text, params);
       return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
     },
   });
@@ -116,6 +181,18 @@ export async function openPostgres(url: string, poolSize: number): Promise<Db> {
       await pool.end();
     },
   };
+}
+
+/** A connection the connect timeout cut says so, naming the key; other failures pass. */
+function describeConnectFailure(error: unknown, connectTimeoutMs: number): unknown {
+  const message = error instanceof Error ? error.message : '';
+  if (connectTimeoutMs > 0 && /timeout/i.test(message) && !/statement/i.test(message)) {
+    return new Error(
+      `PostgreSQL did not accept a connection within ${connectTimeoutMs} ms ` +
+        '(database.connect_timeout_ms)',
+    );
+  }
+  return error;
 }
 
 function quoteIdent(name: string): string {

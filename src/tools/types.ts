@@ -76,7 +76,12 @@ export type ToolErrorCode =
   | 'unavailable'
   | 'not_allowed'
   | 'too_large'
-  | 'not_found';
+  | 'not_found'
+  // A shell call reached one of its limits (docs/tools.md, "Limits").
+  | 'memory_limit'
+  | 'cpu_limit'
+  | 'process_limit'
+  | 'workspace_limit';
 
 /** A tool failure meant to be shown (to the model, to people): no stack, no secrets. */
 export class ToolError extends Error {

@@ -23,6 +23,11 @@ export interface Scripted {
   hang?: boolean;
   /** Send the stream only up to the end of this text's first occurrence, then cut the socket. */
   cutAfter?: string;
+  /**
+   * Send the stream up to the end of the event holding this text's first occurrence, then
+   * nothing more, keeping the connection open: a provider that stalls mid-stream.
+   */
+  stallAfter?: string;
 }
 
 export interface RecordedRequest {
@@ -31,6 +36,8 @@ export interface RecordedRequest {
   query: URLSearchParams;
   headers: Record<string, string | string[] | undefined>;
   body: string;
+  /** The client closed the connection before the answer was complete (it gave up). */
+  abandoned: boolean;
 }
 
 /**
@@ -76,12 +83,17 @@ export class ProviderServer {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const url = new URL(request.url ?? '/', 'http://fixture');
-    this.requests.push({
+    const recorded: RecordedRequest = {
       method: request.method ?? 'GET',
       path: url.pathname,
       query: url.searchParams,
       headers: request.headers,
       body: Buffer.concat(chunks).toString('utf8'),
+      abandoned: false,
+    };
+    this.requests.push(recorded);
+    response.on('close', () => {
+      if (!response.writableFinished) recorded.abandoned = true;
     });
     const queue = this.routes.get(`${request.method} ${url.pathname}`);
     const answer = queue && queue.length > 1 ? queue.shift() : queue?.[0];
@@ -98,6 +110,12 @@ export class ProviderServer {
         'cache-control': 'no-cache',
         ...answer.headers,
       });
+      if (answer.stallAfter !== undefined) {
+        const at = text.indexOf(answer.stallAfter);
+        if (at < 0) throw new Error(`stallAfter text not in ${answer.stream}`);
+        response.write(text.slice(0, text.indexOf('\n\n', at) + 2));
+        return;
+      }
       if (answer.cutAfter !== undefined) {
         const end = text.indexOf(answer.cutAfter);
         if (end < 0) throw new Error(`cutAfter text not in ${answer.stream}`);

@@ -23,6 +23,8 @@ export function explainError(code: string | undefined, fallback: string | undefi
       return 'This conversation has grown too long for the model, even with its oldest part left out. Start a new conversation.';
     case 'provider_unavailable':
       return 'The model could not be reached, even after several tries. Send your message again in a moment.';
+    case 'provider_timeout':
+      return 'The model stopped answering mid-reply, even after several tries. Send your message again in a moment.';
     case 'unknown_agent':
       return "This conversation's agent no longer exists on this server.";
     default:

@@ -1,5 +1,6 @@
-import { lstat, mkdir, readdir } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { lstat, mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
 
 /** A path segment from a name: reversible, and never `.`, `..` or containing `/`. */
 function segment(name: string): string {
@@ -15,9 +16,67 @@ export function workspaceDir(root: string, tenant: string, sessionId: string): s
   return resolve(root, segment(tenant), segment(sessionId));
 }
 
-/** Creates the directory (owner-only) if needed; the sandbox binds it writable. */
+/**
+ * Creates the directory (owner-only) if needed. A call is saved by two renames
+ * (`replaceWorkspace`): a server that died between them left the directory's previous
+ * version aside, which is put back; versions of calls that never finished are removed.
+ * The caller holds the directory's lock (`withWorkspace`).
+ */
 export async function ensureWorkspace(dir: string): Promise<void> {
+  const parent = dirname(dir);
+  await mkdir(parent, { recursive: true, mode: 0o700 });
+  const siblings = await readdir(parent);
+  for (const name of siblings) {
+    if (name.startsWith(`.${basename(dir)}.new-`)) {
+      await rm(join(parent, name), { recursive: true, force: true });
+    }
+  }
+  const aside = siblings.find((name) => name.startsWith(`.${basename(dir)}.old-`));
+  if (aside !== undefined && !siblings.includes(basename(dir))) {
+    await rename(join(parent, aside), dir);
+    return;
+  }
   await mkdir(dir, { recursive: true, mode: 0o700 });
+}
+
+const running = new Map<string, Promise<unknown>>();
+
+/**
+ * Runs `work` alone for this working directory (in this process): a sandboxed call works
+ * on a copy and saves it back whole, so two calls of one session at once would lose one's
+ * changes. Calls of one session run one after the other, each seeing the last one's files.
+ */
+export function withWorkspace<T>(dir: string, work: () => Promise<T>): Promise<T> {
+  const before = running.get(dir) ?? Promise.resolve();
+  const mine = before.then(work, work);
+  const settled = mine.catch(() => {});
+  running.set(dir, settled);
+  void settled.then(() => {
+    if (running.get(dir) === settled) running.delete(dir);
+  });
+  return mine;
+}
+
+/**
+ * A fresh directory beside `dir` for its next version (`.<name>.new-<random>`: a name no
+ * session directory can have, their dots being encoded).
+ */
+export async function stagingDir(dir: string): Promise<string> {
+  const staging = join(dirname(dir), `.${basename(dir)}.new-${randomBytes(6).toString('hex')}`);
+  await mkdir(staging, { mode: 0o700 });
+  return staging;
+}
+
+/** Puts `staging` in place of `dir` (two renames), then removes the old version. */
+export async function replaceWorkspace(dir: string, staging: string): Promise<void> {
+  const old = join(dirname(dir), `.${basename(dir)}.old-${randomBytes(6).toString('hex')}`);
+  await rename(dir, old);
+  await rename(staging, dir);
+  await rm(old, { recursive: true, force: true });
+}
+
+export async function discardStaging(staging: string): Promise<void> {
+  await rm(staging, { recursive: true, force: true });
 }
 
 export interface WorkspaceFile {
