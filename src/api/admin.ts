@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { ParleyError } from '../errors.js';
+import { followersOf, pruneRules } from '../retention/plan.js';
+import { prune } from '../retention/prune.js';
 import { getSession } from '../store/getSession.js';
 import { unparkSession } from '../store/parkSession.js';
-import { pruneEvents } from '../store/pruneEvents.js';
 import type { ApiDeps } from './deps.js';
 import { hasRole } from './principal.js';
 import { pathId, validate } from './validate.js';
@@ -12,6 +13,8 @@ const pruneBody = z
   .object({
     older_than_days: z.number().nonnegative().max(1_000_000).optional(),
     older_than_seconds: z.number().nonnegative().max(100_000_000_000).optional(),
+    rules: z.array(z.enum(pruneRules)).min(1).max(pruneRules.length).optional(),
+    batch_size: z.number().int().positive().max(100_000).optional(),
   })
   .strict()
   .refine(
@@ -51,16 +54,38 @@ export async function adminPlugin(app: FastifyInstance, deps: ApiDeps): Promise<
     },
   );
 
+  // One age for every rule asked for (older than it goes), the principal's tenant only.
+  // The answer keeps the first version's fields (events pruned, journals cut back) beside
+  // the per-table report.
   app.post('/api/v1/admin/prune', async (request) => {
     const body = validate(pruneBody, request.body);
     const ageMs =
       body.older_than_days !== undefined
         ? body.older_than_days * 86_400_000
         : (body.older_than_seconds ?? 0) * 1000;
-    const pruned = await pruneEvents(deps.db, {
-      olderThan: new Date(Date.now() - ageMs),
-      tenant: request.principal.tenant,
-    });
-    return { pruned_events: pruned.events, sessions: pruned.sessions, skipped: pruned.skipped };
+    const olderThan = new Date(Date.now() - ageMs);
+    const rules = new Set(body.rules ?? ['events', 'deliveries']);
+    const report = await prune(
+      deps.db,
+      {
+        events: rules.has('events') ? olderThan : null,
+        deliveries: rules.has('deliveries') ? olderThan : null,
+        sessions: rules.has('sessions') ? olderThan : null,
+        usage: rules.has('usage') ? olderThan : null,
+        chatState: false,
+      },
+      {
+        tenant: request.principal.tenant,
+        batchSize: body.batch_size ?? deps.config.retention.pruneBatchSize,
+        followers: followersOf(deps.config),
+      },
+    );
+    return {
+      pruned_events: report.removed.events,
+      sessions: report.journals,
+      skipped: report.skipped,
+      removed: report.removed,
+      batches: report.batches,
+    };
   });
 }
