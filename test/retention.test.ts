@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -504,6 +505,30 @@ describe('retention', () => {
       ]),
     ).toBe(0);
     expect(await state.get('retention-kept')).toEqual({ a: 2 });
+
+    // `parley prune` prints the per-table report of the admin route.
+    const printed = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const child = spawn(
+        process.execPath,
+        [
+          'dist/cli/main.js',
+          'prune',
+          '--older-than-seconds',
+          '0',
+          '--rules',
+          'events',
+          '--url',
+          server.url,
+        ],
+        { env: { ...process.env, PARLEY_CONFIG: '' }, stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      let stdout = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      child.on('exit', (code) => resolve({ code, stdout }));
+    });
+    expect(printed.code).toBe(0);
+    expect(printed.stdout).toMatch(/^pruned \d+ events in \d+ sessions\n {2}events {16}\d+\n$/);
+    expect(await count(`select count(*) as n from events where tenant = 'default'`)).toBe(0);
   });
 });
 

@@ -1,7 +1,7 @@
 import type { Db, Queryable } from './db.js';
 
 /** Any fixed number: every Parley process that prunes takes the same advisory lock. */
-export const pruneLock = 7_301_978;
+const pruneLock = 7_301_978;
 
 /** Rows one retention batch removed, by table. */
 export type Removed = Record<string, number>;

@@ -77,12 +77,13 @@ export async function pruneSessions(
         for update of s skip locked
      ), doomed_executions as (
        select x.tenant, x.execution_id from executions x
-         join doomed d on x.session_id = d.session_id
+         join doomed d on x.tenant = d.tenant and x.session_id = d.session_id
      ), execution_commands_gone as (
        delete from execution_commands c using doomed_executions x
         where c.tenant = x.tenant and c.execution_id = x.execution_id returning 1
      ), executions_gone as (
-       delete from executions x using doomed d where x.session_id = d.session_id returning 1
+       delete from executions x using doomed d
+        where x.tenant = d.tenant and x.session_id = d.session_id returning 1
      ), turns_gone as (
        delete from turns t using doomed d where t.session_id = d.session_id returning 1
      ), messages_gone as (
