@@ -351,12 +351,14 @@ describe('retention', () => {
       `select count(*) as n from events where tenant = 'default' and at < $1`,
       [cutoff],
     );
-    expected.webhook_deliveries += await count(
-      `select count(*) as n from webhook_deliveries
+    expected.webhook_deliveries =
+      (expected.webhook_deliveries ?? 0) +
+      (await count(
+        `select count(*) as n from webhook_deliveries
         where tenant = 'default' and state <> 'pending' and created_at < $1
           and not (session_id = any($2::text[]))`,
-      [cutoff, doomed],
-    );
+        [cutoff, doomed],
+      ));
     expected.memory_effects = await count('select count(*) as n from memory_effects');
     expected.schedule_fires = 2;
     for (const table of ['sessions', 'messages', 'events', 'executions', 'webhook_deliveries']) {
