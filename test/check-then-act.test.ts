@@ -5,14 +5,18 @@ import { request, startTestServer, type TestServer } from './support/server.js';
 
 // Checks whose answer must still hold when the action happens: the per-principal stream
 // count (taken in one synchronous step, given back however the stream ends), and an
-// execution's idempotency fingerprint (the same input whatever its key order).
+// execution's idempotency fingerprint (the same input whatever its key order). And the
+// unblock route for clients that send no command_id.
 
 let server: TestServer;
 
 beforeAll(async () => {
   server = await startTestServer({
     limits: { streams_per_principal: 3 },
-    missions: { report: { prompt: 'Write the report for {{region}}.' } },
+    missions: {
+      report: { prompt: 'Write the report for {{region}}.' },
+      watch: { prompt: 'Watch the feed.', loop_prompt: '/decide blocked' },
+    },
   });
 });
 afterAll(async () => {
@@ -104,5 +108,31 @@ describe('an execution dispatch fingerprint', () => {
       input: { region: 'west', zone: 'b' },
     });
     expect(other.status).toBe(409);
+  });
+});
+
+describe('an unblock without command_id', () => {
+  it('is answered as before, recorded under a command id the server made', async () => {
+    const dispatched = await request(server.url, 'POST', '/api/v1/missions/watch/executions', {
+      execution_id: 'no_command_1',
+    });
+    expect(dispatched.status).toBe(202);
+    await until(
+      async () => (await request(server.url, 'GET', '/api/v1/executions/no_command_1')).body,
+      (execution) => execution.status === 'blocked',
+      'the loop to block',
+    );
+    const unblocked = await request(server.url, 'POST', '/api/v1/executions/no_command_1/unblock', {
+      note: 'go on',
+    });
+    expect(unblocked.status).toBe(200);
+    expect(unblocked.body).toEqual({ result: 'unblocked', status: 'waiting' });
+    const commands = await server.db.query<{ command_id: string; kind: string }>(
+      `select command_id, kind from execution_commands
+        where tenant = 'default' and execution_id = 'no_command_1'`,
+    );
+    expect(commands.rows).toHaveLength(1);
+    expect(commands.rows[0]).toMatchObject({ kind: 'unblock' });
+    expect(commands.rows[0]?.command_id).toMatch(/^unblock_[0-9A-Z]{26}$/);
   });
 });
