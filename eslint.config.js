@@ -62,12 +62,14 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': ['error', { patterns: ['**/api/**'] }] },
   },
   {
-    // The agent directory and the missions' pure helpers serve api and runtime alike.
+    // The agent directory, the missions' pure helpers and the retention run serve api and
+    // runtime alike.
     files: [
       'src/store/**/*.ts',
       'src/providers/**/*.ts',
       'src/agents/**/*.ts',
       'src/missions/**/*.ts',
+      'src/retention/**/*.ts',
     ],
     rules: { 'no-restricted-imports': ['error', { patterns: ['**/api/**', '**/runtime/**'] }] },
   },

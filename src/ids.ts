@@ -24,6 +24,11 @@ export function newLeaseToken(): string {
 /** Client-made idempotency keys (`turn_id`, `command_id`): PROTOCOL.md, "Identifiers". */
 export const clientKeyPattern = /^[A-Za-z0-9_-]{1,128}$/;
 
+/** The command id of an unblock whose client sent none (a client key: `[A-Za-z0-9_-]`). */
+export function newUnblockCommandId(): string {
+  return `unblock_${nextUlid()}`;
+}
+
 export function newAttachmentId(): string {
   return `att_${nextUlid()}`;
 }

@@ -72,10 +72,15 @@ describe('parley serve (PGlite) killed with SIGKILL mid-reply', () => {
     const lastSeen = Math.max(...before.events.map((event) => event.sequence));
 
     // The dead process's lock file is still there; the restart must take it over.
-    expect(readFileSync(join(dataDir, 'parley.lock'), 'utf8').trim()).toBe(String(first.pid));
+    // Its first line is the owner's pid (the second its start time).
+    expect(readFileSync(join(dataDir, 'parley.lock'), 'utf8').split('\n')[0]).toBe(
+      String(first.pid),
+    );
     const second = await startParley('serve', { dataDir, env, config });
     const url2 = second.url as string;
-    expect(readFileSync(join(dataDir, 'parley.lock'), 'utf8').trim()).toBe(String(second.pid));
+    expect(readFileSync(join(dataDir, 'parley.lock'), 'utf8').split('\n')[0]).toBe(
+      String(second.pid),
+    );
 
     const after = await SseClient.open(url2, sessionId, { lastEventId: String(lastSeen) });
     streams.push(after);

@@ -77,4 +77,47 @@ describe('pruneEvents', () => {
     ]);
     await db.query(`update events set tenant = 'default' where session_id = $1`, [mine.session_id]);
   });
+
+  it('keeps the events a configured platform thread or webhook endpoint has not read yet', async () => {
+    // Old events the tests above left behind go first.
+    await pruneEvents(db, { olderThan: new Date(Date.now() - 86_400_000) });
+    const first = await admit(db, { turnId: 'follow_0', message: 'old' });
+    const sessionId = first.session_id;
+    for (let turn = 1; turn < 6; turn++) {
+      await admit(db, { sessionId, turnId: `follow_${turn}`, message: 'old' });
+    }
+    await db.query(`update events set at = now() - interval '2 days' where session_id = $1`, [
+      sessionId,
+    ]);
+    // The Telegram follower folded the journal up to 4, the webhook `crm` enqueued up to 2.
+    await db.query(
+      `insert into adapter_threads (tenant, adapter, thread_id, session_id, followed_sequence)
+       values ('default', 'telegram', 'chat_1', $1, 4)`,
+      [sessionId],
+    );
+    await db.query(
+      `insert into webhook_streams (webhook, session_id, followed_sequence) values ('crm', $1, 2)`,
+      [sessionId],
+    );
+    const olderThan = new Date(Date.now() - 86_400_000);
+    const both = { adapters: ['telegram'], webhooks: ['crm'] };
+    expect(await pruneEvents(db, { olderThan, followers: both })).toEqual({
+      sessions: 1,
+      events: 2,
+      skipped: false,
+    });
+    expect((await journal(db, sessionId)).map((event) => event.sequence)).toEqual([3, 4, 5, 6]);
+    // Nothing more until a follower reads further.
+    expect((await pruneEvents(db, { olderThan, followers: both })).events).toBe(0);
+    await db.query(`update webhook_streams set followed_sequence = 6 where session_id = $1`, [
+      sessionId,
+    ]);
+    expect((await pruneEvents(db, { olderThan, followers: both })).events).toBe(2);
+    // An endpoint or platform no longer configured holds nothing back.
+    expect(await pruneEvents(db, { olderThan, followers: { adapters: [], webhooks: [] } })).toEqual(
+      { sessions: 1, events: 2, skipped: false },
+    );
+    expect(await journal(db, sessionId)).toEqual([]);
+    expect((await sessionRow(db, sessionId)).earliest_sequence).toBe(7);
+  });
 });

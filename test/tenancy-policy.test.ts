@@ -419,16 +419,25 @@ describe('a stored definition the policy no longer allows', () => {
 });
 
 describe('operator-only actions', () => {
-  it("syncs the model catalog and prunes for the operator's key only", async () => {
+  it("syncs the model catalog and prunes billing rows for the operator's key only", async () => {
     for (const [path, body] of [
       ['/api/v1/admin/models/sync', {}],
-      ['/api/v1/admin/prune', { older_than_days: 3650 }],
+      ['/api/v1/admin/prune', { older_than_days: 3650, rules: ['usage'] }],
     ] as const) {
       const tenantAdmin = await request(server.url, 'POST', path, body, alice);
       expect(tenantAdmin.status, path).toBe(403);
       expect(tenantAdmin.body.error).toBe('forbidden');
       expect((await request(server.url, 'POST', path, body, root)).status, path).toBe(200);
     }
+    // The tenant's own journal is its admin's to prune.
+    const own = await request(
+      server.url,
+      'POST',
+      '/api/v1/admin/prune',
+      { older_than_days: 3650 },
+      alice,
+    );
+    expect(own.status).toBe(200);
     const me = await request(server.url, 'GET', '/api/v1/me', undefined, root);
     expect(me.body).toMatchObject({ user: 'root', operator: true });
     expect((await request(server.url, 'GET', '/api/v1/me', undefined, alice)).body.operator).toBe(

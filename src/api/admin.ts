@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { ParleyError } from '../errors.js';
+import { followersOf, pruneRules } from '../retention/plan.js';
+import { prune } from '../retention/prune.js';
 import { getSession } from '../store/getSession.js';
 import { unparkSession } from '../store/parkSession.js';
-import { pruneEvents } from '../store/pruneEvents.js';
 import type { ApiDeps } from './deps.js';
 import { hasRole } from './principal.js';
 import { pathId, validate } from './validate.js';
@@ -12,6 +13,8 @@ const pruneBody = z
   .object({
     older_than_days: z.number().nonnegative().max(1_000_000).optional(),
     older_than_seconds: z.number().nonnegative().max(100_000_000_000).optional(),
+    rules: z.array(z.enum(pruneRules)).min(1).max(pruneRules.length).optional(),
+    batch_size: z.number().int().positive().max(100_000).optional(),
   })
   .strict()
   .refine(
@@ -24,8 +27,7 @@ const pruneBody = z
 /**
  * Operator endpoints behind `parley sessions unpark` and `parley prune`. They go through
  * the API (not the database) so they work on embedded storage, which one process owns.
- * Scoped to the principal's tenant. Prune is deployment-wide (its retention is the
- * operator's): operator-only (`config.operator`, checked in app.ts), not for tenant admins.
+ * Scoped to the principal's tenant; the operator's prune covers every tenant.
  *
  * Registered as their own plugin: the `admin` role is checked by a hook encapsulated with
  * these routes, so it applies to them however their URL was spelled (`/api/v1/%61dmin/...`
@@ -54,16 +56,43 @@ export async function adminPlugin(app: FastifyInstance, deps: ApiDeps): Promise<
     },
   );
 
-  app.post('/api/v1/admin/prune', { config: { operator: true } }, async (request) => {
+  // One age for every rule asked for (older than it goes): a tenant admin's run prunes its
+  // tenant only, the operator's every tenant; billing rows (`usage`) are the operator's.
+  // The answer keeps the first version's fields (events pruned, journals cut back) beside
+  // the per-table report.
+  app.post('/api/v1/admin/prune', async (request) => {
     const body = validate(pruneBody, request.body);
     const ageMs =
       body.older_than_days !== undefined
         ? body.older_than_days * 86_400_000
         : (body.older_than_seconds ?? 0) * 1000;
-    const pruned = await pruneEvents(deps.db, {
-      olderThan: new Date(Date.now() - ageMs),
-      tenant: request.principal.tenant,
-    });
-    return { pruned_events: pruned.events, sessions: pruned.sessions, skipped: pruned.skipped };
+    const olderThan = new Date(Date.now() - ageMs);
+    const rules = new Set(body.rules ?? ['events', 'deliveries']);
+    const operator = request.principal.operator;
+    if (rules.has('usage') && !operator) {
+      throw new ParleyError('forbidden', "usage rows are billing records: the operator's key");
+    }
+    const report = await prune(
+      deps.db,
+      {
+        events: rules.has('events') ? olderThan : null,
+        deliveries: rules.has('deliveries') ? olderThan : null,
+        sessions: rules.has('sessions') ? olderThan : null,
+        usage: rules.has('usage') ? olderThan : null,
+        chatState: false,
+      },
+      {
+        tenant: operator ? null : request.principal.tenant,
+        batchSize: body.batch_size ?? deps.config.retention.pruneBatchSize,
+        followers: followersOf(deps.config),
+      },
+    );
+    return {
+      pruned_events: report.removed.events,
+      sessions: report.journals,
+      skipped: report.skipped,
+      removed: report.removed,
+      batches: report.batches,
+    };
   });
 }

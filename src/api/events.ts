@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ParleyError } from '../errors.js';
 import { openStreams, sseConnections } from '../metrics.js';
 import type { ParleyEvent } from '../protocol/events.js';
@@ -7,6 +7,7 @@ import { getSession } from '../store/getSession.js';
 import { readEvents } from '../store/readEvents.js';
 import type { ApiDeps } from './deps.js';
 import { JournalFeed, type FeedSubscriber } from './feed.js';
+import { StreamSlots } from './streamSlots.js';
 import { pathId } from './validate.js';
 
 /** Events read per query while catching up; a reader far behind pages through the journal. */
@@ -27,7 +28,7 @@ const maxQueued = 500;
 export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const feed = new JournalFeed(deps.db, deps.wakeups, deps.config.runtime.pollMs);
   const open = new Set<ServerResponse>();
-  const streams = new Map<string, number>();
+  const slots = new StreamSlots(deps.config.limits.streamsPerPrincipal);
   app.addHook('onClose', async () => {
     feed.stop();
     for (const response of open) response.end();
@@ -38,92 +39,99 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
     async (request, reply) => {
       const { tenant, user } = request.principal;
       const sessionId = pathId(request.params.sessionId, 'session_id');
-      const principalKey = `${tenant}\u0000${user}`;
-      if ((streams.get(principalKey) ?? 0) >= deps.config.limits.streamsPerPrincipal) {
+      // The slot is taken before the first await and given back by the outer finally,
+      // whether the request fails its checks, the stream ends or the client goes away.
+      const release = slots.acquire(`${tenant}\u0000${user}`);
+      if (!release) {
         throw new ParleyError('too_many_streams', 'this key has too many open event streams', {
           limit: deps.config.limits.streamsPerPrincipal,
         });
       }
-      const session = await getSession(deps.db, tenant, sessionId);
-      if (!session) throw new ParleyError('session_not_found', 'no such session');
-      // Last-Event-ID wins over ?after= (a browser's EventSource reconnecting sends both).
-      const header = request.headers['last-event-id'];
-      const raw =
-        typeof header === 'string' && header.trim() !== ''
-          ? header.trim()
-          : (request.query.after ?? '0');
-      if (typeof raw !== 'string' || !/^\d{1,15}$/.test(raw)) {
-        throw new ParleyError(
-          'invalid_cursor',
-          'the cursor (Last-Event-ID or after) must be a sequence number',
-        );
-      }
-      const after = Number(raw);
-      // Reasoning text goes only to clients that ask for it; others get the event bare.
-      const include = request.query.include;
-      if (
-        include !== undefined &&
-        (typeof include !== 'string' || !/^[a-z_,]{0,64}$/.test(include))
-      ) {
-        throw new ParleyError(
-          'invalid_request',
-          'include: a comma-separated list, e.g. reasoning',
-          {
-            field: 'include',
-          },
-        );
-      }
-      const includeReasoning = (include ?? '').split(',').includes('reasoning');
-      if (after > session.latest_sequence) {
-        throw new ParleyError('cursor_ahead', 'the cursor is past the latest event', {
-          latest_sequence: session.latest_sequence,
-        });
-      }
-      if (after < session.earliest_sequence - 1) {
-        throw resyncRequired(after, session.earliest_sequence, session.latest_sequence);
-      }
-
-      reply.hijack();
-      const response = reply.raw;
-      response.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-store, no-transform',
-        'x-content-type-options': 'nosniff',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no',
-        'parley-protocol-version': '1',
-      });
-      response.flushHeaders();
-      open.add(response);
-      openStreams.add(response);
-      streams.set(principalKey, (streams.get(principalKey) ?? 0) + 1);
-      sseConnections.inc();
-      const stream = new EventStream(
-        deps,
-        response,
-        sessionId,
-        after,
-        session.latest_sequence,
-        includeReasoning,
-      );
-      const unsubscribe = feed.subscribe(sessionId, stream);
-      request.raw.on('close', () => stream.close());
-      response.on('close', () => stream.close());
       try {
-        if (session.state === 'running') stream.typing();
-        await stream.run();
+        await openStream(request, reply, sessionId);
       } finally {
-        unsubscribe();
-        open.delete(response);
-        openStreams.delete(response);
-        const left = (streams.get(principalKey) ?? 1) - 1;
-        if (left === 0) streams.delete(principalKey);
-        else streams.set(principalKey, left);
-        sseConnections.dec();
-        if (!response.writableEnded) response.end();
+        release();
       }
     },
   );
+
+  async function openStream(
+    request: FastifyRequest<{ Querystring: { after?: string; include?: string } }>,
+    reply: FastifyReply,
+    sessionId: string,
+  ): Promise<void> {
+    const { tenant } = request.principal;
+    const session = await getSession(deps.db, tenant, sessionId);
+    if (!session) throw new ParleyError('session_not_found', 'no such session');
+    // Last-Event-ID wins over ?after= (a browser's EventSource reconnecting sends both).
+    const header = request.headers['last-event-id'];
+    const raw =
+      typeof header === 'string' && header.trim() !== ''
+        ? header.trim()
+        : (request.query.after ?? '0');
+    if (typeof raw !== 'string' || !/^\d{1,15}$/.test(raw)) {
+      throw new ParleyError(
+        'invalid_cursor',
+        'the cursor (Last-Event-ID or after) must be a sequence number',
+      );
+    }
+    const after = Number(raw);
+    // Reasoning text goes only to clients that ask for it; others get the event bare.
+    const include = request.query.include;
+    if (
+      include !== undefined &&
+      (typeof include !== 'string' || !/^[a-z_,]{0,64}$/.test(include))
+    ) {
+      throw new ParleyError('invalid_request', 'include: a comma-separated list, e.g. reasoning', {
+        field: 'include',
+      });
+    }
+    const includeReasoning = (include ?? '').split(',').includes('reasoning');
+    if (after > session.latest_sequence) {
+      throw new ParleyError('cursor_ahead', 'the cursor is past the latest event', {
+        latest_sequence: session.latest_sequence,
+      });
+    }
+    if (after < session.earliest_sequence - 1) {
+      throw resyncRequired(after, session.earliest_sequence, session.latest_sequence);
+    }
+
+    reply.hijack();
+    const response = reply.raw;
+    response.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store, no-transform',
+      'x-content-type-options': 'nosniff',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+      'parley-protocol-version': '1',
+    });
+    response.flushHeaders();
+    open.add(response);
+    openStreams.add(response);
+    sseConnections.inc();
+    const stream = new EventStream(
+      deps,
+      response,
+      sessionId,
+      after,
+      session.latest_sequence,
+      includeReasoning,
+    );
+    const unsubscribe = feed.subscribe(sessionId, stream);
+    request.raw.on('close', () => stream.close());
+    response.on('close', () => stream.close());
+    try {
+      if (session.state === 'running') stream.typing();
+      await stream.run();
+    } finally {
+      unsubscribe();
+      open.delete(response);
+      openStreams.delete(response);
+      sseConnections.dec();
+      if (!response.writableEnded) response.end();
+    }
+  }
 }
 
 /** A `reasoning_delta` without its text, for clients that did not ask for reasoning. */

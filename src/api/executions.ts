@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { Principal } from '../config/types.js';
 import { ParleyError } from '../errors.js';
-import { clientKeyPattern } from '../ids.js';
+import { clientKeyPattern, newUnblockCommandId } from '../ids.js';
 import { cancelExecution } from '../store/cancelExecution.js';
 import { unblockExecution } from '../store/unblockExecution.js';
 import { getExecution, toExecutionProjection, type ExecutionRow } from '../store/getExecution.js';
@@ -35,7 +35,11 @@ const listQuery = z.object({
 
 const commandId = z.string().regex(clientKeyPattern, 'must be 1-128 characters of A-Z a-z 0-9 _ -');
 const cancelBody = z.object({ command_id: commandId }).strict();
-const unblockBody = z.object({ command_id: commandId, note: text().max(4000).optional() }).strict();
+// command_id makes a retry idempotent, like cancel's; a client that sends none gets one
+// made here (its retry is then a second command: `409 execution_not_blocked`).
+const unblockBody = z
+  .object({ command_id: commandId.optional(), note: text().max(4000).optional() })
+  .strict();
 
 /**
  * Whether a principal is the one an execution's interruptions go to (`interrupt_to`; by
@@ -123,7 +127,7 @@ export function executionRoutes(app: FastifyInstance, deps: ApiDeps): void {
       return unblockExecution(deps.db, {
         tenant: principal.tenant,
         executionId,
-        commandId: body.command_id,
+        commandId: body.command_id ?? newUnblockCommandId(),
         note: body.note ?? null,
       });
     },

@@ -5,6 +5,7 @@ import { providerPaths } from './openapiProviders.js';
 import { toolPaths } from './openapiTools.js';
 import { extensionPaths, extensionSchemas } from './openapiExtensions.js';
 import { missionPaths, missionSchemas } from './openapiMissions.js';
+import { retentionPaths } from './openapiRetention.js';
 
 const error = { $ref: '#/components/schemas/Error' };
 const errorResponse = (description: string) => ({
@@ -308,16 +309,7 @@ export const openapiDocument = {
         },
       },
     },
-    '/api/v1/admin/prune': {
-      post: {
-        summary:
-          "Delete journal events older than an age (the operator's key only); old cursors then answer 410",
-        responses: {
-          '200': json({ type: 'object' }),
-          '403': errorResponse("forbidden (not the operator's key)"),
-        },
-      },
-    },
+    ...retentionPaths,
     ...providerPaths,
     ...toolPaths,
     ...platformPaths,

@@ -301,8 +301,14 @@ export const missionPaths = {
       parameters: [pathParam('execution_id')],
       requestBody: body({
         type: 'object',
-        required: ['command_id'],
-        properties: { command_id: clientKey, note: { type: 'string' } },
+        properties: {
+          command_id: {
+            ...clientKey,
+            description:
+              'idempotency key, as for cancel; without one the server makes one and a retry is a second command',
+          },
+          note: { type: 'string' },
+        },
       }),
       responses: {
         '200': commandAnswer,

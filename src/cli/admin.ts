@@ -11,6 +11,8 @@ interface Options {
   json?: boolean | undefined;
   'older-than-days'?: string | undefined;
   'older-than-seconds'?: string | undefined;
+  rules?: string | undefined;
+  'batch-size'?: string | undefined;
 }
 
 export async function adminCommand(
@@ -25,19 +27,35 @@ export async function adminCommand(
     const days = options['older-than-days'];
     const seconds = options['older-than-seconds'];
     if ((days === undefined) === (seconds === undefined)) {
-      process.stderr.write('parley prune: give --older-than-days N or --older-than-seconds N\n');
+      process.stderr.write(
+        'parley prune: give --older-than-days N or --older-than-seconds N [--rules events,deliveries,sessions,usage] [--batch-size N]\n',
+      );
       return 2;
     }
-    const result = await call(
-      'POST',
-      '/api/v1/admin/prune',
-      days !== undefined
+    const result = await call('POST', '/api/v1/admin/prune', {
+      ...(days !== undefined
         ? { older_than_days: Number(days) }
-        : { older_than_seconds: Number(seconds) },
-    );
+        : { older_than_seconds: Number(seconds) }),
+      ...(options.rules === undefined ? {} : { rules: options.rules.split(',') }),
+      ...(options['batch-size'] === undefined ? {} : { batch_size: Number(options['batch-size']) }),
+    });
+    if (options.json) {
+      print(result);
+      return 0;
+    }
     process.stdout.write(
       `pruned ${String(result.pruned_events)} events in ${String(result.sessions)} sessions\n`,
     );
+    const removed = Object.entries(result.removed as Record<string, number>).filter(
+      ([, count]) => count > 0,
+    );
+    for (const [table, count] of removed) {
+      process.stdout.write(`  ${table.padEnd(22)}${String(count)}\n`);
+    }
+    if (removed.length === 0) process.stdout.write('  (nothing was old enough)\n');
+    if (result.skipped) {
+      process.stdout.write('another pruner was at work: it removes the rest\n');
+    }
     return 0;
   }
 

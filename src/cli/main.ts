@@ -27,8 +27,10 @@ Usage:
                                refresh the catalog from the providers' model lists (admin)
   parley chat [--session ID] [--agent NAME]
                                chat in the terminal (through the API: --url, --key)
-  parley prune --older-than-days N | --older-than-seconds N
-                               delete old journal events (old cursors then answer 410)
+  parley prune --older-than-days N | --older-than-seconds N [--rules R,...] [--batch-size N]
+                               remove your tenant's old rows and print what went, per table;
+                               rules: events, deliveries (the default), sessions, usage
+                               (docs/retention.md; old cursors then answer 410)
   parley tools list [--agent NAME]
                                every tool an agent has, its source and policy (through the API)
   parley webhooks status       outbound webhooks: pending, delivered, dead letters (admin, through the API)
@@ -56,6 +58,8 @@ async function main(argv: string[]): Promise<number> {
       limit: { type: 'string' },
       'older-than-days': { type: 'string' },
       'older-than-seconds': { type: 'string' },
+      rules: { type: 'string' },
+      'batch-size': { type: 'string' },
       json: { type: 'boolean' },
       session: { type: 'string' },
       agent: { type: 'string' },

@@ -197,14 +197,7 @@ export async function startProcess(
       scheduler = firing;
       firing.start();
       stops.push(() => firing.stop());
-      stops.push(
-        startRetention({
-          db,
-          keepEventsDays: config.retention.keepEventsDays,
-          intervalMs: config.retention.pruneIntervalMs,
-          log,
-        }),
-      );
+      stops.push(startRetention({ db, config, log }));
       // Workers refresh the catalog; an API-only process reads what they wrote.
       stops.push(
         startCatalogRefresh({

@@ -154,7 +154,14 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
     },
     retention: {
       keepEventsDays: file.retention.keep_events_days,
+      keepDeliveriesDays:
+        file.retention.keep_deliveries_days === undefined
+          ? file.retention.keep_events_days
+          : file.retention.keep_deliveries_days,
+      keepSessionsDays: file.retention.keep_sessions_days,
+      keepUsageDays: file.retention.keep_usage_days,
       pruneIntervalMs: file.retention.prune_interval_ms,
+      pruneBatchSize: file.retention.prune_batch_size,
     },
     auth: { mode: keys.length === 0 ? 'dev' : 'keys', keys },
     providers: nullPrototype(providers),

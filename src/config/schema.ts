@@ -328,7 +328,12 @@ export const fileSchema = z
     retention: z
       .object({
         keep_events_days: z.number().positive().nullable().default(null),
+        // Absent: as keep_events_days (they are copies of journal events); null: forever.
+        keep_deliveries_days: z.number().positive().nullable().optional(),
+        keep_sessions_days: z.number().positive().nullable().default(null),
+        keep_usage_days: z.number().positive().nullable().default(null),
         prune_interval_ms: durationMs.default(60 * 60 * 1000),
+        prune_batch_size: z.number().int().positive().max(100_000).default(1000),
       })
       .strict()
       .prefault({}),

@@ -241,7 +241,18 @@ export interface Config {
   /** PostgreSQL only: the deadlines of its connections, and how it is reached. */
   database: DatabaseConfig;
   runtime: RuntimeConfig;
-  retention: { keepEventsDays: number | null; pruneIntervalMs: number };
+  /** What retention removes, and when (docs/retention.md); null days = keep forever. */
+  retention: {
+    keepEventsDays: number | null;
+    /** Finished webhook deliveries and platform outbox rows. */
+    keepDeliveriesDays: number | null;
+    /** Whole idle sessions, with everything that hangs off them. */
+    keepSessionsDays: number | null;
+    keepUsageDays: number | null;
+    pruneIntervalMs: number;
+    /** Rows (or one session's journal events) deleted per statement. */
+    pruneBatchSize: number;
+  };
   /** `dev`: no keys, loopback only, one local principal with every role. */
   auth: { mode: 'dev' | 'keys'; keys: ApiKey[] };
   providers: Record<string, ProviderConfig>;

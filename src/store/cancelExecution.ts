@@ -31,6 +31,9 @@ export async function cancelExecution(
                 loop_status = case when $4 and loop_status is not null then 'idle' else loop_status end,
                 ended_at = case when $4 then now() end,
                 next_run_at = case when $4 then null else now() end,
+                -- Ended here: a step whose lease expired must not save over the end.
+                lease_token = case when $4 then null else lease_token end,
+                lease_expires_at = case when $4 then null else lease_expires_at end,
                 updated_at = now()
           where tenant = $1 and execution_id = $2
           returning *`,

@@ -4,6 +4,7 @@ import { newSessionId } from '../ids.js';
 import { isUniqueViolation, type Db, type Queryable } from './db.js';
 import { journalEvents } from './appendEvents.js';
 import { createSession } from './createSession.js';
+import { jsonbOrder } from './eventRows.js';
 import { executionStatusEvent, type ExecutionRow, type ExecutionSpec } from './getExecution.js';
 import { notifyWakeup } from './wakeups.js';
 
@@ -38,7 +39,9 @@ export interface DispatchInput {
  * its session (and one per fan-out thread) and its row, due at once, in one transaction,
  * announced with `execution_status` in its session and a wake-up for the runners.
  * Idempotent by (tenant, execution_id) like a turn_id: a retry with the same dispatch gets
- * the stored execution back (`created: false`); other input is `execution_conflict`.
+ * the stored execution back (`created: false`); other input is `execution_conflict`. The
+ * dispatch is compared by the hash of its canonical JSON (object keys in jsonb's order at
+ * every depth, as `definitions.content_hash`), so key order never makes a retry differ.
  */
 export async function createExecution(
   db: Db,
@@ -58,18 +61,15 @@ export async function createExecutionIn(
   tx: Queryable,
   input: DispatchInput,
 ): Promise<{ execution: ExecutionRow; created: boolean }> {
-  const fingerprint = createHash('sha256')
-    .update(
-      JSON.stringify([
-        input.mission,
-        input.agent,
-        input.input,
-        input.threads?.map((thread) => [thread.agent, thread.input]) ?? null,
-        input.priority,
-        input.timeoutSeconds,
-      ]),
-    )
-    .digest('hex');
+  const dispatched = [
+    input.mission,
+    input.agent,
+    input.input,
+    input.threads?.map((thread) => [thread.agent, thread.input]) ?? null,
+    input.priority,
+    input.timeoutSeconds,
+  ];
+  const fingerprint = sha256(JSON.stringify(jsonbOrder(dispatched)));
   const existing = (
     await tx.query<ExecutionRow>(
       'select * from executions where tenant = $1 and execution_id = $2',
@@ -77,7 +77,12 @@ export async function createExecutionIn(
     )
   ).rows[0];
   if (existing) {
-    if (existing.fingerprint !== fingerprint) {
+    // Rows dispatched before fingerprints were canonical hold the hash of the input as it
+    // was spelled: a retry spelled the same way still matches it.
+    if (
+      existing.fingerprint !== fingerprint &&
+      existing.fingerprint !== sha256(JSON.stringify(dispatched))
+    ) {
       throw new ParleyError(
         'execution_conflict',
         'this execution_id was already used for a different dispatch',
@@ -163,4 +168,8 @@ async function insertExecution(
   const execution = inserted.rows[0] as ExecutionRow;
   await journalEvents(tx, session.session_id, [executionStatusEvent(execution)]);
   return execution;
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
 }

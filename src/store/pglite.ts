@@ -1,6 +1,6 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync } from 'node:fs';
 import { parse, PGlite, protocol, types } from '@electric-sql/pglite';
+import { lockDataDir } from './dataDirLock.js';
 import type { Db, Queryable, QueryResult, Statement } from './db.js';
 
 const parsers = {
@@ -12,7 +12,8 @@ const parsers = {
  * The embedded engine: PostgreSQL compiled to WASM, in this process, data directory on
  * disk. It survives a process kill but does not fsync, so a power cut can lose recent
  * writes (README, "Durability"). One process owns a data directory at a time, enforced by
- * a lock file so that a second `parley serve` fails clearly instead of corrupting it.
+ * a lock file (dataDirLock.ts) so that a second `parley serve` fails clearly instead of
+ * corrupting it.
  */
 export async function openPglite(dataDir: string | null): Promise<Db> {
   let releaseLock = () => {};
@@ -144,29 +145,4 @@ function frames(...parts: Uint8Array[]): Uint8Array {
     offset += part.length;
   }
   return out;
-}
-
-function lockDataDir(dataDir: string): () => void {
-  const lockPath = join(dataDir, 'parley.lock');
-  try {
-    const holder = Number(readFileSync(lockPath, 'utf8').trim());
-    if (holder && holder !== process.pid && processAlive(holder)) {
-      throw new Error(
-        `data directory ${dataDir} is in use by process ${holder}; embedded storage allows one process (use PostgreSQL for several)`,
-      );
-    }
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-  }
-  writeFileSync(lockPath, String(process.pid));
-  return () => rmSync(lockPath, { force: true });
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

@@ -24,7 +24,8 @@ export async function releaseExecution(
 
 /**
  * Expires every execution lease at once. Only for embedded storage at start, where the data
- * directory's lock proves that the process which held them is gone.
+ * directory's lock proves that the process which held them is gone. The one write on
+ * executions that names no tenant, on purpose: that process held leases of every tenant.
  */
 export async function releaseDeadExecutionLeases(db: Queryable): Promise<number> {
   const released = await db.query(

@@ -80,7 +80,7 @@ export class ExecutionRunner {
       }
     }
     for (const executionId of ids) {
-      wakeExecution(this.deps.db, executionId).then(
+      wakeExecution(this.deps.db, { sessionId: wakeup.sessionId, executionId }).then(
         (woken) => {
           if (woken) this.wake.abort();
         },
