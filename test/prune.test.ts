@@ -96,7 +96,8 @@ describe('pruneEvents', () => {
       [sessionId],
     );
     await db.query(
-      `insert into webhook_streams (webhook, session_id, followed_sequence) values ('crm', $1, 2)`,
+      `insert into webhook_streams (tenant, webhook, session_id, followed_sequence)
+       values ('default', 'crm', $1, 2)`,
       [sessionId],
     );
     const olderThan = new Date(Date.now() - 86_400_000);

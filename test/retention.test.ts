@@ -53,12 +53,13 @@ beforeAll(async () => {
       schedules: { nightly: { mission: 'report', cron: '0 3 1 1 *' } },
       webhooks: {
         // Delivered at once.
-        crm: { url: accepting.url, events: ['done'], secret_env: 'RET_SECRET' },
+        crm: { url: accepting.url, events: ['done'], secret_env: 'RET_SECRET', tenants: '*' },
         // Retried for a long time: its deliveries stay pending.
         stuck: {
           url: failing.url,
           events: ['error'],
           secret_env: 'RET_SECRET',
+          tenants: '*',
           retry_base_ms: 3_600_000,
           max_attempts: 100,
         },
@@ -67,6 +68,7 @@ beforeAll(async () => {
           url: failing.url,
           events: ['turn_started'],
           secret_env: 'RET_SECRET',
+          tenants: '*',
           max_attempts: 1,
         },
       },

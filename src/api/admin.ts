@@ -27,7 +27,7 @@ const pruneBody = z
 /**
  * Operator endpoints behind `parley sessions unpark` and `parley prune`. They go through
  * the API (not the database) so they work on embedded storage, which one process owns.
- * Scoped to the principal's tenant; the operator's prune covers every tenant.
+ * Scoped to the principal's tenant.
  *
  * Registered as their own plugin: the `admin` role is checked by a hook encapsulated with
  * these routes, so it applies to them however their URL was spelled (`/api/v1/%61dmin/...`
@@ -56,8 +56,9 @@ export async function adminPlugin(app: FastifyInstance, deps: ApiDeps): Promise<
     },
   );
 
-  // One age for every rule asked for (older than it goes): a tenant admin's run prunes its
-  // tenant only, the operator's every tenant; billing rows (`usage`) are the operator's.
+  // One age for every rule asked for (older than it goes), the principal's tenant only
+  // (the worker's periodic run covers every tenant); billing rows (`usage`) are the
+  // operator's.
   // The answer keeps the first version's fields (events pruned, journals cut back) beside
   // the per-table report.
   app.post('/api/v1/admin/prune', async (request) => {
@@ -68,8 +69,7 @@ export async function adminPlugin(app: FastifyInstance, deps: ApiDeps): Promise<
         : (body.older_than_seconds ?? 0) * 1000;
     const olderThan = new Date(Date.now() - ageMs);
     const rules = new Set(body.rules ?? ['events', 'deliveries']);
-    const operator = request.principal.operator;
-    if (rules.has('usage') && !operator) {
+    if (rules.has('usage') && !request.principal.operator) {
       throw new ParleyError('forbidden', "usage rows are billing records: the operator's key");
     }
     const report = await prune(
@@ -82,7 +82,7 @@ export async function adminPlugin(app: FastifyInstance, deps: ApiDeps): Promise<
         chatState: false,
       },
       {
-        tenant: operator ? null : request.principal.tenant,
+        tenant: request.principal.tenant,
         batchSize: body.batch_size ?? deps.config.retention.pruneBatchSize,
         followers: followersOf(deps.config),
       },

@@ -12,7 +12,7 @@ export const retentionPaths = {
   '/api/v1/admin/prune': {
     post: {
       summary:
-        "Remove the tenant's rows older than an age, by rule (admin role; the operator's key: every tenant, and the usage rule); old cursors then answer 410",
+        "Remove the tenant's rows older than an age, by rule (admin role; the usage rule: the operator's key); old cursors then answer 410",
       requestBody: {
         required: true,
         content: {

@@ -58,6 +58,7 @@ export async function pruneSessions(
                              and a.followed_sequence < s.last_sequence)
           and not exists (select 1 from webhook_endpoints w
                            where w.webhook = any($5::text[]) and s.updated_at >= w.registered_at
+                             and (w.tenant = '*' or w.tenant = s.tenant)
                              and s.last_sequence > coalesce(
                                    (select ws.followed_sequence from webhook_streams ws
                                      where ws.webhook = w.webhook
