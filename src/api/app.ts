@@ -22,6 +22,7 @@ import { openapiRoutes } from './openapi.js';
 import { personalRoutes } from './personal.js';
 import { scheduleRoutes } from './schedules.js';
 import { authenticate } from './principal.js';
+import { installSessionAccess } from './sessionAccess.js';
 import { sessionRoutes } from './sessions.js';
 import { turnRoutes } from './turns.js';
 import { usageRoutes } from './usage.js';
@@ -85,6 +86,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     }
     if (!request.routeOptions.config.public) request.principal = authenticate(deps.config, request);
   });
+  // After the principal is known, before any route runs or reads a body.
+  installSessionAccess(app, deps);
   app.addHook('onResponse', async (request, reply) => {
     httpRequests.inc({
       route: request.routeOptions.url ?? 'unmatched',

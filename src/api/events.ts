@@ -4,10 +4,11 @@ import { ParleyError } from '../errors.js';
 import { openStreams, sseConnections } from '../metrics.js';
 import type { ParleyEvent } from '../protocol/events.js';
 import { getSession } from '../store/getSession.js';
+import { findVisibleSession } from '../store/findVisibleSession.js';
 import { readEvents } from '../store/readEvents.js';
 import type { ApiDeps } from './deps.js';
 import { JournalFeed, type FeedSubscriber } from './feed.js';
-import { pathId } from './validate.js';
+import { viewerOf } from './sessionAccess.js';
 
 /** Events read per query while catching up; a reader far behind pages through the journal. */
 const pageSize = 200;
@@ -37,7 +38,7 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
     '/api/v1/chat/sessions/:sessionId/events',
     async (request, reply) => {
       const { tenant, user } = request.principal;
-      const sessionId = pathId(request.params.sessionId, 'session_id');
+      const sessionId = request.session.session_id;
       const principalKey = `${tenant}\u0000${user}`;
       if ((streams.get(principalKey) ?? 0) >= deps.config.limits.streamsPerPrincipal) {
         throw new ParleyError('too_many_streams', 'this key has too many open event streams', {
@@ -98,6 +99,7 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
       openStreams.add(response);
       streams.set(principalKey, (streams.get(principalKey) ?? 0) + 1);
       sseConnections.inc();
+      const principal = request.principal;
       const stream = new EventStream(
         deps,
         response,
@@ -105,6 +107,9 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
         after,
         session.latest_sequence,
         includeReasoning,
+        async () =>
+          (await findVisibleSession(deps.db, tenant, sessionId, viewerOf(deps, principal))) !==
+          null,
       );
       const unsubscribe = feed.subscribe(sessionId, stream);
       request.raw.on('close', () => stream.close());
@@ -165,7 +170,25 @@ class EventStream implements FeedSubscriber {
     private cursor: number,
     private known: number,
     private readonly includeReasoning: boolean,
+    /** Whether the stream's principal may still see the session. */
+    private readonly stillVisible: () => Promise<boolean>,
   ) {}
+
+  /** Who may see the session changed: a principal who no longer may loses the stream. */
+  recheck(): void {
+    this.stillVisible().then(
+      (visible) => {
+        if (!visible) this.end();
+      },
+      // Unknown for now (the database is unreachable): ending is the safe side.
+      () => this.end(),
+    );
+  }
+
+  /** The session is gone, or no longer the principal's to see: the stream ends. */
+  end(): void {
+    this.close();
+  }
 
   offer(latest: number, events: ParleyEvent[] | null): void {
     if (latest > this.known) this.known = latest;

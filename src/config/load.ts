@@ -139,7 +139,9 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
     retention: {
       keepEventsDays: file.retention.keep_events_days,
       pruneIntervalMs: file.retention.prune_interval_ms,
+      deleteMemories: file.retention.delete_memories,
     },
+    tenancy: { wildcardTriggers: file.tenancy.wildcard_triggers },
     auth: { mode: keys.length === 0 ? 'dev' : 'keys', keys },
     providers: nullPrototype(providers),
     pricing: nullPrototype(compilePricing(file)),

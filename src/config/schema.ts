@@ -100,6 +100,9 @@ export const agentSchema = z
     // (openai, anthropic, google, or the provider's name for openai_compatible / ollama).
     provider_options: z.record(z.string(), z.record(z.string(), z.unknown())).default({}),
     vision: z.enum(['auto', 'always', 'never']).default('auto'),
+    // Who of the tenant sees a new session of this agent (docs/PROTOCOL.md, "Owner and
+    // visibility"); a session's creator may ask for another.
+    visibility: z.enum(['private', 'tenant', 'room']).default('tenant'),
   })
   .strict();
 
@@ -248,6 +251,8 @@ export const fileSchema = z
       .object({
         keep_events_days: z.number().positive().nullable().default(null),
         prune_interval_ms: durationMs.default(60 * 60 * 1000),
+        // Deleting a session also deletes the memories its turns created.
+        delete_memories: z.boolean().default(false),
       })
       .strict()
       .prefault({}),
@@ -267,6 +272,14 @@ export const fileSchema = z
           .default(10 * 1024 * 1024),
         // The hard cap on a mission's max_iterations (config and API).
         mission_iterations: z.number().int().positive().default(100),
+      })
+      .strict()
+      .prefault({}),
+    tenancy: z
+      .object({
+        // A principal with the wildcard role `*` triggers turns of agents with
+        // trigger_roles only when this is set.
+        wildcard_triggers: z.boolean().default(false),
       })
       .strict()
       .prefault({}),

@@ -10,6 +10,9 @@ export interface Principal {
   roles: string[];
 }
 
+/** Who of a tenant may see a session (docs/PROTOCOL.md, "Owner and visibility"). */
+export type Visibility = 'private' | 'tenant' | 'room';
+
 export interface ApiKey {
   /** sha256 of the key, lowercase hex. The key itself is never kept. */
   sha256: string;
@@ -42,6 +45,8 @@ export interface AgentConfig {
   providerOptions: Record<string, Record<string, unknown>>;
   /** When images go to the model (prompt.ts): `auto` = the turn carrying them and the next. */
   vision: 'auto' | 'always' | 'never';
+  /** Who of the tenant sees a new session of this agent (its creator may ask for another). */
+  visibility: Visibility;
   /** The scope gate: a cheap model classifies each burst before the main model runs. */
   gate: GateConfig | null;
 }
@@ -199,7 +204,16 @@ export interface Config {
   };
   storage: { dataDir: string; url: string | null; poolSize: number };
   runtime: RuntimeConfig;
-  retention: { keepEventsDays: number | null; pruneIntervalMs: number };
+  retention: {
+    keepEventsDays: number | null;
+    pruneIntervalMs: number;
+    /** Deleting a session deletes the memories created in it as well. */
+    deleteMemories: boolean;
+  };
+  tenancy: {
+    /** Does the wildcard role `*` pass an agent's trigger_roles? */
+    wildcardTriggers: boolean;
+  };
   /** `dev`: no keys, loopback only, one local principal with every role. */
   auth: { mode: 'dev' | 'keys'; keys: ApiKey[] };
   providers: Record<string, ProviderConfig>;

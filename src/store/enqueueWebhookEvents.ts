@@ -29,7 +29,8 @@ export async function enqueueWebhookEvents(
   return db.transaction(async (tx) => {
     const session = (
       await tx.query<{ tenant: string; agent: string }>(
-        'select tenant, agent from sessions where session_id = $1',
+        // The session row first (the one lock order): a deletion is waited for, not deadlocked.
+        'select tenant, agent from sessions where session_id = $1 for key share',
         [sessionId],
       )
     ).rows[0];
