@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ParleyClient } from '../src/client/index.js';
 import { until } from './support/poll.js';
 import { request, startTestServer, type TestServer } from './support/server.js';
 import { SseClient } from './support/sse.js';
@@ -417,6 +418,22 @@ describe('who sees a session', () => {
     expect(byAdmin.status).toBe(200);
     expect(byAdmin.body).toMatchObject({ visibility: 'room', members: [] });
     expect((await call('other', 'GET', path)).status).toBe(404);
+  });
+
+  it('is reachable through the client SDK: create, change, delete', async () => {
+    const client = new ParleyClient({ baseUrl: server.url, apiKey: keys.K_ALICE });
+    const created = await client.createSession({ visibility: 'room', members: ['meg'] });
+    expect(created).toMatchObject({ owner: 'alice', visibility: 'room', members: ['meg'] });
+    const changed = await client.updateSession(created.session_id, { visibility: 'private' });
+    expect(changed).toMatchObject({ visibility: 'private', members: ['meg'] });
+    expect(
+      (await call('member', 'GET', `/api/v1/chat/sessions/${created.session_id}`)).status,
+    ).toBe(404);
+    await expect(client.deleteSession(created.session_id)).resolves.toBeUndefined();
+    await expect(client.deleteSession(created.session_id)).rejects.toMatchObject({
+      code: 'session_not_found',
+      status: 404,
+    });
   });
 
   it('keeps personal sessions private to their user', async () => {
