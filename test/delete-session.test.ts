@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteSession } from '../src/store/deleteSession.js';
+import { workspaceDir } from '../src/tools/shell/workspace.js';
 import { until } from './support/poll.js';
 import { FakeTelegram, telegramMessageUpdate } from './support/platforms/telegram.js';
 import { request, startTestServer, type TestServer } from './support/server.js';
@@ -262,7 +265,7 @@ describe('deleting a session', () => {
     expect(rebound.rows[0]?.session_id).not.toBe(sessionId);
   });
 
-  it("lets a session's owner delete it, with its personal-session link", async () => {
+  it("lets a session's owner delete it, with its personal-session link and its files", async () => {
     const personal = await api('POST', '/api/v1/agents/default/personal', undefined, alice);
     expect(personal.status).toBe(201);
     const sessionId = personal.body.session_id as string;
@@ -277,8 +280,13 @@ describe('deleting a session', () => {
       ).status,
     ).toBe(202);
     await idle(sessionId);
+    // What a shell command would have left in the session's working directory.
+    const workspace = workspaceDir(server.config.tools.workspaceDir, 'acme', sessionId);
+    mkdirSync(workspace, { recursive: true });
+    writeFileSync(join(workspace, 'notes.txt'), `${marker} on disk`);
     const deleted = await api('DELETE', `/api/v1/chat/sessions/${sessionId}`, undefined, alice);
     expect(deleted.status).toBe(204);
+    expect(existsSync(workspace)).toBe(false);
     expect(
       (await server.db.query('select 1 from personal_sessions where session_id = $1', [sessionId]))
         .rowCount,
