@@ -93,16 +93,20 @@ async function measureTimers(dbs: Db[]): Promise<MissionsFigures['timers']> {
   for (let index = 0; index < timers; index++) {
     await createExecution(
       db,
-      dispatchOf(mission, {
-        tenant: 'default',
-        executionId: `bench_${index}`,
-        user: 'bench',
-        agent: 'default',
-        input: {},
-        threads: null,
-        priority: null,
-        timeoutSeconds: null,
-      }),
+      dispatchOf(
+        mission,
+        {
+          tenant: 'default',
+          executionId: `bench_${index}`,
+          user: 'bench',
+          agent: 'default',
+          input: {},
+          threads: null,
+          priority: null,
+          timeoutSeconds: null,
+        },
+        () => 'tenant',
+      ),
     );
   }
   // Every timer due at the same instant.

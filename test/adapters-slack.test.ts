@@ -124,7 +124,8 @@ describe('Slack through the Chat SDK', () => {
       [`slack:${thread.channel}:${thread.ts}`],
     );
     expect(turns.rows).toHaveLength(1);
-    expect(turns.rows[0]?.turn_id).toMatch(/^slack_C\d+_1712345678_\d+_[0-9a-f]{12}$/);
+    // Dotted (a namespace no API client can write), as docs/adapters.md says.
+    expect(turns.rows[0]?.turn_id).toMatch(/^slack\.C\d+\.1712345678_\d+\.[0-9a-f]{12}$/);
     const author = await server.db.query<{ author: string; tenant: string }>(
       `select author, tenant from messages where turn_id = $1 and role = 'user'`,
       [turns.rows[0]?.turn_id],

@@ -1,4 +1,5 @@
 import { agentFor, type AgentLookup } from '../agents/lookup.js';
+import { triggersTurns } from '../agents/triggers.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ActionEvent, Chat, Message, Thread } from 'chat';
 import type { PlatformConfig } from '../config/platformTypes.js';
@@ -11,9 +12,11 @@ import { answerInput } from '../store/answerInput.js';
 import { bindThread } from '../store/bindThread.js';
 import type { Db } from '../store/db.js';
 import { findReply } from '../store/findReply.js';
+import { legacyTurnAdmitted } from '../store/legacyTurnAdmitted.js';
 import { pendingQuestion } from '../store/pendingQuestion.js';
+import { trustedViewer } from '../store/visibility.js';
 import { actionIds, type ApprovalCard, type ReplyText } from './delivery/content.js';
-import { clientKey, mayAnswer, principalFor, triggers } from './identity.js';
+import { clientKey, mayAnswer, platformTurnId, principalFor } from './identity.js';
 import type { PlatformClient } from './platforms/types.js';
 import { platformText, storable } from './text.js';
 
@@ -36,8 +39,10 @@ export const inboundFailures = new AsyncLocalStorage<unknown[]>();
 /**
  * What a platform event does in Parley. A message in a direct conversation, a mention, or
  * any message in a thread Parley follows (the SDK's subscriptions) is admitted as a turn
- * of the thread's session, the platform's message id being its `turn_id`: a platform's
- * retry is the same turn. Authors without a trigger role are stored as context. A reply
+ * of the thread's session, the platform's message id being its `turn_id` (a dotted id no
+ * API client can write): a platform's retry is the same turn. The thread's session is its
+ * first author's, with the agent's visibility. Authors without a trigger role are stored
+ * as context. A reply
  * while the agent waits for an answer to a question is that answer. Pressed buttons
  * answer approvals (PROTOCOL.md §4, the presser as actor) or choose options.
  */
@@ -101,23 +106,35 @@ async function onMessage(deps: InboundDeps, thread: Thread, message: Message): P
     threadId: storable(thread.id),
     agent: agent.name,
     greeting: agent.greeting,
+    owner: principal.user,
+    visibility: agent.visibility,
     context: messageContext(message),
   });
   if (await answeredQuestion(deps, platform, agent, principal, sessionId, text)) return;
+  const parts = [client.name, thread.channelId.replace(/^[^:]+:/, ''), message.id];
+  // A platform's redelivery of a message admitted before turn ids had their own namespace.
+  const legacy = { turnId: clientKey(parts), sessionId, author: principal.user, message: text };
+  if (await legacyTurnAdmitted(deps.db, { tenant: platform.tenant, ...legacy })) return;
   await admitTurn(deps.db, {
     tenant: platform.tenant,
     author: principal.user,
-    turnId: clientKey([client.name, thread.channelId.replace(/^[^:]+:/, ''), message.id]),
+    viewer: trustedViewer,
+    turnId: platformTurnId(parts),
     sessionId,
     agent: null,
     defaultAgent: agent.name,
     attachments: [],
     greetings: new Map([[agent.name, agent.greeting]]),
+    visibilities: new Map([[agent.name, agent.visibility]]),
     message: text,
     option: null,
-    triggers: new Map([[agent.name, triggers(agent, principal)]]),
+    triggers: new Map([[agent.name, triggersOf(deps, agent, principal)]]),
     pendingInput: new Map([[agent.name, agent.pendingInput]]),
   });
+}
+
+function triggersOf(deps: InboundDeps, agent: AgentConfig, principal: Principal): boolean {
+  return triggersTurns(agent, principal, deps.config.tenancy.wildcardTriggers);
 }
 
 /**
@@ -205,15 +222,17 @@ async function onAction(deps: InboundDeps, event: ActionEvent): Promise<void> {
       await admitTurn(deps.db, {
         tenant: platform.tenant,
         author: principal.user,
-        turnId: clientKey([client.name, 'option', reply.reply_id, event.user.userId]),
+        viewer: trustedViewer,
+        turnId: platformTurnId([client.name, 'option', reply.reply_id, event.user.userId]),
         sessionId: reply.session_id,
         agent: null,
         defaultAgent: agent.name,
         attachments: [],
         greetings: new Map([[agent.name, agent.greeting]]),
+        visibilities: new Map([[agent.name, agent.visibility]]),
         message: '',
         option: { request_id: offered.request_id, value },
-        triggers: new Map([[agent.name, triggers(agent, principal)]]),
+        triggers: new Map([[agent.name, triggersOf(deps, agent, principal)]]),
         pendingInput: new Map([[agent.name, agent.pendingInput]]),
       });
     } catch (error) {

@@ -24,6 +24,7 @@ import { holdRequestDeadline } from './requestDeadline.js';
 import { scheduleRoutes } from './schedules.js';
 import { authenticate, requireOperator } from './principal.js';
 import { recordRoutes } from './routes.js';
+import { installSessionAccess } from './sessionAccess.js';
 import { sessionRoutes } from './sessions.js';
 import { turnRoutes } from './turns.js';
 import { usageRoutes } from './usage.js';
@@ -94,6 +95,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     if (!request.routeOptions.config.public) request.principal = authenticate(deps.config, request);
     if (request.routeOptions.config.operator) requireOperator(request.principal);
   });
+  // After the principal is known, before any route runs or reads a body.
+  installSessionAccess(app, deps);
   app.addHook('onResponse', async (request, reply) => {
     httpRequests.inc({
       route: request.routeOptions.url ?? 'unmatched',

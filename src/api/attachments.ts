@@ -2,7 +2,6 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ParleyError } from '../errors.js';
 import { newAttachmentId } from '../ids.js';
 import { createAttachment } from '../store/createAttachment.js';
-import { getSession } from '../store/getSession.js';
 import { readAttachments } from '../store/readAttachments.js';
 import type { ApiDeps } from './deps.js';
 import { bytesMatch, imageTypes, isImageType } from './imageTypes.js';
@@ -13,9 +12,9 @@ type SessionParams = { Params: { sessionId: string } };
 /**
  * Attachments (vision): `POST /api/v1/chat/sessions/{id}/attachments` takes the raw image
  * as the body with its content type; `GET .../attachments/{attachment_id}` serves it back
- * to its tenant. Everything that can be refused without the body (the session, the
- * declared type, a Content-Length over `limits.attachment_bytes`) is refused before a
- * byte of it is read. Registered as its own plugin so that its raw-body parser does not
+ * to whoever may see the session. Everything that can be refused without the body (the
+ * session, by the session check every `:sessionId` route has; the declared type; a
+ * Content-Length over `limits.attachment_bytes`) is refused before a byte of it is read. Registered as its own plugin so that its raw-body parser does not
  * apply to the JSON routes.
  */
 export function attachmentRoutes(app: FastifyInstance, deps: ApiDeps): void {
@@ -32,9 +31,9 @@ export function attachmentRoutes(app: FastifyInstance, deps: ApiDeps): void {
       '/api/v1/chat/sessions/:sessionId/attachments',
       {
         bodyLimit: limit,
-        // Before the body is read: a foreign session or a wrong type costs no upload.
+        // Before the body is read: a wrong type costs no upload (nor, by the session
+        // check, does a session the principal may not see).
         preParsing: async (request: FastifyRequest<SessionParams>) => {
-          await ownSession(deps, request);
           declaredType(request);
         },
       },
@@ -50,11 +49,12 @@ export function attachmentRoutes(app: FastifyInstance, deps: ApiDeps): void {
         const stored = await createAttachment(deps.db, {
           attachmentId: newAttachmentId(),
           tenant: request.principal.tenant,
-          sessionId: pathId(request.params.sessionId, 'session_id'),
+          sessionId: request.session.session_id,
           mediaType,
           data,
           uploadedBy: request.principal.user,
         });
+        if (!stored) throw new ParleyError('session_not_found', 'no such session');
         return reply.status(201).send({
           attachment_id: stored.attachment_id,
           media_type: stored.media_type,
@@ -65,11 +65,13 @@ export function attachmentRoutes(app: FastifyInstance, deps: ApiDeps): void {
 
     scope.get<{ Params: { sessionId: string; attachmentId: string } }>(
       '/api/v1/chat/sessions/:sessionId/attachments/:attachmentId',
+      // A session the principal may not see: as missing as the attachment.
+      { config: { missingSession: { code: 'not_found', message: 'no such attachment' } } },
       async (request, reply) => {
         const [found] = await readAttachments(
           deps.db,
           request.principal.tenant,
-          pathId(request.params.sessionId, 'session_id'),
+          request.session.session_id,
           [pathId(request.params.attachmentId, 'attachment_id')],
         );
         if (!found) throw new ParleyError('not_found', 'no such attachment');
@@ -82,12 +84,6 @@ export function attachmentRoutes(app: FastifyInstance, deps: ApiDeps): void {
       },
     );
   });
-}
-
-async function ownSession(deps: ApiDeps, request: FastifyRequest<SessionParams>): Promise<void> {
-  const sessionId = pathId(request.params.sessionId, 'session_id');
-  const session = await getSession(deps.db, request.principal.tenant, sessionId);
-  if (!session) throw new ParleyError('session_not_found', 'no such session');
 }
 
 function declaredType(request: FastifyRequest) {

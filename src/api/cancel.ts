@@ -16,7 +16,7 @@ export function cancelRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.post<{ Params: { sessionId: string; turnId: string } }>(
     '/api/v1/chat/sessions/:sessionId/turns/:turnId/cancel',
     async (request) => {
-      const sessionId = pathId(request.params.sessionId, 'session_id');
+      const sessionId = request.session.session_id;
       const turnId = pathId(request.params.turnId, 'turn_id');
       const body = validate(cancelBody, request.body);
       return cancelTurn(deps.db, {

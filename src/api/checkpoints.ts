@@ -1,12 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { ParleyError } from '../errors.js';
 import { forkSession } from '../store/forkSession.js';
 import { getSession } from '../store/getSession.js';
 import { listCheckpoints } from '../store/listCheckpoints.js';
 import { rewindSession } from '../store/rewindSession.js';
 import type { ApiDeps } from './deps.js';
-import { pathId, text, validate } from './validate.js';
+import { text, validate } from './validate.js';
 
 const sequence = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 const pageQuery = z.object({
@@ -21,18 +20,15 @@ const rewindBody = z.object({ to_sequence: sequence }).strict();
 
 /**
  * Issue 10: a session's checkpoints (every `done`), fork at one into a new session, and
- * rewind to one. Tenant-scoped: another tenant's session is the same 404 as a missing one.
+ * rewind to one. A session the principal may not see (another tenant's included) is the
+ * same 404 as a missing one. A fork is its forker's, seen as the original is.
  */
 export function checkpointRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.get<{ Params: { sessionId: string } }>(
     '/api/v1/chat/sessions/:sessionId/checkpoints',
     async (request) => {
-      const sessionId = pathId(request.params.sessionId, 'session_id');
       const query = validate(pageQuery, request.query);
-      if (!(await getSession(deps.db, request.principal.tenant, sessionId))) {
-        throw new ParleyError('session_not_found', 'no such session');
-      }
-      return listCheckpoints(deps.db, sessionId, {
+      return listCheckpoints(deps.db, request.session.session_id, {
         after: query.cursor === undefined ? 0 : Number(query.cursor),
         limit: query.limit,
       });
@@ -42,7 +38,7 @@ export function checkpointRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.post<{ Params: { sessionId: string } }>(
     '/api/v1/chat/sessions/:sessionId/fork',
     async (request, reply) => {
-      const sessionId = pathId(request.params.sessionId, 'session_id');
+      const sessionId = request.session.session_id;
       const body = validate(forkBody, request.body);
       const { tenant, user } = request.principal;
       const forked = await forkSession(deps.db, {
@@ -59,7 +55,7 @@ export function checkpointRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.post<{ Params: { sessionId: string } }>(
     '/api/v1/chat/sessions/:sessionId/rewind',
     async (request) => {
-      const sessionId = pathId(request.params.sessionId, 'session_id');
+      const sessionId = request.session.session_id;
       const body = validate(rewindBody, request.body);
       const { tenant, user } = request.principal;
       return rewindSession(deps.db, {

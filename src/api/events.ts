@@ -4,11 +4,12 @@ import { ParleyError } from '../errors.js';
 import { openStreams, sseConnections } from '../metrics.js';
 import type { ParleyEvent } from '../protocol/events.js';
 import { getSession } from '../store/getSession.js';
+import { findVisibleSession } from '../store/findVisibleSession.js';
 import { readEvents } from '../store/readEvents.js';
 import type { ApiDeps } from './deps.js';
 import { JournalFeed, type FeedSubscriber } from './feed.js';
+import { viewerOf } from './sessionAccess.js';
 import { StreamSlots } from './streamSlots.js';
-import { pathId } from './validate.js';
 
 /** Events read per query while catching up; a reader far behind pages through the journal. */
 const pageSize = 200;
@@ -38,7 +39,7 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
     '/api/v1/chat/sessions/:sessionId/events',
     async (request, reply) => {
       const { tenant, user } = request.principal;
-      const sessionId = pathId(request.params.sessionId, 'session_id');
+      const sessionId = request.session.session_id;
       // The slot is taken before the first await and given back by the outer finally,
       // whether the request fails its checks, the stream ends or the client goes away.
       const release = slots.acquire(`${tenant}\u0000${user}`);
@@ -60,7 +61,8 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
     reply: FastifyReply,
     sessionId: string,
   ): Promise<void> {
-    const { tenant } = request.principal;
+    const principal = request.principal;
+    const { tenant } = principal;
     const session = await getSession(deps.db, tenant, sessionId);
     if (!session) throw new ParleyError('session_not_found', 'no such session');
     // Last-Event-ID wins over ?after= (a browser's EventSource reconnecting sends both).
@@ -117,6 +119,8 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
       after,
       session.latest_sequence,
       includeReasoning,
+      async () =>
+        (await findVisibleSession(deps.db, tenant, sessionId, viewerOf(deps, principal))) !== null,
     );
     const unsubscribe = feed.subscribe(sessionId, stream);
     request.raw.on('close', () => stream.close());
@@ -173,7 +177,25 @@ class EventStream implements FeedSubscriber {
     private cursor: number,
     private known: number,
     private readonly includeReasoning: boolean,
+    /** Whether the stream's principal may still see the session. */
+    private readonly stillVisible: () => Promise<boolean>,
   ) {}
+
+  /** Who may see the session changed: a principal who no longer may loses the stream. */
+  recheck(): void {
+    this.stillVisible().then(
+      (visible) => {
+        if (!visible) this.end();
+      },
+      // Unknown for now (the database is unreachable): ending is the safe side.
+      () => this.end(),
+    );
+  }
+
+  /** The session is gone, or no longer the principal's to see: the stream ends. */
+  end(): void {
+    this.close();
+  }
 
   offer(latest: number, events: ParleyEvent[] | null): void {
     if (latest > this.known) this.known = latest;

@@ -8,8 +8,10 @@ import { unblockExecution } from '../store/unblockExecution.js';
 import { getExecution, toExecutionProjection, type ExecutionRow } from '../store/getExecution.js';
 import { listExecutions } from '../store/listExecutions.js';
 import { decodeCursor } from '../store/listSessions.js';
+import { findVisibleSession } from '../store/findVisibleSession.js';
 import type { ApiDeps } from './deps.js';
 import { hasRole } from './principal.js';
+import { viewerOf } from './sessionAccess.js';
 import { pathId, text, validate } from './validate.js';
 
 const statuses = [
@@ -59,10 +61,27 @@ export function isRoutedTo(
 /**
  * Issue 10: executions of the principal's tenant — the listing (filters, cursor), the
  * projection, a durable idempotent cancel, and unblocking a loop that the evaluation found
- * blocked (by the person its interruptions go to, its own user, or an admin). Another
- * tenant's execution is the same 404 as a missing one.
+ * blocked (by the person its interruptions go to, its own user, or an admin). An execution
+ * is its session's work and is seen as its session is: one whose session the principal
+ * may not see (another tenant's included) is the same 404 as a missing one.
  */
 export function executionRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  const visibleExecution = async (principal: Principal, executionId: string) => {
+    const execution = await getExecution(deps.db, principal.tenant, executionId);
+    const visible =
+      execution !== null &&
+      (await findVisibleSession(
+        deps.db,
+        principal.tenant,
+        execution.session_id,
+        viewerOf(deps, principal),
+      )) !== null;
+    if (!execution || !visible) {
+      throw new ParleyError('execution_not_found', 'no such execution');
+    }
+    return execution;
+  };
+
   app.get('/api/v1/executions', async (request) => {
     const query = validate(listQuery, request.query);
     let cursor = null;
@@ -78,7 +97,7 @@ export function executionRoutes(app: FastifyInstance, deps: ApiDeps): void {
       }
       cursor = { createdAt, executionId: pathId(executionId, 'cursor') };
     }
-    return listExecutions(deps.db, request.principal.tenant, {
+    return listExecutions(deps.db, request.principal.tenant, viewerOf(deps, request.principal), {
       mission: query.mission ?? null,
       status: query.status ?? null,
       user: query.user ?? null,
@@ -90,13 +109,8 @@ export function executionRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.get<{ Params: { executionId: string } }>(
     '/api/v1/executions/:executionId',
     async (request) => {
-      const execution = await getExecution(
-        deps.db,
-        request.principal.tenant,
-        pathId(request.params.executionId, 'execution_id'),
-      );
-      if (!execution) throw new ParleyError('execution_not_found', 'no such execution');
-      return toExecutionProjection(execution);
+      const executionId = pathId(request.params.executionId, 'execution_id');
+      return toExecutionProjection(await visibleExecution(request.principal, executionId));
     },
   );
 
@@ -105,6 +119,7 @@ export function executionRoutes(app: FastifyInstance, deps: ApiDeps): void {
     async (request) => {
       const executionId = pathId(request.params.executionId, 'execution_id');
       const body = validate(cancelBody, request.body);
+      await visibleExecution(request.principal, executionId);
       return cancelExecution(deps.db, {
         tenant: request.principal.tenant,
         executionId,
@@ -119,8 +134,7 @@ export function executionRoutes(app: FastifyInstance, deps: ApiDeps): void {
       const executionId = pathId(request.params.executionId, 'execution_id');
       const body = validate(unblockBody, request.body);
       const principal = request.principal;
-      const execution = await getExecution(deps.db, principal.tenant, executionId);
-      if (!execution) throw new ParleyError('execution_not_found', 'no such execution');
+      const execution = await visibleExecution(principal, executionId);
       if (!isRoutedTo(principal, execution) && principal.user !== execution.user_name) {
         throw new ParleyError('forbidden', "this execution's interruptions go to someone else");
       }

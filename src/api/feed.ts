@@ -11,6 +11,10 @@ export interface FeedSubscriber {
   offer(latest: number, events: ParleyEvent[] | null): void;
   /** A worker holds the session ("assistant is writing…"). */
   typing(): void;
+  /** Who may see the session changed: is this stream's principal still one of them? */
+  recheck(): void;
+  /** The session was deleted: the stream ends. */
+  end(): void;
 }
 
 /**
@@ -59,6 +63,13 @@ export class JournalFeed {
       for (const subscriber of subscribers) subscriber.typing();
       return;
     }
+    if (wakeup.kind === 'access' || wakeup.kind === 'deleted') {
+      for (const subscriber of subscribers) {
+        if (wakeup.kind === 'access') subscriber.recheck();
+        else subscriber.end();
+      }
+      return;
+    }
     const events = wakeup.events();
     for (const subscriber of subscribers) {
       subscriber.offer(wakeup.sequence, events);
@@ -69,18 +80,25 @@ export class JournalFeed {
   private async poll(): Promise<void> {
     if (this.polling || this.sessions.size === 0) return;
     this.polling = true;
+    const asked = [...this.sessions.keys()];
     try {
       const found = await this.db.query<{ session_id: string; last_sequence: number }>(
         {
           name: 'feed_poll',
           text: 'select session_id, last_sequence from sessions where session_id = any($1::text[])',
         },
-        [[...this.sessions.keys()]],
+        [asked],
       );
       for (const row of found.rows) {
         for (const subscriber of this.sessions.get(row.session_id) ?? []) {
           subscriber.offer(row.last_sequence, null);
         }
+      }
+      // A session that is no longer there was deleted (its wake-up may have been lost).
+      const present = new Set(found.rows.map((row) => row.session_id));
+      for (const sessionId of asked) {
+        if (present.has(sessionId)) continue;
+        for (const subscriber of this.sessions.get(sessionId) ?? []) subscriber.end();
       }
     } catch {
       // The database is unreachable for now: the next poll tries again.

@@ -7,6 +7,7 @@ import { decodeCursor } from '../store/listSessions.js';
 import { agentsOf, type ApiDeps } from './deps.js';
 import { isRoutedTo } from './executions.js';
 import { hasRole } from './principal.js';
+import { viewerOf } from './sessionAccess.js';
 import { pathId, storableJson, validate, text } from './validate.js';
 
 const answerBody = z
@@ -28,7 +29,8 @@ const inboxQuery = z.object({
 
 /**
  * PROTOCOL.md §4: answer an approval, a question or a budget extension; and the approvals
- * inbox (extension): every pending request of the tenant that the caller may answer.
+ * inbox (extension): every pending request of the tenant that the caller may answer, in a
+ * session the caller may see.
  */
 export function inputRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.get('/api/v1/inputs', async (request) => {
@@ -61,7 +63,7 @@ export function inputRoutes(app: FastifyInstance, deps: ApiDeps): void {
           !agent.approverRoles.some((role) => hasRole(principal, role)),
       )
       .map((agent) => agent.name);
-    return listInputs(deps.db, principal.tenant, {
+    return listInputs(deps.db, principal.tenant, viewerOf(deps, principal), {
       hiddenAgents,
       user: principal.user,
       roles: principal.roles,
@@ -72,8 +74,10 @@ export function inputRoutes(app: FastifyInstance, deps: ApiDeps): void {
 
   app.post<{ Params: { sessionId: string; requestId: string } }>(
     '/api/v1/chat/sessions/:sessionId/inputs/:requestId',
+    // A session the principal may not see: as unknown as the request (§4's first 404).
+    { config: { missingSession: { code: 'input_not_found', message: 'no such input request' } } },
     async (request) => {
-      const sessionId = pathId(request.params.sessionId, 'session_id');
+      const sessionId = request.session.session_id;
       const requestId = pathId(request.params.requestId, 'request_id');
       const body = validate(answerBody, request.body);
       const principal = request.principal;

@@ -106,16 +106,20 @@ export function missionRoutes(app: FastifyInstance, deps: ApiDeps): void {
         })) ?? null;
       const { execution } = await createExecution(
         deps.db,
-        dispatchOf(mission, {
-          tenant: principal.tenant,
-          executionId: body.execution_id,
-          user: principal.user,
-          agent,
-          input,
-          threads,
-          priority: body.priority ?? null,
-          timeoutSeconds: body.timeout_seconds ?? null,
-        }),
+        dispatchOf(
+          mission,
+          {
+            tenant: principal.tenant,
+            executionId: body.execution_id,
+            user: principal.user,
+            agent,
+            input,
+            threads,
+            priority: body.priority ?? null,
+            timeoutSeconds: body.timeout_seconds ?? null,
+          },
+          (name) => agents.get(principal.tenant, name)?.visibility ?? 'tenant',
+        ),
       );
       // A retry of a known dispatch answers like the first one did (202, same execution).
       return reply.status(202).send(toExecutionProjection(execution));

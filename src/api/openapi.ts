@@ -50,6 +50,21 @@ export const openapiDocument = {
           session_id: { type: 'string' },
           agent: { type: 'string' },
           title: { type: ['string', 'null'] },
+          owner: {
+            type: ['string', 'null'],
+            description:
+              'Who created it (a user; a platform author; an execution user). Null for sessions made before sessions had owners.',
+          },
+          visibility: {
+            enum: ['private', 'tenant', 'room'],
+            description:
+              'private: owner and the agent approvers; tenant: every principal of the tenant; room: owner and members. Admins see every session.',
+          },
+          members: {
+            type: 'array',
+            items: { type: 'string' },
+            description: 'Users who see a room besides its owner.',
+          },
           state: { enum: ['idle', 'queued', 'running', 'input_required', 'parked', 'closed'] },
           latest_sequence: { type: 'integer' },
           earliest_sequence: { type: 'integer' },
@@ -70,6 +85,12 @@ export const openapiDocument = {
           created_at: { type: 'string', format: 'date-time' },
           updated_at: { type: 'string', format: 'date-time' },
         },
+      },
+      Members: {
+        type: 'array',
+        maxItems: 200,
+        items: { type: 'string', minLength: 1, maxLength: 128 },
+        description: 'User names who see a `room` session besides its owner (replaces the list).',
       },
       Admission: {
         type: 'object',
@@ -107,7 +128,16 @@ export const openapiDocument = {
             'application/json': {
               schema: {
                 type: 'object',
-                properties: { agent: { type: 'string' }, title: { type: 'string' } },
+                additionalProperties: false,
+                properties: {
+                  agent: { type: 'string' },
+                  title: { type: 'string' },
+                  visibility: {
+                    enum: ['private', 'tenant', 'room'],
+                    description: "Default: the agent's `visibility`.",
+                  },
+                  members: { $ref: '#/components/schemas/Members' },
+                },
               },
             },
           },
@@ -146,7 +176,44 @@ export const openapiDocument = {
         parameters: [sessionIdParam],
         responses: {
           '200': json({ $ref: '#/components/schemas/Session' }),
-          '404': errorResponse('session_not_found'),
+          '404': errorResponse('session_not_found (also a session the principal may not see)'),
+        },
+      },
+      patch: {
+        summary: 'Change who sees the session (its owner or an admin)',
+        parameters: [sessionIdParam],
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                additionalProperties: false,
+                minProperties: 1,
+                properties: {
+                  visibility: { enum: ['private', 'tenant', 'room'] },
+                  members: { $ref: '#/components/schemas/Members' },
+                },
+              },
+            },
+          },
+        },
+        responses: {
+          '200': json({ $ref: '#/components/schemas/Session' }),
+          '400': errorResponse('invalid_request'),
+          '403': errorResponse('forbidden: visible, but neither its owner nor an admin'),
+          '404': errorResponse('session_not_found (also a session the principal may not see)'),
+        },
+      },
+      delete: {
+        summary:
+          'Delete the session and its text everywhere (its owner or an admin); usage rows stay',
+        parameters: [sessionIdParam],
+        responses: {
+          '204': { description: 'Deleted' },
+          '403': errorResponse('forbidden: visible, but neither its owner nor an admin'),
+          '404': errorResponse('session_not_found (also a retried DELETE)'),
+          '409': errorResponse('session_busy: an execution still works in the session'),
         },
       },
     },

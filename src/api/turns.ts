@@ -1,11 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { triggersTurns } from '../agents/triggers.js';
 import type { AgentConfig, Principal } from '../config/types.js';
 import { ParleyError } from '../errors.js';
 import { clientKeyPattern } from '../ids.js';
 import { admissionSeconds, turnsAdmitted } from '../metrics.js';
 import { admitTurn } from '../store/admitTurn.js';
 import { agentsOf, type ApiDeps } from './deps.js';
+import { viewerOf } from './sessionAccess.js';
 import { text, validate } from './validate.js';
 
 const admitBody = z
@@ -29,9 +31,7 @@ export function turnRoutes(app: FastifyInstance, deps: ApiDeps): void {
     new Map(
       agents.map((agent) => [
         agent.name,
-        agent.triggerRoles === null ||
-          principal.roles.includes('*') ||
-          principal.roles.some((role) => agent.triggerRoles?.includes(role)),
+        triggersTurns(agent, principal, deps.config.tenancy.wildcardTriggers),
       ]),
     );
 
@@ -58,11 +58,13 @@ export function turnRoutes(app: FastifyInstance, deps: ApiDeps): void {
     const admission = await admitTurn(deps.db, {
       tenant,
       author: request.principal.user,
+      viewer: viewerOf(deps, request.principal),
       turnId: body.turn_id,
       sessionId: body.session_id ?? null,
       agent: body.agent ?? null,
       defaultAgent: directory.defaultName(tenant),
       greetings: new Map(agents.map((agent) => [agent.name, agent.greeting])),
+      visibilities: new Map(agents.map((agent) => [agent.name, agent.visibility])),
       message: body.message,
       option: body.option ?? null,
       attachments: body.attachments ?? [],

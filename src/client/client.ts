@@ -11,6 +11,7 @@ import type {
   Page,
   SessionProjection,
   TranscriptMessage,
+  Visibility,
 } from './types.js';
 
 export type ParleyClientOptions = HttpOptions;
@@ -47,13 +48,24 @@ export class ParleyClient {
     this.http = new HttpTransport(options);
   }
 
-  /** §1. Not retried: a retry after a lost answer would make a second session. */
+  /**
+   * §1. Not retried: a retry after a lost answer would make a second session. Without a
+   * `visibility`, the agent's applies; `members` are who sees a `room`.
+   */
   createSession(
-    options: { agent?: string; title?: string; signal?: AbortSignal } = {},
+    options: {
+      agent?: string;
+      title?: string;
+      visibility?: Visibility;
+      members?: string[];
+      signal?: AbortSignal;
+    } = {},
   ): Promise<SessionProjection> {
-    const body: Record<string, string> = {};
+    const body: Record<string, unknown> = {};
     if (options.agent !== undefined) body.agent = options.agent;
     if (options.title !== undefined) body.title = options.title;
+    if (options.visibility !== undefined) body.visibility = options.visibility;
+    if (options.members !== undefined) body.members = options.members;
     return this.http.request('POST', '/api/v1/chat/sessions', {
       body,
       idempotent: false,
@@ -76,6 +88,35 @@ export class ParleyClient {
     options: { signal?: AbortSignal } = {},
   ): Promise<SessionProjection> {
     return this.http.request('GET', sessionPath(sessionId), { signal: options.signal });
+  }
+
+  /**
+   * Changes who sees a session (its owner or an admin): its visibility, its room's members
+   * (the list is replaced). Idempotent: the same change twice is the same state.
+   */
+  updateSession(
+    sessionId: string,
+    change: { visibility?: Visibility; members?: string[]; signal?: AbortSignal },
+  ): Promise<SessionProjection> {
+    const body: Record<string, unknown> = {};
+    if (change.visibility !== undefined) body.visibility = change.visibility;
+    if (change.members !== undefined) body.members = change.members;
+    return this.http.request('PATCH', sessionPath(sessionId), {
+      body,
+      idempotent: true,
+      signal: change.signal,
+    });
+  }
+
+  /**
+   * Deletes a session and its text everywhere (its owner or an admin). Not retried: a retry
+   * after a lost answer reads 404 `session_not_found`, which then means it is gone.
+   */
+  deleteSession(sessionId: string, options: { signal?: AbortSignal } = {}): Promise<void> {
+    return this.http.request('DELETE', sessionPath(sessionId), {
+      idempotent: false,
+      signal: options.signal,
+    });
   }
 
   /** §1: the durable transcript, newest first; `next_cursor` points further back. */

@@ -111,6 +111,8 @@ export class HttpTransport {
         signal: controller.signal,
       });
       if (!response.ok) throw await errorFrom(response);
+      // No content (a DELETE): nothing to parse.
+      if (response.status === 204) return undefined as T;
       const text = await response.text();
       try {
         return JSON.parse(text) as T;

@@ -12,10 +12,19 @@ export interface PendingInput {
 }
 
 /** The session projection: `latest_sequence` is the resync cursor. */
+/** Who of a tenant sees a session (admins see every one). */
+export type Visibility = 'private' | 'tenant' | 'room';
+
 export interface SessionProjection {
   session_id: string;
   agent: string;
   title: string | null;
+  /** Who created it; null for sessions made before sessions had owners. */
+  owner?: string | null;
+  /** private: its owner and its agent's approvers; tenant: everyone; room: owner and members. */
+  visibility?: Visibility;
+  /** Users who see a `room` besides its owner. */
+  members?: string[];
   state: SessionState;
   latest_sequence: number;
   earliest_sequence: number;

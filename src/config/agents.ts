@@ -68,6 +68,7 @@ export function compileAgent(name: string, agent: AgentFile, context: AgentConte
     maxOutputTokens: agent.max_output_tokens,
     providerOptions: agent.provider_options,
     vision: agent.vision,
+    visibility: agent.visibility,
     gate,
   };
 }

@@ -131,6 +131,9 @@ export const agentSchema = z
     // (openai, anthropic, google, or the provider's name for openai_compatible / ollama).
     provider_options: z.record(z.string(), z.record(z.string(), z.unknown())).default({}),
     vision: z.enum(['auto', 'always', 'never']).default('auto'),
+    // Who of the tenant sees a new session of this agent (docs/PROTOCOL.md, "Owner and
+    // visibility"); a session's creator may ask for another.
+    visibility: z.enum(['private', 'tenant', 'room']).default('tenant'),
   })
   .strict();
 
@@ -334,6 +337,8 @@ export const fileSchema = z
         keep_usage_days: z.number().positive().nullable().default(null),
         prune_interval_ms: durationMs.default(60 * 60 * 1000),
         prune_batch_size: z.number().int().positive().max(100_000).default(1000),
+        // Deleting a session also deletes the memories its turns created.
+        delete_memories: z.boolean().default(false),
       })
       .strict()
       .prefault({}),
@@ -395,7 +400,12 @@ export const fileSchema = z
     models: z.record(modelName, modelOverrideSchema).default({}),
     agents: z.record(z.string(), agentSchema).default({ default: agentSchema.parse({}) }),
     tenancy: z
-      .object({ agent_policy: agentPolicySchema.prefault({}) })
+      .object({
+        agent_policy: agentPolicySchema.prefault({}),
+        // A principal with the wildcard role `*` triggers turns of agents with
+        // trigger_roles only when this is set.
+        wildcard_triggers: z.boolean().default(false),
+      })
       .strict()
       .prefault({}),
     tools: z

@@ -16,6 +16,9 @@ export interface Principal {
   operator: boolean;
 }
 
+/** Who of a tenant may see a session (docs/PROTOCOL.md, "Owner and visibility"). */
+export type Visibility = 'private' | 'tenant' | 'room';
+
 export interface ApiKey {
   /** sha256 of the key, lowercase hex. The key itself is never kept. */
   sha256: string;
@@ -60,6 +63,8 @@ export interface AgentConfig {
   providerOptions: Record<string, Record<string, unknown>>;
   /** When images go to the model (prompt.ts): `auto` = the turn carrying them and the next. */
   vision: 'auto' | 'always' | 'never';
+  /** Who of the tenant sees a new session of this agent (its creator may ask for another). */
+  visibility: Visibility;
   /** The scope gate: a cheap model classifies each burst before the main model runs. */
   gate: GateConfig | null;
 }
@@ -252,6 +257,8 @@ export interface Config {
     pruneIntervalMs: number;
     /** Rows (or one session's journal events) deleted per statement. */
     pruneBatchSize: number;
+    /** Deleting a session deletes the memories created in it as well. */
+    deleteMemories: boolean;
   };
   /** `dev`: no keys, loopback only, one local principal with every role. */
   auth: { mode: 'dev' | 'keys'; keys: ApiKey[] };
@@ -272,8 +279,12 @@ export interface Config {
     agents: Record<string, Record<string, unknown>>;
     missions: Record<string, Record<string, unknown>>;
   };
-  /** What a tenant's definitions may set (config/tenancy.ts). */
-  tenancy: { agentPolicy: AgentPolicy };
+  tenancy: {
+    /** What a tenant's definitions may set (config/tenancy.ts). */
+    agentPolicy: AgentPolicy;
+    /** Does the wildcard role `*` pass an agent's trigger_roles? */
+    wildcardTriggers: boolean;
+  };
   tools: {
     maxConcurrency: number;
     maxResultBytes: number;

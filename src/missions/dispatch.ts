@@ -1,4 +1,4 @@
-import type { MissionConfig, Priority } from '../config/types.js';
+import type { MissionConfig, Priority, Visibility } from '../config/types.js';
 import type { DispatchInput } from '../store/createExecution.js';
 import { renderMissionPrompt } from './input.js';
 
@@ -21,6 +21,8 @@ export function dispatchOf(
     priority: Priority | null;
     timeoutSeconds: number | null;
   },
+  /** Each agent's `visibility`: its sessions' (unknown agents: `tenant`). */
+  visibilityOf: (agent: string) => Visibility,
 ): DispatchInput {
   return {
     tenant: request.tenant,
@@ -28,6 +30,7 @@ export function dispatchOf(
     user: request.user,
     mission: mission.name,
     agent: request.agent,
+    visibility: visibilityOf(request.agent),
     input: request.input,
     spec: {
       prompt: renderMissionPrompt(mission.prompt, request.input),
@@ -37,6 +40,7 @@ export function dispatchOf(
     threads:
       request.threads?.map((thread) => ({
         ...thread,
+        visibility: visibilityOf(thread.agent),
         prompt: renderMissionPrompt(mission.prompt, thread.input),
       })) ?? null,
     maxIterations: mission.loopPrompt === null ? 1 : mission.maxIterations,

@@ -2,6 +2,7 @@ import { turnOutcomes } from '../metrics.js';
 import { cancelBurst } from '../store/cancelBurst.js';
 import type { ClaimedSession } from '../store/claimSession.js';
 import { collectTurns, type SessionTurns } from '../store/collectTurns.js';
+import { getSessionRow } from '../store/getSession.js';
 import { parkSession } from '../store/parkSession.js';
 import { releaseLease } from '../store/releaseLease.js';
 import {
@@ -133,7 +134,10 @@ export async function drainSession(
     if (holding) await releaseLease(deps.db, lease);
   } catch (error) {
     if (error instanceof LeaseLostError || abort.signal.reason instanceof LeaseLostError) {
-      log.warn('lease lost; abandoning the turn to its new owner');
+      // A deleted session takes its lease with it: nothing to hand over, nothing wrong.
+      const gone = (await getSessionRow(deps.db, lease.sessionId).catch(() => undefined)) === null;
+      if (gone) log.info('session deleted; the turn stops');
+      else log.warn('lease lost; abandoning the turn to its new owner');
       turnOutcomes.inc({ outcome: 'lease_lost' });
       return;
     }

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Visibility } from '../config/types.js';
 import { ParleyError } from '../errors.js';
 import { newMessageId, newSessionId } from '../ids.js';
 import { newEvent, type NewEvent } from '../protocol/events.js';
@@ -8,11 +9,15 @@ import { journalEvents } from './appendEvents.js';
 import { liveEvents } from './eventRows.js';
 import { expirePendingRequests } from './expireRequests.js';
 import type { SessionRow } from './types.js';
+import { viewerParams, visibleSql, type Viewer } from './visibility.js';
 import { notifySql } from './wakeups.js';
 
 export interface AdmitTurnInput {
   tenant: string;
+  /** Who posts: the owner of a session this admission creates. */
   author: string;
+  /** The session must be one the poster may see (else it is as missing as a missing one). */
+  viewer: Viewer;
   turnId: string;
   sessionId: string | null;
   /** The agent the request names, or null for the session's (or the default) agent. */
@@ -20,6 +25,8 @@ export interface AdmitTurnInput {
   defaultAgent: string;
   /** Greeting of each known agent, for a session this admission creates. */
   greetings: ReadonlyMap<string, string | null>;
+  /** Each agent's `visibility`, for a session this admission creates. */
+  visibilities: ReadonlyMap<string, Visibility>;
   message: string;
   option: { request_id: string; value: string } | null;
   /** Images of this session (`attachments` rows) the turn carries, by id. */
@@ -88,7 +95,8 @@ const admitStatement: Statement = {
   name: 'admit_turn',
   text: `
     with found as (
-      select session_id, agent, state from sessions where tenant = $1 and session_id = $2
+      select s.session_id, s.agent, s.state from sessions s
+       where s.tenant = $1 and s.session_id = $2 and ${visibleSql('s', 11)}
     ), known as (
       select t.session_id, t.fingerprint, t.admitted_sequence, t.state, s.agent
         from turns t join sessions s on s.session_id = t.session_id
@@ -102,7 +110,7 @@ const admitStatement: Statement = {
                           then 'queued' else s.state end,
              updated_at = now()
        where s.tenant = $1 and s.session_id = $2 and s.state <> 'input_required'
-         and ($4::text is null or s.agent = $4)
+         and ($4::text is null or s.agent = $4) and ${visibleSql('s', 11)}
          and not exists (select 1 from known)
        returning s.tenant, s.session_id, s.input_count, s.last_sequence,
                  coalesce(($8::jsonb ->> s.agent)::boolean, true) as triggers
@@ -167,6 +175,7 @@ async function admitToSession(
     JSON.stringify(Object.fromEntries(input.triggers)),
     input.message,
     liveEvents([messageEvent(input, messageId)]),
+    ...viewerParams(input.viewer),
   ]);
   const row = result.rows[0] as AdmitRow;
   if (row.last_sequence !== null) {
@@ -205,7 +214,7 @@ async function admitOnce(
   if (input.sessionId !== null) {
     // Lock first: concurrent admissions to one session serialise here, so a retry that
     // waited sees the first attempt's turn row.
-    session = await lockSession(tx, input.tenant, input.sessionId);
+    session = await lockSession(tx, input.tenant, input.sessionId, input.viewer);
     if (!session) throw new ParleyError('session_not_found', 'no such session');
   }
   const existing = await findTurn(tx, input.tenant, input.turnId);
@@ -229,6 +238,8 @@ async function admitOnce(
       agent,
       title: null,
       greeting: input.greetings.get(agent) ?? null,
+      owner: input.author,
+      visibility: input.visibilities.get(agent) ?? 'tenant',
     });
   }
 
@@ -376,10 +387,13 @@ async function lockSession(
   tx: Queryable,
   tenant: string,
   sessionId: string,
+  viewer: Viewer,
 ): Promise<SessionRow | null> {
   const found = await tx.query<SessionRow>(
-    'select * from sessions where tenant = $1 and session_id = $2 for update',
-    [tenant, sessionId],
+    `select * from sessions s
+      where s.tenant = $1 and s.session_id = $2 and ${visibleSql('s', 3)}
+      for update of s`,
+    [tenant, sessionId, ...viewerParams(viewer)],
   );
   return found.rows[0] ?? null;
 }

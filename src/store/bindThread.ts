@@ -1,3 +1,4 @@
+import type { Visibility } from '../config/types.js';
 import { newSessionId } from '../ids.js';
 import { createSession } from './createSession.js';
 import { isUniqueViolation, type Db } from './db.js';
@@ -8,6 +9,10 @@ export interface BindThreadInput {
   threadId: string;
   agent: string;
   greeting: string | null;
+  /** The author of the thread's first message (null: unknown, an admin's to manage). */
+  owner?: string | null;
+  /** The agent's visibility (default `tenant`). */
+  visibility?: Visibility;
   /** The platform's context of this message (merged into the thread's), or null. */
   context: Record<string, string> | null;
 }
@@ -36,6 +41,8 @@ export async function bindThread(db: Db, input: BindThreadInput): Promise<string
           agent: input.agent,
           title: null,
           greeting: input.greeting,
+          owner: input.owner ?? null,
+          visibility: input.visibility ?? 'tenant',
         });
         // Folding starts at 0: a greeting journaled just now is posted like any reply.
         await tx.query(

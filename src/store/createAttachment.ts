@@ -10,7 +10,10 @@ export interface AttachmentMeta {
   created_at: Date;
 }
 
-/** Stores an uploaded image (already checked by the API) in the caller's session. */
+/**
+ * Stores an uploaded image (already checked by the API) in the caller's session; null when
+ * the session is gone (deleted meanwhile).
+ */
 export async function createAttachment(
   db: Queryable,
   attachment: {
@@ -21,10 +24,13 @@ export async function createAttachment(
     data: Uint8Array;
     uploadedBy: string;
   },
-): Promise<AttachmentMeta> {
+): Promise<AttachmentMeta | null> {
   const inserted = await db.query<AttachmentMeta>(
     `insert into attachments (attachment_id, tenant, session_id, media_type, bytes, sha256, data, uploaded_by)
-     values ($1, $2, $3, $4, $5, $6, $7, $8)
+     select $1, s.tenant, s.session_id, $4::text, $5::integer, $6::text, $7::bytea, $8::text
+       from sessions s
+      where s.tenant = $2 and s.session_id = $3
+        for key share
      returning attachment_id, session_id, media_type, bytes, sha256, created_at`,
     [
       attachment.attachmentId,
@@ -37,5 +43,5 @@ export async function createAttachment(
       attachment.uploadedBy,
     ],
   );
-  return inserted.rows[0] as AttachmentMeta;
+  return inserted.rows[0] ?? null;
 }

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Visibility } from '../config/types.js';
 import { ParleyError } from '../errors.js';
 import { newSessionId } from '../ids.js';
 import { isUniqueViolation, type Db, type Queryable } from './db.js';
@@ -10,6 +11,8 @@ import { notifyWakeup } from './wakeups.js';
 
 export interface DispatchThread {
   agent: string;
+  /** Its agent's visibility: its session's. */
+  visibility: Visibility;
   input: Record<string, unknown>;
   /** Its first iteration's message. */
   prompt: string;
@@ -21,6 +24,8 @@ export interface DispatchInput {
   user: string;
   mission: string;
   agent: string;
+  /** The agent's visibility: the execution's session's (owned by `user`). */
+  visibility: Visibility;
   input: Record<string, unknown>;
   spec: Omit<ExecutionSpec, 'threads'>;
   threads: DispatchThread[] | null;
@@ -93,6 +98,7 @@ export async function createExecutionIn(
   const parent = await insertExecution(tx, input, {
     executionId: input.executionId,
     agent: input.agent,
+    visibility: input.visibility,
     input: input.input,
     spec: {
       ...input.spec,
@@ -105,6 +111,7 @@ export async function createExecutionIn(
     await insertExecution(tx, input, {
       executionId: `${input.executionId}.${index + 1}`,
       agent: thread.agent,
+      visibility: thread.visibility,
       input: thread.input,
       spec: { ...input.spec, prompt: thread.prompt, threads: null },
       fingerprint,
@@ -121,6 +128,7 @@ async function insertExecution(
   row: {
     executionId: string;
     agent: string;
+    visibility: Visibility;
     input: Record<string, unknown>;
     spec: ExecutionSpec;
     fingerprint: string;
@@ -133,6 +141,8 @@ async function insertExecution(
     agent: row.agent,
     title: `${input.mission} (${row.executionId})`,
     greeting: null,
+    owner: input.user,
+    visibility: row.visibility,
   });
   const inserted = await tx.query<ExecutionRow>(
     `insert into executions (tenant, execution_id, mission, agent, user_name, session_id,

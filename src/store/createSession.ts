@@ -1,3 +1,4 @@
+import type { Visibility } from '../config/types.js';
 import { newMessageId } from '../ids.js';
 import { newEvent } from '../protocol/events.js';
 import type { Queryable } from './db.js';
@@ -10,6 +11,11 @@ export interface CreateSessionInput {
   agent: string;
   title: string | null;
   greeting: string | null;
+  /** Who created it: a principal's user, a platform author, an execution's user. */
+  owner: string | null;
+  visibility: Visibility;
+  /** Users who see a `room` besides its owner. */
+  members?: string[];
 }
 
 /**
@@ -18,8 +24,17 @@ export interface CreateSessionInput {
  */
 export async function createSession(tx: Queryable, input: CreateSessionInput): Promise<SessionRow> {
   const created = await tx.query<SessionRow>(
-    `insert into sessions (session_id, tenant, agent, title) values ($1, $2, $3, $4) returning *`,
-    [input.sessionId, input.tenant, input.agent, input.title],
+    `insert into sessions (session_id, tenant, agent, title, owner, visibility, members)
+     values ($1, $2, $3, $4, $5, $6, $7) returning *`,
+    [
+      input.sessionId,
+      input.tenant,
+      input.agent,
+      input.title,
+      input.owner,
+      input.visibility,
+      input.members ?? [],
+    ],
   );
   const session = created.rows[0] as SessionRow;
   if (input.greeting === null) return session;

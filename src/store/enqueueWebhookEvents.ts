@@ -28,10 +28,12 @@ export async function enqueueWebhookEvents(
   return db.transaction(async (tx) => {
     const session = (
       await tx.query<{ tenant: string; agent: string; registered_at: Date | null }>(
+        // The session row first (the one lock order): a deletion is waited for, not deadlocked.
         `select s.tenant, s.agent,
                 (select min(e.registered_at) from webhook_endpoints e
                   where e.webhook = $2 and e.tenant in (s.tenant, '*')) as registered_at
-           from sessions s where s.session_id = $1`,
+           from sessions s where s.session_id = $1
+            for key share of s`,
         [sessionId, follow.webhook],
       )
     ).rows[0];

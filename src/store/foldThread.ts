@@ -46,6 +46,12 @@ export async function foldThread(
   step: FoldStep,
 ): Promise<{ folded: number; more: boolean }> {
   return db.transaction(async (tx) => {
+    // The session row first (the one lock order, docs/architecture.md): a session being
+    // deleted is waited for, then found gone, instead of deadlocking with its deletion.
+    const session = await tx.query('select 1 from sessions where session_id = $1 for key share', [
+      sessionId,
+    ]);
+    if (session.rowCount === 0) return { folded: 0, more: false };
     const thread = (
       await tx.query<ThreadFold & { followed_sequence: number }>(
         `select tenant, adapter, thread_id, open_reply_id, typing, followed_sequence

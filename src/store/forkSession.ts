@@ -13,7 +13,8 @@ import type { SessionRow } from './types.js';
  * message journaled as a `message` event, so its stream shows the conversation), `forked`
  * in both sessions. The transcript is copied: the prompt's history reads one session's
  * rows, and following a chain of parents there would cost every turn; a fork costs its
- * text once. Tenant-scoped: another tenant's session is `session_not_found`.
+ * text once. The fork is owned by whoever forked it and keeps the original's visibility.
+ * Tenant-scoped: another tenant's session is `session_not_found`.
  */
 export async function forkSession(
   db: Db,
@@ -58,13 +59,18 @@ export async function forkSession(
       [input.sessionId, input.atSequence],
     );
     const sessionId = newSessionId();
+    // The fork is its forker's; it is seen as the original was (visibility, members).
     await tx.query(
-      'insert into sessions (session_id, tenant, agent, title) values ($1, $2, $3, $4)',
+      `insert into sessions (session_id, tenant, agent, title, owner, visibility, members)
+       values ($1, $2, $3, $4, $5, $6, $7)`,
       [
         sessionId,
         input.tenant,
         original.agent,
         input.title ?? `${original.title ?? 'session'} (fork)`,
+        input.actor.user,
+        original.visibility,
+        original.members,
       ],
     );
     const events = [];

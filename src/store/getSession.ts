@@ -1,3 +1,4 @@
+import type { Visibility } from '../config/types.js';
 import type { Queryable } from './db.js';
 import type { SessionRow } from './types.js';
 
@@ -5,6 +6,11 @@ export interface SessionProjection {
   session_id: string;
   agent: string;
   title: string | null;
+  /** Who created it; null for sessions made before sessions had owners. */
+  owner: string | null;
+  visibility: Visibility;
+  /** Users who see a `room` besides its owner (kept, but unused, in other visibilities). */
+  members: string[];
   state: string;
   latest_sequence: number;
   earliest_sequence: number;
@@ -24,7 +30,8 @@ type ProjectionRow = SessionRow & {
 
 /**
  * The projection's current turn is the one being answered, else the oldest queued one.
- * The same select serves detail and list so both always agree.
+ * The same select serves detail and list so both always agree. Who may see a session is
+ * the caller's business (findVisibleSession, listSessions): this reads by id.
  */
 export const projectionSelect = `
   select s.*, head.turn_id as head_turn_id, head.state as head_turn_state, pending.pending_input
@@ -64,6 +71,9 @@ export function toProjection(row: ProjectionRow): SessionProjection {
     session_id: row.session_id,
     agent: row.agent,
     title: row.title,
+    owner: row.owner,
+    visibility: row.visibility,
+    members: row.members,
     state: effectiveState(row),
     latest_sequence: row.last_sequence,
     earliest_sequence: row.earliest_sequence,

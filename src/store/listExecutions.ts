@@ -5,15 +5,19 @@ import {
   type ExecutionRow,
 } from './getExecution.js';
 import { encodeCursor } from './listSessions.js';
+import { viewerParams, visibleSql, type Viewer } from './visibility.js';
 
 /**
- * A tenant's executions, newest first, filtered by mission, status and user. The cursor is
+ * A tenant's executions whose session the viewer may see (an execution is its session's
+ * work: it follows the session's visibility), newest first, filtered by mission, status
+ * and user. The cursor is
  * the (created_at, execution_id) of the last item, so a page boundary is stable while
  * executions keep being dispatched.
  */
 export async function listExecutions(
   db: Queryable,
   tenant: string,
+  viewer: Viewer,
   options: {
     mission: string | null;
     status: string | null;
@@ -28,19 +32,21 @@ export async function listExecutions(
     options.status,
     options.user,
     options.limit + 1,
+    ...viewerParams(viewer),
   ];
   let after = '';
   if (options.cursor) {
     params.push(options.cursor.createdAt, options.cursor.executionId);
-    after = 'and (created_at, execution_id) < ($6::timestamptz, $7)';
+    after = 'and (e.created_at, e.execution_id) < ($10::timestamptz, $11)';
   }
   const found = await db.query<ExecutionRow>(
-    `select * from executions
-      where tenant = $1
-        and ($2::text is null or mission = $2)
-        and ($3::text is null or status = $3)
-        and ($4::text is null or user_name = $4) ${after}
-      order by created_at desc, execution_id desc
+    `select e.* from executions e join sessions s on s.session_id = e.session_id
+      where e.tenant = $1
+        and ($2::text is null or e.mission = $2)
+        and ($3::text is null or e.status = $3)
+        and ($4::text is null or e.user_name = $4)
+        and ${visibleSql('s', 6)} ${after}
+      order by e.created_at desc, e.execution_id desc
       limit $5`,
     params,
   );

@@ -1,6 +1,7 @@
 import type { InboxItem } from '../protocol/inbox.js';
 import type { Queryable } from './db.js';
 import { encodeCursor } from './listSessions.js';
+import { viewerParams, visibleSql, type Viewer } from './visibility.js';
 
 /** One pending input request as the approvals inbox shows it (GET /api/v1/inputs). */
 export type PendingInputItem = InboxItem;
@@ -35,12 +36,14 @@ interface InputRow {
  * agent may not answer one (declined_by: approver_roles, human_only), which is then
  * listed for the execution's own user. The prompt
  * lives in the `input_required` event, so it is read from there; it is null once retention
- * pruned that event. Request ids are ULIDs, so ordering by them is ordering by creation, and
+ * pruned that event. Only sessions the viewer may see are listed (store/visibility.ts).
+ * Request ids are ULIDs, so ordering by them is ordering by creation, and
  * (priority, request_id) of the last one is an exact page cursor.
  */
 export async function listInputs(
   db: Queryable,
   tenant: string,
+  viewer: Viewer,
   options: {
     hiddenAgents: string[];
     /** The caller: its user name and roles (`*` = every role). */
@@ -57,12 +60,13 @@ export async function listInputs(
     options.limit + 1,
     options.user,
     options.roles,
+    ...viewerParams(viewer),
   ];
   let after = '';
   if (options.cursor) {
     params.push(options.cursor.priority, options.cursor.requestId);
     after =
-      'and (coalesce(x.priority, 1) < $6 or (coalesce(x.priority, 1) = $6 and r.request_id > $7))';
+      'and (coalesce(x.priority, 1) < $10 or (coalesce(x.priority, 1) = $10 and r.request_id > $11))';
   }
   const found = await db.query<InputRow>(
     `select r.request_id, r.session_id, s.title, s.agent, r.turn_id, r.kind, r.call_id, r.tool,
@@ -75,6 +79,7 @@ export async function listInputs(
        left join executions x on x.session_id = r.session_id and x.tenant = r.tenant
        left join events e on e.session_id = r.session_id and e.sequence = r.expected_sequence
       where r.tenant = $1 and r.state = 'pending' and not (s.agent = any($2::text[]))
+        and ${visibleSql('s', 6)}
         and (x.execution_id is null
              or coalesce(x.interrupt_to, 'user:' || x.user_name) = 'user:' || $4
              or (x.interrupt_to like 'agent:%' and r.declined_by is not null

@@ -1,5 +1,6 @@
 import type { Queryable } from './db.js';
 import { projectionSelect, toProjection, type SessionProjection } from './getSession.js';
+import { viewerParams, visibleSql, type Viewer } from './visibility.js';
 
 export interface SessionPage {
   items: SessionProjection[];
@@ -7,23 +8,25 @@ export interface SessionPage {
 }
 
 /**
- * Newest activity first. The cursor is the (updated_at, session_id) of the last item,
- * so a page boundary is stable while sessions keep changing.
+ * The sessions of the tenant that the viewer may see, newest activity first. The cursor
+ * is the (updated_at, session_id) of the last item, so a page boundary is stable while
+ * sessions keep changing.
  */
 export async function listSessions(
   db: Queryable,
   tenant: string,
+  viewer: Viewer,
   options: { limit: number; cursor: { updatedAt: string; sessionId: string } | null },
 ): Promise<SessionPage> {
-  const params: unknown[] = [tenant, options.limit + 1];
+  const params: unknown[] = [tenant, options.limit + 1, ...viewerParams(viewer)];
   let after = '';
   if (options.cursor) {
     params.push(options.cursor.updatedAt, options.cursor.sessionId);
-    after = 'and (s.updated_at, s.session_id) < ($3::timestamptz, $4)';
+    after = 'and (s.updated_at, s.session_id) < ($7::timestamptz, $8)';
   }
   const found = await db.query<Parameters<typeof toProjection>[0]>(
     `${projectionSelect}
-      where s.tenant = $1 ${after}
+      where s.tenant = $1 and ${visibleSql('s', 3)} ${after}
       order by s.updated_at desc, s.session_id desc
       limit $2`,
     params,

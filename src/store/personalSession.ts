@@ -28,6 +28,10 @@ export async function personalSession(
           agent: input.agent,
           title: `${input.agent} (personal)`,
           greeting: input.greeting,
+          // Personal means private: its user (and, as for any session, an admin and the
+          // agent's approvers) sees it, nobody else.
+          owner: input.user,
+          visibility: 'private',
         });
         await tx.query(
           `insert into personal_sessions (session_id, tenant, user_name, agent) values ($1, $2, $3, $4)`,

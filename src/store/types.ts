@@ -40,6 +40,10 @@ export interface SessionRow {
   input_tokens: number;
   output_tokens: number;
   cost_usd: number;
+  /** Who created it (null: before sessions had owners). */
+  owner: string | null;
+  visibility: Visibility;
+  members: string[];
   created_at: Date;
   updated_at: Date;
 }
@@ -53,6 +57,7 @@ export interface Lease {
 
 export type { NewEvent } from '../protocol/events.js';
 import type { MemoryEffect } from '../tools/memory/effects.js';
+import type { Visibility } from '../config/types.js';
 /** A journaled event as clients see it (PROTOCOL.md §3). */
 export type { ParleyEvent as JournalEvent } from '../protocol/events.js';
 

@@ -15,7 +15,12 @@ import { wireEvent } from './eventRows.js';
  */
 export const wakeupChannel = 'parley_wakeup';
 
-export type WakeupKind = 'input' | 'events' | 'typing' | 'cancel' | 'execution' | 'definitions';
+/**
+ * `access`: who may see the session changed (its open streams re-check); `deleted`: the
+ * session is gone (its open streams end).
+ */
+export type WakeupKind =
+  'input' | 'events' | 'typing' | 'cancel' | 'execution' | 'definitions' | 'access' | 'deleted';
 
 export interface Wakeup {
   kind: WakeupKind;

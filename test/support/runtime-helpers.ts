@@ -15,6 +15,7 @@ import type { Db, Queryable } from '../../src/store/db.js';
 import { readEvents } from '../../src/store/readEvents.js';
 import type { JournalEvent, SessionRow } from '../../src/store/types.js';
 import { Wakeups } from '../../src/store/wakeups.js';
+import { trustedViewer } from '../../src/store/visibility.js';
 import { testConfig } from './config.js';
 
 /**
@@ -195,11 +196,13 @@ export function admit(
   return admitTurn(db, {
     tenant: 'default',
     author: 'local',
+    viewer: trustedViewer,
     turnId: input.turnId,
     sessionId: input.sessionId ?? null,
     agent: input.agent ?? null,
     defaultAgent: 'default',
     greetings: new Map(),
+    visibilities: new Map(),
     message: input.message,
     option: null,
     attachments: [],

@@ -22,7 +22,7 @@ export class SseClient {
   static async open(
     url: string,
     sessionId: string,
-    options: { lastEventId?: string; after?: number } = {},
+    options: { lastEventId?: string; after?: number; headers?: Record<string, string> } = {},
   ): Promise<SseClient> {
     const client = new SseClient();
     const query = options.after === undefined ? '' : `?after=${options.after}`;
@@ -31,6 +31,7 @@ export class SseClient {
         accept: 'text/event-stream',
         'parley-protocol-version': '1',
         ...(options.lastEventId === undefined ? {} : { 'last-event-id': options.lastEventId }),
+        ...options.headers,
       },
       signal: client.controller.signal,
     });

@@ -1,5 +1,6 @@
 import { admitTurn, type Admission } from '../../store/admitTurn.js';
 import type { ExecutionRow } from '../../store/getExecution.js';
+import { trustedViewer } from '../../store/visibility.js';
 import type { ExecutionDeps } from './deps.js';
 
 /**
@@ -65,11 +66,13 @@ export async function admitAs(
   return admitTurn(deps.db, {
     tenant: execution.tenant,
     author: execution.user_name,
+    viewer: trustedViewer,
     turnId: turn.turnId,
     sessionId: turn.sessionId,
     agent: turn.sessionId === null ? turn.agent : null,
     defaultAgent: turn.agent,
     greetings: new Map([[turn.agent, agent?.greeting ?? null]]),
+    visibilities: new Map([[turn.agent, agent?.visibility ?? 'tenant']]),
     message: turn.message,
     option: null,
     attachments: [],

@@ -154,16 +154,20 @@ export class Scheduler {
     });
     if (!recorded) return;
     await createExecutionIn(tx, {
-      ...dispatchOf(mission, {
-        tenant: schedule.tenant,
-        executionId,
-        user: schedule.user,
-        agent: mission.agent,
-        input: schedule.input,
-        threads: null,
-        priority: null,
-        timeoutSeconds: null,
-      }),
+      ...dispatchOf(
+        mission,
+        {
+          tenant: schedule.tenant,
+          executionId,
+          user: schedule.user,
+          agent: mission.agent,
+          input: schedule.input,
+          threads: null,
+          priority: null,
+          timeoutSeconds: null,
+        },
+        (name) => this.deps.agents.get(schedule.tenant, name)?.visibility ?? 'tenant',
+      ),
       schedule: { name: schedule.name, fireTime },
       afterExecutionId: after,
     });
