@@ -298,6 +298,13 @@ const byRoute: Record<string, Probe> = {
   'GET /api/v1/chat/sessions/{session_id}': {
     path: (ids) => `/api/v1/chat/sessions/${ids.session}`,
   },
+  'PATCH /api/v1/chat/sessions/{session_id}': {
+    path: (ids) => `/api/v1/chat/sessions/${ids.session}`,
+    body: () => ({ visibility: 'private' }),
+  },
+  'DELETE /api/v1/chat/sessions/{session_id}': {
+    path: (ids) => `/api/v1/chat/sessions/${ids.session}`,
+  },
   'GET /api/v1/chat/sessions/{session_id}/messages': {
     path: (ids) => `/api/v1/chat/sessions/${ids.session}/messages`,
   },

@@ -40,6 +40,7 @@ async function dispatch(tenant = 'default'): Promise<string> {
     user: 'alice',
     mission: 'watch',
     agent: 'default',
+    visibility: 'tenant',
     input: {},
     spec: { prompt: 'Watch the feed.', loop_prompt: 'Is it done?', loop_delay_seconds: 0 },
     threads: null,
@@ -210,6 +211,7 @@ describe('wakeExecution', () => {
         user: 'alice',
         mission: 'watch',
         agent: 'default',
+        visibility: 'tenant',
         input: {},
         spec: { prompt: 'Watch.', loop_prompt: null, loop_delay_seconds: 0 },
         threads: null,
@@ -233,6 +235,8 @@ describe('wakeExecution', () => {
         agent: 'default',
         title: null,
         greeting: null,
+        owner: null,
+        visibility: 'tenant',
       }),
     );
     const timers = async () =>

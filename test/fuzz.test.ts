@@ -83,6 +83,8 @@ let requestId = '';
 let expectedSequence = 0;
 let memoryId = '';
 let attachmentId = '';
+/** Sessions made for the fuzzer's DELETEs, so that they never take the others' ids. */
+const doomedSessionIds: string[] = [];
 /** Requests per route (`METHOD /url` as Fastify has it) counted before the run. */
 let reachedBefore = new Map<string, number>();
 
@@ -212,6 +214,10 @@ beforeAll(async () => {
     message: '/tool calculator {"expression": "1+1"}',
   });
   sessionId = admitted.body.session_id;
+  for (let index = 0; index < 3; index++) {
+    const doomed = await request(full.url, 'POST', '/api/v1/chat/sessions', { title: 'doomed' });
+    doomedSessionIds.push(doomed.body.session_id as string);
+  }
   turnId = 'fuzz_base';
   const pending = await until(
     async () => (await request(full.url, 'GET', `/api/v1/chat/sessions/${sessionId}`)).body,
@@ -386,6 +392,16 @@ function generator(random: () => number) {
     'GET /api/v1/chat/sessions/{session_id}/messages': () =>
       get(
         `/api/v1/chat/sessions/${segment()}/messages?${query({ before: queryValue(), limit: '3' })}`,
+      ),
+    'PATCH /api/v1/chat/sessions/{session_id}': () =>
+      json('PATCH', `/api/v1/chat/sessions/${segment()}`, {
+        visibility: pick(['private', 'tenant', 'room', 'public', '']),
+        members: pick([['ann'], [], ['a'.repeat(300)], 'ann', [7]]),
+      }),
+    'DELETE /api/v1/chat/sessions/{session_id}': () =>
+      bare(
+        'DELETE',
+        `/api/v1/chat/sessions/${pick([...doomedSessionIds, '01NOSUCHSESSION0000000000', '%00', '%zz'])}`,
       ),
     'POST /api/v1/chat/turns': () =>
       random() < 0.5
