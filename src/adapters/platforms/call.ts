@@ -1,4 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Adapter } from 'chat';
+import type { PlatformClient } from './types.js';
 
 /**
  * One outbound platform call as Parley makes it: the deadline that aborts its HTTP
@@ -35,4 +37,30 @@ export function currentCall(): PlatformCall | undefined {
  */
 export function requestSignal(fallbackMs: number): AbortSignal {
   return current.getStore()?.signal ?? AbortSignal.timeout(fallbackMs);
+}
+
+/**
+ * A platform client's post, edit, typing and notice as most platforms make them: the SDK
+ * adapter's own calls, each inside its platform call. A platform that does one
+ * differently (an idempotent post, an ephemeral notice) overrides that one.
+ */
+export function sdkCalls(
+  adapter: Adapter,
+): Pick<PlatformClient, 'post' | 'edit' | 'typing' | 'notify'> {
+  return {
+    post: (threadId, message, key, signal) =>
+      inPlatformCall(
+        { signal, key },
+        async () => (await adapter.postMessage(threadId, message)).id,
+      ),
+    edit: (threadId, messageId, message, signal) =>
+      inPlatformCall({ signal }, async () => {
+        await adapter.editMessage(threadId, messageId, message);
+      }),
+    typing: (threadId, signal) => inPlatformCall({ signal }, () => adapter.startTyping(threadId)),
+    notify: (threadId, _userId, text, signal) =>
+      inPlatformCall({ signal }, async () => {
+        await adapter.postMessage(threadId, { markdown: text });
+      }),
+  };
 }

@@ -4,7 +4,7 @@ import type { DiscordConfig } from '../../config/platformTypes.js';
 import type { Logger } from '../../log.js';
 import { chatLogger } from '../logger.js';
 import { verifyDiscord } from '../verify/discord.js';
-import { inPlatformCall, requestSignal } from './call.js';
+import { inPlatformCall, requestSignal, sdkCalls } from './call.js';
 import { secret, type Env, type PlatformClient } from './types.js';
 
 /** Discord's JSON error codes the SDK acts on. */
@@ -148,13 +148,9 @@ export function discordClient(config: DiscordConfig, env: Env, log: Logger): Pla
     config,
     adapter,
     verify: async (headers, raw) => verifyDiscord(config.publicKey, botToken, headers, raw),
+    ...sdkCalls(adapter),
     post: (threadId, message, key, signal) =>
       inPlatformCall({ signal, key }, () => adapter.postOnce(threadId, message, discordNonce(key))),
-    edit: (threadId, messageId, message, signal) =>
-      inPlatformCall({ signal }, async () => {
-        await adapter.editMessage(threadId, messageId, message);
-      }),
-    typing: (threadId, signal) => inPlatformCall({ signal }, () => adapter.startTyping(threadId)),
     // An interaction's ephemeral follow-up needs its token, gone once the request ended:
     // the notice is a thread message naming the person.
     notify: (threadId, userId, text, signal) =>

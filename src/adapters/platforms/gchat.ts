@@ -3,7 +3,7 @@ import type { GchatConfig } from '../../config/platformTypes.js';
 import type { Logger } from '../../log.js';
 import { chatLogger } from '../logger.js';
 import { gchatVerifier } from '../verify/gchat.js';
-import { currentCall, inPlatformCall } from './call.js';
+import { currentCall, inPlatformCall, sdkCalls } from './call.js';
 import { ServiceAccountAuth, type ServiceAccountKey } from './googleAuth.js';
 import { secret, type Env, type PlatformClient } from './types.js';
 
@@ -76,15 +76,7 @@ export function gchatClient(config: GchatConfig, env: Env, log: Logger): Platfor
     config,
     adapter,
     verify: (headers) => verify(headers),
-    post: (threadId, message, replyKey, signal) =>
-      inPlatformCall(
-        { signal, key: replyKey },
-        async () => (await adapter.postMessage(threadId, message)).id,
-      ),
-    edit: (threadId, messageId, message, signal) =>
-      inPlatformCall({ signal }, async () => {
-        await adapter.editMessage(threadId, messageId, message);
-      }),
+    ...sdkCalls(adapter),
     // Google Chat has no typing indicator for apps.
     typing: async () => {},
     notify: (threadId, userId, text, signal) =>

@@ -4,7 +4,7 @@ import type { SlackConfig } from '../../config/platformTypes.js';
 import type { Logger } from '../../log.js';
 import { chatLogger } from '../logger.js';
 import { verifySlack } from '../verify/slack.js';
-import { currentCall, inPlatformCall, requestSignal } from './call.js';
+import { currentCall, inPlatformCall, requestSignal, sdkCalls } from './call.js';
 import {
   secret,
   type Env,
@@ -209,15 +209,7 @@ export function slackClient(config: SlackConfig, env: Env, log: Logger): Platfor
     config,
     adapter,
     verify: async (headers, raw) => verifySlack(signingSecret, headers, raw),
-    post: (threadId, message, key, signal) =>
-      inPlatformCall(
-        { signal, key },
-        async () => (await adapter.postMessage(threadId, message)).id,
-      ),
-    edit: (threadId, messageId, message, signal) =>
-      inPlatformCall({ signal }, async () => {
-        await adapter.editMessage(threadId, messageId, message);
-      }),
+    ...sdkCalls(adapter),
     findPosted,
     // Slack's only "working…" indicator for apps is the assistant thread status; outside
     // an assistant thread it is refused, which the sender ignores like any typing failure.

@@ -3,7 +3,7 @@ import type { TelegramConfig } from '../../config/platformTypes.js';
 import type { Logger } from '../../log.js';
 import { chatLogger } from '../logger.js';
 import { verifyTelegram } from '../verify/telegram.js';
-import { inPlatformCall, requestSignal } from './call.js';
+import { requestSignal, sdkCalls } from './call.js';
 import { secret, type Env, type PlatformClient } from './types.js';
 
 /**
@@ -57,19 +57,6 @@ export function telegramClient(config: TelegramConfig, env: Env, log: Logger): P
     config,
     adapter,
     verify: async (headers) => verifyTelegram(secretToken, headers),
-    post: (threadId, message, key, signal) =>
-      inPlatformCall(
-        { signal, key },
-        async () => (await adapter.postMessage(threadId, message)).id,
-      ),
-    edit: (threadId, messageId, message, signal) =>
-      inPlatformCall({ signal }, async () => {
-        await adapter.editMessage(threadId, messageId, message);
-      }),
-    typing: (threadId, signal) => inPlatformCall({ signal }, () => adapter.startTyping(threadId)),
-    notify: (threadId, _userId, text, signal) =>
-      inPlatformCall({ signal }, async () => {
-        await adapter.postMessage(threadId, { markdown: text });
-      }),
+    ...sdkCalls(adapter),
   };
 }
