@@ -51,6 +51,7 @@ beforeAll(async () => {
           url: 'http://127.0.0.1:9/hooks',
           events: ['message', 'done'],
           secret_env: 'CRM_SECRET',
+          tenants: '*',
           retry_base_ms: 60_000,
         },
       },
