@@ -37,11 +37,13 @@ describe('adapters and webhooks configuration', () => {
       tenant: 'acme',
       user: 'alice',
       roles: ['reviewer'],
+      operator: false,
     });
     expect(principalFor(config.adapters.slack!, 'U9')).toEqual({
       tenant: 'acme',
       user: 'slack:U9',
       roles: ['viewer'],
+      operator: false,
     });
     expect(principalFor(config.adapters.slack!, 'constructor').user).toBe('slack:constructor');
   });
