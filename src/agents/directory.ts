@@ -56,7 +56,7 @@ interface Snapshot {
 }
 
 /**
- * Agents and missions at runtime (issue 10): the database's definitions, compiled, per
+ * Agents and missions at runtime: the database's definitions, compiled, per
  * tenant — a tenant's own (customized or created) over the shipped ones. Every process
  * keeps one, refreshed by a wake-up (`definitions`, sent by every write) and a poll of a
  * cheap version read (lost wake-ups), so workers use an edit from their next turn without

@@ -3,7 +3,7 @@ import type { PlatformName } from '../config/platformTypes.js';
 import { ParleyError } from '../errors.js';
 import type { ApiDeps } from './deps.js';
 
-/** Each platform's inbound endpoint (issue 11), as the platform's console asks for it. */
+/** Each platform's inbound endpoint, as the platform's console asks for it. */
 export const adapterPaths: Record<PlatformName, string> = {
   slack: '/adapters/slack/events',
   discord: '/adapters/discord/interactions',

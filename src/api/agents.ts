@@ -28,9 +28,8 @@ function describeAgent(
     tools: Object.entries(agent.tools).map(([name, tool]) => ({ name, policy: tool.policy })),
     approver_roles: agent.approverRoles,
     may_answer: mayAnswer,
-    // Images reach a model once the admission's `attachments` are wired (issue 7).
     accepts_images: false,
-    // Issue 10: shipped or this tenant's own (customized or created).
+    // Shipped, or this tenant's own (customized or created).
     is_customized: origin?.is_customized ?? false,
     content_hash: origin?.content_hash ?? null,
     shipped_content_hash: origin?.shipped_content_hash ?? null,

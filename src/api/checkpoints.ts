@@ -19,7 +19,7 @@ const forkBody = z.object({ at_sequence: sequence, title: text().max(500).option
 const rewindBody = z.object({ to_sequence: sequence }).strict();
 
 /**
- * Issue 10: a session's checkpoints (every `done`), fork at one into a new session, and
+ * A session's checkpoints (every `done`), fork at one into a new session, and
  * rewind to one. A session the principal may not see (another tenant's included) is the
  * same 404 as a missing one. A fork is its forker's, seen as the original is.
  */

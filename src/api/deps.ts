@@ -27,7 +27,7 @@ export interface ApiDeps {
   tools?: ReadonlyMap<string, Tool>;
   /** The MCP servers' state, for the same listing. */
   mcpStatus?: () => McpStatus[];
-  /** The configured chat platforms (issue 11), for their inbound endpoints. */
+  /** The configured chat platforms, for their inbound endpoints. */
   platforms?: PlatformSet | null;
   /** The built web app's folder (default: dist/web of this package). */
   webDir?: string | undefined;

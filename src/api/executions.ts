@@ -59,7 +59,7 @@ export function isRoutedTo(
 }
 
 /**
- * Issue 10: executions of the principal's tenant — the listing (filters, cursor), the
+ * Executions of the principal's tenant — the listing (filters, cursor), the
  * projection, a durable idempotent cancel, and unblocking a loop that the evaluation found
  * blocked (by the person its interruptions go to, its own user, or an admin). An execution
  * is its session's work and is seen as its session is: one whose session the principal

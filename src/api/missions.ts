@@ -52,7 +52,7 @@ export function describeMission(mission: MissionConfig) {
 }
 
 /**
- * Issue 10: the missions of the principal's tenant, and dispatching an execution — 202 once
+ * The missions of the principal's tenant, and dispatching an execution — 202 once
  * it is durable (its session and its due timer), idempotent by `execution_id` like a turn.
  * An unknown mission and another tenant's are the same 404.
  */

@@ -1,5 +1,5 @@
 /**
- * The OpenAPI part of issue 10 (missions, executions, schedules, checkpoints, fork,
+ * The OpenAPI paths of missions (missions, executions, schedules, checkpoints, fork,
  * rewind, personal sessions, agents and missions at runtime), merged into openapi.ts.
  */
 const error = { $ref: '#/components/schemas/Error' };

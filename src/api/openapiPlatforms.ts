@@ -1,6 +1,6 @@
 import { adapterPaths } from './adapters.js';
 
-/** The OpenAPI paths of chat platforms and outbound webhooks (issue 11). */
+/** The OpenAPI paths of chat platforms and outbound webhooks. */
 const error = { $ref: '#/components/schemas/Error' };
 const errorResponse = (description: string) => ({
   description,

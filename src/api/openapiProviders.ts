@@ -1,4 +1,4 @@
-/** The OpenAPI paths of the provider side (issue 7): catalog, usage, attachments. */
+/** The OpenAPI paths of the provider side: catalog, usage, attachments. */
 const error = { $ref: '#/components/schemas/Error' };
 const errorResponse = (description: string) => ({
   description,

@@ -7,7 +7,7 @@ import { agentsOf, type ApiDeps } from './deps.js';
 import { pathId } from './validate.js';
 
 /**
- * Issue 10, seed 003's personal threads: the caller's one active session with an agent
+ * Seed 003's personal threads: the caller's one active session with an agent
  * (201 when this call created it, 200 when it existed), and archiving it.
  */
 export function personalRoutes(app: FastifyInstance, deps: ApiDeps): void {

@@ -34,7 +34,7 @@ export interface Running {
   db: Db;
   app: FastifyInstance | null;
   worker: Worker | null;
-  /** The worker role's execution runner (missions, issue 10). */
+  /** The worker role's execution runner (missions). */
   executions: ExecutionRunner | null;
   scheduler: Scheduler | null;
   /** Agents and missions of every tenant, as the database has them now. */
@@ -114,7 +114,7 @@ export async function startProcess(
     await mcp.start();
     stops.push(() => mcp.stop());
 
-    // Agents and missions live in the database, seeded from the configuration (issue 10).
+    // Agents and missions live in the database, seeded from the configuration.
     const directory = new Directory({
       db,
       config,
@@ -130,7 +130,7 @@ export async function startProcess(
     const { agents, missions } = directory;
     await seedConfiguredSchedules({ db, config, ...(options.now ? { now: options.now } : {}) });
 
-    // Chat platforms (issue 11): inbound endpoints on the API, their outbox and the
+    // Chat platforms: inbound endpoints on the API, their outbox and the
     // outbound webhooks delivered by workers.
     // Loaded only when configured: the platforms' SDKs take seconds to import.
     const platforms: PlatformsRunning =

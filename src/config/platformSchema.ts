@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * The file's `adapters` and `webhooks` keys (CONFIG.md; issue 11). Secrets are named by
+ * The file's `adapters` and `webhooks` keys (CONFIG.md). Secrets are named by
  * environment variable (`*_env`), never written in the file; public values (a Discord
  * public key, an app id) are plain.
  */

@@ -1,5 +1,5 @@
 /**
- * Compiled `adapters` and `webhooks` (issue 11). Secrets stay in the environment: the
+ * Compiled `adapters` and `webhooks`. Secrets stay in the environment: the
  * compiled object names the variables, which are checked at start and read when a
  * platform client or a webhook signer is built.
  */

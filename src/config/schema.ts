@@ -149,7 +149,7 @@ export const interruptTo = z
 
 export const priorityName = z.enum(['low', 'normal', 'high', 'urgent']);
 
-/** A mission (issue 10): what to do, by default with which agent, once or as a loop. */
+/** A mission: what to do, by default with which agent, once or as a loop. */
 export const missionSchema = z
   .object({
     namespace: namespaceName.default('default'),
@@ -315,7 +315,7 @@ export const fileSchema = z
         shutdown_grace_ms: durationMs.default(10000),
         delta_batch_ms: durationMs.default(50),
         delta_batch_bytes: z.number().int().positive().default(4096),
-        // Executions (issue 10): how many one worker advances at once, how often one that
+        // Executions: how many one worker advances at once, how often one that
         // waits for its turn is re-checked when no wake-up says it ended, and how long an
         // evaluation may take.
         max_parallel_executions: z.number().int().positive().default(8),

@@ -175,7 +175,7 @@ export interface RuntimeConfig {
 
 export type Priority = 'low' | 'normal' | 'high' | 'urgent';
 
-/** A mission (issue 10): an objective an agent executes once, or as a self-evaluating loop. */
+/** A mission: an objective an agent executes once, or as a self-evaluating loop. */
 export interface MissionConfig {
   name: string;
   namespace: string;
@@ -295,7 +295,7 @@ export interface Config {
   };
   skillsDir: string;
   mcpServers: Record<string, McpServerConfig>;
-  /** Chat platforms (issue 11): each belongs to one tenant and one agent. */
+  /** Chat platforms: each belongs to one tenant and one agent. */
   adapters: AdaptersConfig;
   /** Outbound webhooks by name (Standard Webhooks). */
   webhooks: Record<string, WebhookConfig>;

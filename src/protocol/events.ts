@@ -191,7 +191,7 @@ export interface ErrorEvent extends EventBase {
   turn_ids: string[];
 }
 
-/** Seed 003's execution statuses (issue 10). */
+/** Seed 003's execution statuses. */
 export type ExecutionStatus =
   | 'starting'
   | 'running'

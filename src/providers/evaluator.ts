@@ -3,7 +3,7 @@ import { forcedToolCall, type CallUsage } from './forcedCall.js';
 import { classifyProviderError, ProviderFailure } from './failure.js';
 
 /**
- * A loop mission's evaluation step (issue 10): after an iteration, the agent's model
+ * A loop mission's evaluation step: after an iteration, the agent's model
  * decides `continue`, `complete` or `blocked` with a reason, through a forced tool call —
  * the one structured output every provider kind supports (the scope gate's technique,
  * gate.ts). An answer outside the schema (no call, unparsable, an unknown decision) is

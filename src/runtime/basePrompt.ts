@@ -33,7 +33,7 @@ export function historyBytesFor(info: ModelInfo): number {
 }
 
 /**
- * The model's view before any step of the burst (issue 7, prompt.ts): the agent's
+ * The model's view before any step of the burst (prompt.ts): the agent's
  * instructions (and the skills it may load), as much history as fits the window — whole
  * turns, oldest dropped first —, then the burst's turns folded into one labelled user
  * message. Images go along only when the model can see them and the agent's `vision`

@@ -5,7 +5,7 @@ import type {
 } from '@ai-sdk/provider';
 
 /**
- * Prompt assembly (issue 7), a pure function: the agent's instructions, then as much
+ * Prompt assembly, a pure function: the agent's instructions, then as much
  * history as fits the model's context window, then the folded burst.
  *
  * - History is a list of turns, oldest first, in a provider-neutral shape (the

@@ -9,7 +9,7 @@ import type { RuntimeDeps } from './deps.js';
 import { isOpen } from './steps.js';
 
 /**
- * The tool loop (RUNTIME.md; issue 8): brings the open calls of a burst forward.
+ * The tool loop (RUNTIME.md): brings the open calls of a burst forward.
  *
  * - A call found `running` was started by a worker that died: it runs again only if its
  *   tool is marked `idempotent`, else it is recorded as interrupted (it may or may not

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { jsonbOrder } from './eventRows.js';
 
 /**
- * Glossary (issue 10, agents and missions at runtime):
+ * Glossary (agents and missions at runtime):
  * - definition: an agent's or a mission's settings, in the configuration file's shape.
  * - shipped: the definition the configuration gives (tenant '' in `definitions`), seeded at
  *   every start; every tenant sees it unless it has its own.

@@ -7,7 +7,7 @@ import { isLiveCheckpoint } from './isLiveCheckpoint.js';
 import type { SessionRow } from './types.js';
 
 /**
- * Forks a session at one of its checkpoints (issue 10): a new session, same agent, whose
+ * Forks a session at one of its checkpoints: a new session, same agent, whose
  * transcript is the original's as it stood then — rewound-away messages left out — so a
  * person can try another path. One transaction: the new session, its transcript (each
  * message journaled as a `message` event, so its stream shows the conversation), `forked`

@@ -8,7 +8,7 @@ import {
 import type { Queryable } from './db.js';
 
 /**
- * Glossary (issue 10):
+ * Glossary:
  * - mission: a reusable objective (prompt, optional loop prompt, limits, routing).
  * - execution: one run of a mission for a user, with its own session. Each iteration is a
  *   turn admitted into that session (`exec.ID.N`), answered by the ordinary drain loop.
@@ -64,7 +64,7 @@ export interface ExecutionRow {
   ended_at: Date | null;
 }
 
-/** The projection, with exactly the names issue 10 gives. */
+/** The projection, with exactly seed 003's names. */
 export interface ExecutionProjection {
   execution_id: string;
   mission: string;

@@ -28,7 +28,7 @@ interface CheckpointRow {
 }
 
 /**
- * Every `done` of a session is a checkpoint (issue 10), read from the journal: its
+ * Every `done` of a session is a checkpoint, read from the journal: its
  * sequence, its position in the transcript and the usage so far (a running sum of the
  * `usage` events). Checkpoints whose events retention pruned are gone with them.
  */

@@ -30,7 +30,7 @@ interface InputRow {
  * A tenant's pending input requests, most urgent first, then oldest first (the one waiting
  * longest leads). `hiddenAgents` are the agents whose requests the caller may not answer:
  * the filter is the same rule as the answer's 403, so the inbox lists exactly what can be
- * answered. An execution's requests (issue 10) go where its `interrupt_to` says (by default
+ * answered. An execution's requests go where its `interrupt_to` says (by default
  * its own user): they are listed for that user, or for principals with that role; those
  * routed to an agent are that agent's to answer and are listed for nobody — unless the
  * agent may not answer one (declined_by: approver_roles, human_only), which is then

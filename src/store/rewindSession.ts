@@ -5,7 +5,7 @@ import { journalEvents } from './appendEvents.js';
 import { isLiveCheckpoint } from './isLiveCheckpoint.js';
 
 /**
- * Rewinds a session to one of its checkpoints (issue 10): journals `rewound` and records
+ * Rewinds a session to one of its checkpoints: journals `rewound` and records
  * the range it leaves out, so the next turn's prompt history stops at that checkpoint (the
  * history read in startAttempt honours `rewinds`). The journal and the transcript are
  * append-only: nothing is deleted. Only an idle session rewinds (a queued or running turn

@@ -51,7 +51,7 @@ const startStatement: Statement = {
                          over (order by m.sequence desc) as running
                   from messages m
                  where m.session_id = $1 and m.sequence < $9
-                   -- A rewind (issue 10) leaves out what came after its checkpoint.
+                   -- A rewind leaves out what came after its checkpoint.
                    and not exists (select 1 from rewinds r
                                     where r.session_id = $1 and r.at_sequence < $9
                                       and m.sequence > r.to_sequence and m.sequence < r.at_sequence)

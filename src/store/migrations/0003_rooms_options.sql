@@ -1,4 +1,4 @@
--- Rooms and options (issue 3).
+-- Rooms and options.
 -- Stored posts: a message from a principal without one of the agent's trigger_roles is
 -- journaled and kept in the transcript but is not a turn to answer: no position.
 alter table turns alter column position drop not null;

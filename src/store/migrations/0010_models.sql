@@ -1,4 +1,4 @@
--- The model catalog (issue 7): what each configured provider offers, with capabilities.
+-- The model catalog: what each configured provider offers, with capabilities.
 -- Deployment-wide, not per tenant: providers and their models are configuration, which
 -- every tenant shares. A model the provider stops listing is marked `removed`, never
 -- deleted, so history and usage rows keep a model to point at.

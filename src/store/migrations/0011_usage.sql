@@ -1,4 +1,4 @@
--- Usage (issue 7): one row per provider call, written inside the turn's commit, for cost
+-- Usage: one row per provider call, written inside the turn's commit, for cost
 -- attribution by tenant, agent and model. No foreign key to sessions: billing rows
 -- outlive whatever happens to a conversation.
 

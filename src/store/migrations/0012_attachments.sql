@@ -1,4 +1,4 @@
--- Attachments (issue 7, vision): images uploaded into a session, kept in the database so
+-- Attachments (vision): images uploaded into a session, kept in the database so
 -- that both engines and every process (api, worker) read the same bytes.
 
 create table attachments (

@@ -1,4 +1,4 @@
--- Memories (issue 8): what an agent remembers about one user of one tenant. Written only
+-- Memories: what an agent remembers about one user of one tenant. Written only
 -- by the transaction that commits a turn (buffered effects), or deleted by the user.
 create table memories (
   memory_id   text primary key,

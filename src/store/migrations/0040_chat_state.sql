@@ -1,4 +1,4 @@
--- The Chat SDK state (issue 11): @chat-adapter/state-pg 4.41.0 schema, verbatim (its
+-- The Chat SDK state: @chat-adapter/state-pg 4.41.0 schema, verbatim (its
 -- postgresSchemaStatements, which test/adapters-state.test.ts compares with this file), so
 -- the SDK runs with autoCreateSchema off on Parley's own database: thread subscriptions,
 -- locks, its cache and lists, shared by every parley process, surviving restarts.

@@ -1,4 +1,4 @@
--- Chat platforms (issue 11). A platform thread is a Parley session (tenant-scoped: each
+-- Chat platforms. A platform thread is a Parley session (tenant-scoped: each
 -- adapter belongs to one tenant and one agent); its replies go out through a durable outbox.
 
 create table adapter_threads (

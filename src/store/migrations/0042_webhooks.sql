@@ -1,4 +1,4 @@
--- Outbound webhooks (issue 11): selected journal events POSTed with Standard Webhooks
+-- Outbound webhooks: selected journal events POSTed with Standard Webhooks
 -- signatures, at least once, in order per session, with backoff and a dead letter.
 
 -- A configured endpoint as first seen: it receives events journaled from then on, not the

@@ -1,4 +1,4 @@
--- Issue 10: agents and missions at runtime. Their definitions live here, in the
+-- Agents and missions at runtime. Their definitions live here, in the
 -- configuration file's shape (snake_case, defaults applied), seeded from the configuration
 -- at start. A row of tenant '' is the shipped definition: every tenant sees it unless it
 -- has a row of its own. A tenant's row is its customized (or created) definition: a

@@ -1,4 +1,4 @@
--- Issue 10: executions of missions. An execution drives its own session through the public
+-- Executions of missions. An execution drives its own session through the public
 -- path (each iteration is an admitted turn); its row is the durable timer: claimed like a
 -- session (lease token + expiry, FOR UPDATE SKIP LOCKED over the due rows of a partial
 -- index), every write token-gated, so a crash or a restart never loses or doubles a timer.

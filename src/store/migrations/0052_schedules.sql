@@ -1,4 +1,4 @@
--- Issue 10: schedules. Seeded from the configuration at start; a fire time is claimed in one
+-- Schedules. Seeded from the configuration at start; a fire time is claimed in one
 -- transaction (FOR UPDATE SKIP LOCKED over the due rows), and the primary key of
 -- schedule_fires makes one execution per (schedule, fire time) across any number of workers.
 

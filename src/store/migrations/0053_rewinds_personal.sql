@@ -1,4 +1,4 @@
--- Issue 10: rewinds and personal sessions.
+-- Rewinds and personal sessions.
 
 -- A rewind journals `rewound` at `at_sequence`; the prompt history of later turns leaves out
 -- the transcript between the checkpoint (`to_sequence`) and the rewind. Nothing is deleted.

@@ -173,7 +173,7 @@ export function Conversation(props: {
           </p>
         ) : null}
         <div className="composer-row">
-          {/* Image attachments wait for the attachments endpoint (issue 7): no control until then. */}
+          {/* No attachment control yet: images are attached through the API (docs/web.md). */}
           <textarea
             ref={input}
             aria-label="Message"
