@@ -4,7 +4,7 @@ import type { PlatformClient } from '../src/adapters/platforms/types.js';
 import { compileConfig } from '../src/config/load.js';
 import type { PlatformConfig } from '../src/config/platformTypes.js';
 import { createLogger } from '../src/log.js';
-import { DeadlineError, withDeadline } from '../src/runtime/abortable.js';
+import { DeadlineError, withDeadline } from '../src/time/abortable.js';
 import { until } from './support/poll.js';
 import { discordKeys, FakeDiscord } from './support/platforms/discord.js';
 import { FakeGchat } from './support/platforms/gchat.js';

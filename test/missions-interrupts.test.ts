@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/log.js';
 import { createModelRegistry } from '../src/providers/registry.js';
-import { resolveByAgent } from '../src/runtime/executions/resolve.js';
+import { resolveByAgent } from '../src/missions/resolve.js';
 import { getExecution } from '../src/store/getExecution.js';
 import type { PendingRequest } from '../src/store/readTurnOutcome.js';
 import { readEvents } from '../src/store/readEvents.js';

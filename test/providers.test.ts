@@ -4,10 +4,10 @@ import { createModelRegistry } from '../src/providers/registry.js';
 import {
   agentCallSettings,
   ProviderFailure,
-  retryDelayMs,
   streamStep,
   type StepResult,
 } from '../src/runtime/modelStep.js';
+import { retryDelayMs } from '../src/time/backoff.js';
 import { ProviderServer } from './support/providerServer.js';
 import {
   fixtureEnv,

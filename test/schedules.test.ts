@@ -4,7 +4,7 @@ import { startProcess, type Running } from '../src/cli/start.js';
 import type { Config } from '../src/config/types.js';
 import { createLogger } from '../src/log.js';
 import { createModelRegistry } from '../src/providers/registry.js';
-import { Scheduler } from '../src/runtime/executions/scheduler.js';
+import { Scheduler } from '../src/missions/scheduler.js';
 import type { Db } from '../src/store/db.js';
 import { openPostgres } from '../src/store/postgres.js';
 import { Wakeups } from '../src/store/wakeups.js';

@@ -1,6 +1,6 @@
 import type { StateAdapter } from 'chat';
 import type { Logger } from '../log.js';
-import { abortableDelay } from '../runtime/abortable.js';
+import { abortableDelay } from '../time/abortable.js';
 
 /** Runs one Gateway session until `signal` aborts or `durationMs` passes. */
 export type GatewayRunner = (signal: AbortSignal, durationMs: number) => Promise<void>;

@@ -6,7 +6,7 @@ import type { PlatformConfig } from '../config/platformTypes.js';
 import { type AgentConfig, type Config, type Principal } from '../config/types.js';
 import { isParleyError, ParleyError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { withDeadline } from '../runtime/abortable.js';
+import { withDeadline } from '../time/abortable.js';
 import { admitTurn } from '../store/admitTurn.js';
 import { answerInput } from '../store/answerInput.js';
 import { bindThread } from '../store/bindThread.js';

@@ -5,17 +5,12 @@ import type { QueuedTurn } from '../store/collectTurns.js';
 import { startAttempt } from '../store/startAttempt.js';
 import type { BurstState, Lease } from '../store/types.js';
 import type { Usage } from '../store/usageRows.js';
-import { abortableDelay } from './abortable.js';
+import { abortableDelay } from '../time/abortable.js';
+import { retryDelayMs } from '../time/backoff.js';
 import type { BurstControl } from './burst.js';
 import { DeltaBuffer } from './deltaBuffer.js';
 import type { RuntimeDeps } from './deps.js';
-import {
-  agentCallSettings,
-  ProviderFailure,
-  retryDelayMs,
-  streamStep,
-  type StepResult,
-} from './modelStep.js';
+import { agentCallSettings, ProviderFailure, streamStep, type StepResult } from './modelStep.js';
 import { estimatedUsage, usageOf } from './usage.js';
 import { watchForNewInput } from './watchers.js';
 

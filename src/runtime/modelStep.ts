@@ -5,7 +5,7 @@ import type {
   LanguageModelV3Prompt,
 } from '@ai-sdk/provider';
 import type { AgentConfig } from '../config/types.js';
-import { classifyProviderError, type ProviderFailure } from '../providers/failure.js';
+import { classifyProviderError } from '../providers/failure.js';
 import type { DeltaBuffer } from './deltaBuffer.js';
 
 export { ProviderFailure, type ProviderFailureCode } from '../providers/failure.js';
@@ -181,28 +181,4 @@ function parseOptions(input: string): string[] | null {
   } catch {
     return null;
   }
-}
-
-/** The longest a provider's `retry-after` may hold a turn (and its lease) before a retry. */
-export const maxRetryAfterMs = 60_000;
-
-/**
- * The delay before retrying a transient failure: the backoff, or the provider's
- * `retry-after` when that is longer, capped at `maxRetryAfterMs` (a provider asking for
- * ten minutes gets the retries spent sooner, and the turn fails `provider_unavailable`).
- */
-export function retryDelayMs(
-  failure: Pick<ProviderFailure, 'retryAfterMs'>,
-  baseMs: number,
-  failedAttempts: number,
-  random = Math.random,
-): number {
-  const backoff = backoffMs(baseMs, failedAttempts, random);
-  return Math.min(Math.max(backoff, failure.retryAfterMs ?? 0), Math.max(backoff, maxRetryAfterMs));
-}
-
-/** Exponential backoff with full jitter: base·2^(n-1), randomised in [half, full]. */
-export function backoffMs(baseMs: number, failedAttempts: number, random = Math.random): number {
-  const ceiling = baseMs * 2 ** (failedAttempts - 1);
-  return Math.round(ceiling / 2 + random() * (ceiling / 2));
 }

@@ -1,6 +1,6 @@
 import { newLeaseToken } from '../ids.js';
 import { claimSession } from '../store/claimSession.js';
-import { abortableDelay, cancellableDelay, drainWithin } from './abortable.js';
+import { abortableDelay, cancellableDelay, drainWithin } from '../time/abortable.js';
 import type { RuntimeDeps } from './deps.js';
 import { drainSession, maxBurst } from './drain.js';
 

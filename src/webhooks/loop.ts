@@ -3,7 +3,7 @@ import type { WebhookConfig } from '../config/platformTypes.js';
 import { webhookSecretBytes } from '../config/platforms.js';
 import { newLeaseToken } from '../ids.js';
 import type { Logger } from '../log.js';
-import { abortableDelay } from '../runtime/abortable.js';
+import { abortableDelay } from '../time/abortable.js';
 import { claimWebhookDeliveries } from '../store/claimWebhookDeliveries.js';
 import type { Db } from '../store/db.js';
 import { enqueueWebhookEvents } from '../store/enqueueWebhookEvents.js';

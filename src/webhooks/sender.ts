@@ -2,7 +2,7 @@ import type { WebhookConfig } from '../config/platformTypes.js';
 import type { Logger } from '../log.js';
 import type { ClaimedDelivery } from '../store/claimWebhookDeliveries.js';
 import type { Db } from '../store/db.js';
-import { DeadlineError, withDeadline } from '../runtime/abortable.js';
+import { DeadlineError, withDeadline } from '../time/abortable.js';
 import { recordWebhookAttempt } from '../store/recordWebhookAttempt.js';
 import { webhookHeaders } from './sign.js';
 

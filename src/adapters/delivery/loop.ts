@@ -1,7 +1,7 @@
 import { newLeaseToken } from '../../ids.js';
 import type { Logger } from '../../log.js';
 import type { PlatformName } from '../../config/platformTypes.js';
-import { abortableDelay, withDeadline } from '../../runtime/abortable.js';
+import { abortableDelay, withDeadline } from '../../time/abortable.js';
 import { claimReplies } from '../../store/claimReplies.js';
 import type { Db } from '../../store/db.js';
 import { foldThread, type FoldedRow, type FoldStep } from '../../store/foldThread.js';

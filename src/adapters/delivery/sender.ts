@@ -1,6 +1,6 @@
 import type { AdapterPostableMessage } from 'chat';
 import type { Logger } from '../../log.js';
-import { deadline } from '../../runtime/abortable.js';
+import { deadline } from '../../time/abortable.js';
 import type { ClaimedReply } from '../../store/claimReplies.js';
 import type { Db } from '../../store/db.js';
 import { postedMessageIds } from '../../store/postedMessageIds.js';

@@ -1,16 +1,16 @@
-import { newLeaseToken } from '../../ids.js';
+import { newLeaseToken } from '../ids.js';
 import {
   claimExecutions,
   ExecutionLeaseLostError,
   type ClaimedExecution,
   type ExecutionLease,
-} from '../../store/claimExecutions.js';
-import { msUntilNextExecution } from '../../store/msUntilNextExecution.js';
-import { releaseExecution } from '../../store/releaseExecution.js';
-import { renewExecutionLease } from '../../store/renewExecutionLease.js';
-import { wakeExecution } from '../../store/wakeExecution.js';
-import type { Wakeup } from '../../store/wakeups.js';
-import { abortableDelay, cancellableDelay, drainWithin } from '../abortable.js';
+} from '../store/claimExecutions.js';
+import { msUntilNextExecution } from '../store/msUntilNextExecution.js';
+import { releaseExecution } from '../store/releaseExecution.js';
+import { renewExecutionLease } from '../store/renewExecutionLease.js';
+import { wakeExecution } from '../store/wakeExecution.js';
+import type { Wakeup } from '../store/wakeups.js';
+import { abortableDelay, cancellableDelay, drainWithin } from '../time/abortable.js';
 import { advanceExecution } from './advance.js';
 import type { ExecutionDeps } from './deps.js';
 import { executionOfTurn } from './iteration.js';

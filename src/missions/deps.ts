@@ -1,9 +1,9 @@
 import type { LanguageModelV3 } from '@ai-sdk/provider';
-import type { AgentLookup, MissionLookup } from '../../agents/lookup.js';
-import type { Config } from '../../config/types.js';
-import type { Logger } from '../../log.js';
-import type { Db } from '../../store/db.js';
-import type { Wakeups } from '../../store/wakeups.js';
+import type { AgentLookup, MissionLookup } from '../agents/lookup.js';
+import type { Config } from '../config/types.js';
+import type { Logger } from '../log.js';
+import type { Db } from '../store/db.js';
+import type { Wakeups } from '../store/wakeups.js';
 
 /** Everything the execution runner and the scheduler touch, injected. */
 export interface ExecutionDeps {

@@ -1,16 +1,16 @@
-import type { ScheduleConfig } from '../../config/types.js';
-import { fireTimesBetween, parseCron } from '../../missions/cron.js';
-import { dispatchOf } from '../../missions/dispatch.js';
-import { checkMissionInput } from '../../missions/input.js';
-import { activeScheduleExecutions } from '../../store/activeScheduleExecutions.js';
-import { requestCancel } from '../../store/requestCancel.js';
-import { createExecutionIn } from '../../store/createExecution.js';
-import type { Queryable } from '../../store/db.js';
-import { fireSchedules, type ScheduleRow } from '../../store/fireSchedules.js';
-import { msUntilNextFire } from '../../store/msUntilNextFire.js';
-import { recordFire } from '../../store/recordFire.js';
-import { seedSchedules } from '../../store/seedSchedules.js';
-import { abortableDelay } from '../abortable.js';
+import type { ScheduleConfig } from '../config/types.js';
+import { fireTimesBetween, parseCron } from './cron.js';
+import { dispatchOf } from './dispatch.js';
+import { checkMissionInput } from './input.js';
+import { activeScheduleExecutions } from '../store/activeScheduleExecutions.js';
+import { requestCancel } from '../store/requestCancel.js';
+import { createExecutionIn } from '../store/createExecution.js';
+import type { Queryable } from '../store/db.js';
+import { fireSchedules, type ScheduleRow } from '../store/fireSchedules.js';
+import { msUntilNextFire } from '../store/msUntilNextFire.js';
+import { recordFire } from '../store/recordFire.js';
+import { seedSchedules } from '../store/seedSchedules.js';
+import { abortableDelay } from '../time/abortable.js';
 import type { ExecutionDeps } from './deps.js';
 
 /** Schedules fired per transaction: it holds their row locks, keep it short. */

@@ -1,10 +1,10 @@
-import { cancelTurn } from '../../store/cancelTurn.js';
-import type { ClaimedExecution, ExecutionLease } from '../../store/claimExecutions.js';
-import { cancelExecution } from '../../store/cancelExecution.js';
-import { getExecution, isEnded, type ExecutionRow } from '../../store/getExecution.js';
-import { listThreads } from '../../store/listThreads.js';
-import { readTurnOutcome } from '../../store/readTurnOutcome.js';
-import { saveExecution, type ExecutionState } from '../../store/saveExecution.js';
+import { cancelTurn } from '../store/cancelTurn.js';
+import type { ClaimedExecution, ExecutionLease } from '../store/claimExecutions.js';
+import { cancelExecution } from '../store/cancelExecution.js';
+import { getExecution, isEnded, type ExecutionRow } from '../store/getExecution.js';
+import { listThreads } from '../store/listThreads.js';
+import { readTurnOutcome } from '../store/readTurnOutcome.js';
+import { saveExecution, type ExecutionState } from '../store/saveExecution.js';
 import type { ExecutionDeps } from './deps.js';
 import { evaluate } from './evaluate.js';
 import { admitIteration, iterationTurnId } from './iteration.js';

@@ -1,6 +1,6 @@
-import { admitTurn, type Admission } from '../../store/admitTurn.js';
-import type { ExecutionRow } from '../../store/getExecution.js';
-import { trustedViewer } from '../../store/visibility.js';
+import { admitTurn, type Admission } from '../store/admitTurn.js';
+import type { ExecutionRow } from '../store/getExecution.js';
+import { trustedViewer } from '../store/visibility.js';
 import type { ExecutionDeps } from './deps.js';
 
 /**

@@ -1,10 +1,10 @@
-import { priceUsage } from '../../providers/registry.js';
-import { evaluateIteration, type EvaluationUsage } from '../../providers/evaluator.js';
-import type { LoopDecision } from '../../protocol/events.js';
-import type { ExecutionRow } from '../../store/getExecution.js';
-import { recordUsage } from '../../store/recordUsage.js';
-import { abortableDelay } from '../abortable.js';
-import { retryDelayMs } from '../modelStep.js';
+import { priceUsage } from '../providers/registry.js';
+import { evaluateIteration, type EvaluationUsage } from '../providers/evaluator.js';
+import type { LoopDecision } from '../protocol/events.js';
+import type { ExecutionRow } from '../store/getExecution.js';
+import { recordUsage } from '../store/recordUsage.js';
+import { abortableDelay } from '../time/abortable.js';
+import { retryDelayMs } from '../time/backoff.js';
 import type { ExecutionDeps } from './deps.js';
 import { iterationTurnId } from './iteration.js';
 
