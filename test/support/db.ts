@@ -3,10 +3,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { expect } from 'vitest';
 import type { Db } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
 import { openPglite } from '../../src/store/pglite.js';
 import { openPostgres } from '../../src/store/postgres.js';
+import { isEngineFree } from './engineFree.js';
 import { copyPgliteTemplate, postgresTemplateName } from './template.js';
 
 export const engine: 'pglite' | 'postgres' =
@@ -29,6 +31,9 @@ export async function freshStorage(options: { empty?: boolean } = {}): Promise<{
   storage: { url: string | null; dataDir: string };
   drop: () => Promise<void>;
 }> {
+  const testPath = expect.getState().testPath ?? '';
+  if (isEngineFree(testPath))
+    throw new Error(`${testPath} opens a database: remove it from test/support/engineFree.ts`);
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-test-'));
   if (engine === 'pglite') {
     if (!options.empty) copyPgliteTemplate(dataDir);

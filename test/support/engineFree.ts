@@ -1,0 +1,30 @@
+// Test files that never open a database: configuration parsing, tool runners, provider
+// protocols, the sandbox. They run once, in the PGlite leg; running them again on
+// PostgreSQL would test nothing new. freshStorage() refuses to serve a file listed here,
+// so a listed file that starts to use the database fails instead of losing its
+// PostgreSQL run.
+export const engineFreeFiles = [
+  'adapters-config',
+  'adapters-deadline-clients',
+  'catalog-refresh',
+  'config-providers',
+  'config',
+  'evaluator',
+  'gate',
+  'http-fetch',
+  'mcp',
+  'missions-config',
+  'prompt',
+  'providers',
+  'shell',
+  'skills',
+  'soak-plan',
+  'tool-runner',
+  'tools',
+  'web-model',
+].map((name) => `test/${name}.test.ts`);
+
+/** Whether the test file at `path` is one of the database-free files. */
+export function isEngineFree(path: string): boolean {
+  return engineFreeFiles.some((file) => path.endsWith(file));
+}
