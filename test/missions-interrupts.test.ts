@@ -59,6 +59,7 @@ beforeAll(async () => {
             'agent:refuser',
             'agent:oracle',
             'agent:muddled',
+            'agent:hesitant',
             'ops',
           ],
         },
@@ -71,6 +72,10 @@ beforeAll(async () => {
           instructions: 'You review requests.\n/answer APPROVE\n/approval reject not today',
         },
         muddled: { instructions: 'You review requests.\n/approval garbage' },
+        // Its first decision call fails like an HTTP 429; the retry decides.
+        hesitant: {
+          instructions: 'You review requests.\n/fail transient 1\n/approval approve on a retry',
+        },
         oracle: { instructions: 'You answer questions.\n/answer blue' },
       },
       missions: {
@@ -85,6 +90,7 @@ beforeAll(async () => {
           interrupt_to: 'agent:refuser',
         },
         garbled: { agent: 'reviewed', prompt: calculate, interrupt_to: 'agent:muddled' },
+        retried: { agent: 'reviewed', prompt: calculate, interrupt_to: 'agent:hesitant' },
         asked: {
           agent: 'reviewed',
           prompt: '/tool ask_user {"question": "Which colour?"}',
@@ -289,6 +295,21 @@ describe('interruptions routed to an agent', () => {
     expect(done.result.content).toContain(
       'rejected by agent:muddled: the agent muddled gave no valid decision',
     );
+  });
+
+  it("is decided on a retry when the agent's provider fails transiently", async () => {
+    const execution = await dispatch('retried', carol);
+    const done = await untilStatus(execution.execution_id, carol, ['success', 'error']);
+    expect(done.result.content).toBe('Tool calculator returned: {"expression":"6*7","result":42}');
+    expect(await resolved(done.session_id)).toEqual([
+      expect.objectContaining({ approved: true, response: { reason: 'on a retry' } }),
+    ]);
+    // The failed call reported no usage; the decision is billed once.
+    const usage = await server.db.query<{ agent: string; outcome: string }>(
+      `select agent, outcome from usage where session_id = $1 and purpose = 'approval'`,
+      [done.session_id],
+    );
+    expect(usage.rows).toEqual([{ agent: 'hesitant', outcome: 'ok' }]);
   });
 
   it('has a question answered by the agent', async () => {

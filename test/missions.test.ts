@@ -18,6 +18,7 @@ beforeAll(async () => {
       blocking: { prompt: 'Deploy.', loop_prompt: 'Can it go on? /decide blocked' },
       endless: { prompt: 'Count.', loop_prompt: '/decide continue', max_iterations: 2 },
       confused: { prompt: 'Think.', loop_prompt: '/decide garbage' },
+      flaky: { prompt: 'Check.', loop_prompt: '/fail transient 1\n/decide complete' },
       delayed: {
         prompt: 'Poll the feed.',
         loop_prompt: '/decide continue:5',
@@ -208,6 +209,22 @@ describe('executions', () => {
       { purpose: 'evaluation', outcome: 'failed' },
       { purpose: 'evaluation', outcome: 'failed' },
     ]);
+  });
+
+  it('retries an evaluation the provider failed transiently, with backoff', async () => {
+    const { body } = await dispatch('flaky');
+    const done = await untilStatus(body.execution_id, ['error', 'success']);
+    expect(done).toMatchObject({
+      status: 'success',
+      loop_status: 'completed',
+      loop_decision: { decision: 'complete', iteration: 1 },
+    });
+    // The failed call reported no usage; the retry is billed once.
+    const usage = await server.db.query<{ purpose: string; outcome: string }>(
+      `select purpose, outcome from usage where session_id = $1 and purpose = 'evaluation'`,
+      [done.session_id],
+    );
+    expect(usage.rows).toEqual([{ purpose: 'evaluation', outcome: 'ok' }]);
   });
 
   it('ends with timeout, cancelling the turn that waits for an approval', async () => {

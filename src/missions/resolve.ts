@@ -1,18 +1,14 @@
 import type { AgentConfig } from '../config/types.js';
 import { isParleyError } from '../errors.js';
 import { decideApproval } from '../providers/approvalDecision.js';
-import type { CallUsage } from '../providers/forcedCall.js';
-import { priceUsage } from '../providers/registry.js';
 import { answerInput } from '../store/answerInput.js';
 import { declineInput } from '../store/declineInput.js';
 import type { ExecutionRow } from '../store/getExecution.js';
 import { readTurnOutcome, type PendingRequest } from '../store/readTurnOutcome.js';
-import { recordUsage } from '../store/recordUsage.js';
 import { isHumanOnly } from '../tools/humanOnly.js';
-import { abortableDelay } from '../time/abortable.js';
-import { retryDelayMs } from '../time/backoff.js';
 import type { ExecutionDeps } from './deps.js';
-import { admitAs, iterationTurnId, resolverTurnId } from './iteration.js';
+import { forcedCallWithRetries } from './forcedCallRetry.js';
+import { admitAs, resolverTurnId } from './iteration.js';
 
 /**
  * Agent-to-agent resolution: an execution routed to `agent:NAME` has its requests answered
@@ -137,9 +133,6 @@ async function askByTurn(
   return { approved: true, response: { answer: outcome.content.trim() } };
 }
 
-/** Answers outside the schema allowed before the request is rejected. */
-const maxGarbage = 2;
-
 /**
  * An approval or a budget extension: the answering agent's forced structured decision.
  * Failing to decide is a rejection that says why.
@@ -155,61 +148,26 @@ async function decide(
   const agent = deps.agents.get(execution.tenant, target);
   if (!agent) return reject(`the agent ${target} is not available`);
   const model = deps.resolveModel(agent.model.provider, agent.model.modelId);
-  const { runtime } = deps.config;
-  let garbage = 0;
-  for (let call = 1; ; call++) {
-    const decision = await decideApproval(model, {
-      instructions: agent.instructions,
-      request: requestMessage(execution, request),
-      timeoutMs: runtime.evaluationTimeoutMs,
-      signal,
-    });
-    await bill(deps, execution, agent, decision.usage, decision.kind === 'decided');
-    if (decision.kind === 'decided') {
-      return { approved: decision.approved, response: { reason: decision.reason } };
-    }
-    if (decision.kind === 'garbage') {
-      if (++garbage >= maxGarbage) {
-        return reject(`the agent ${target} gave no valid decision (${decision.why})`);
-      }
-      continue;
-    }
-    const failure = decision.failure;
-    if (!failure.isRetryable || call >= runtime.retryAttempts) {
-      return reject(`the agent ${target} could not answer (${failure.code})`);
-    }
-    await abortableDelay(retryDelayMs(failure, runtime.retryBaseMs, call, deps.random), signal);
-    if (signal.aborted) throw signal.reason;
+  const outcome = await forcedCallWithRetries(
+    deps,
+    execution,
+    { agent, purpose: 'approval' },
+    () =>
+      decideApproval(model, {
+        instructions: agent.instructions,
+        request: requestMessage(execution, request),
+        timeoutMs: deps.config.runtime.evaluationTimeoutMs,
+        signal,
+      }),
+    { signal },
+  );
+  if (outcome.kind === 'decided') {
+    return { approved: outcome.approved, response: { reason: outcome.reason } };
   }
-}
-
-async function bill(
-  deps: ExecutionDeps,
-  execution: ExecutionRow,
-  agent: AgentConfig,
-  usage: CallUsage | null,
-  ok: boolean,
-): Promise<void> {
-  if (!usage) return;
-  const model = `${agent.model.provider}/${agent.model.modelId}`;
-  await recordUsage(deps.db, [
-    {
-      tenant: execution.tenant,
-      sessionId: execution.session_id,
-      turnId: iterationTurnId(execution.execution_id, execution.iteration),
-      agent: agent.name,
-      model,
-      purpose: 'approval',
-      outcome: ok ? 'ok' : 'failed',
-      inputTokens: usage.inputTokens,
-      outputTokens: usage.outputTokens,
-      cachedInputTokens: usage.cachedInputTokens,
-      reasoningTokens: usage.reasoningTokens,
-      costUsd: priceUsage(deps.config, model, usage),
-      latencyMs: usage.latencyMs,
-      ttftMs: null,
-    },
-  ]);
+  if (outcome.kind === 'garbage') {
+    return reject(`the agent ${target} gave no valid decision (${outcome.why})`);
+  }
+  return reject(`the agent ${target} could not answer (${outcome.failure.code})`);
 }
 
 function requestMessage(execution: ExecutionRow, request: PendingRequest): string {

@@ -32,7 +32,7 @@ import { gateToolName } from './gate.js';
  * answers text outside the schema; none completes. As an agent deciding another agent's
  * request (a call forcing `record_approval`): the last `/approval approve|reject|garbage
  * [REASON]` of its instructions — never of the request, which fetched content may shape —
- * decides; none rejects. With `/answer TEXT` in its instructions
+ * decides; none rejects; a `/fail` line in its instructions fails those calls as above. With `/answer TEXT` in its instructions
  * it replies TEXT to every turn (an agent that answers other agents' requests). With images in its last user message: a model whose id contains
  * `vision` replies with each image's media type and size, any other says it cannot see
  * images.
@@ -53,8 +53,10 @@ export function createDemoModel(options: { modelId: string; delayMs: number }): 
       const lastUser = [...call.prompt].reverse().find((message) => message.role === 'user');
       const text = lastUser ? textOf(lastUser.content) : '';
       const inputs = unfoldInputs(text);
+      // An approval judge's instructions may fail its decision calls too (its request is data).
+      const judging = isForced(call, approvalToolName);
       failIfAsked(
-        inputs.map((input) => input.content),
+        [...inputs.map((input) => input.content), ...(judging ? [systemText(call.prompt)] : [])],
         text,
         failuresServed,
       );
