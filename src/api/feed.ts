@@ -1,5 +1,6 @@
 import type { ParleyEvent } from '../protocol/events.js';
 import type { Db } from '../store/db.js';
+import { sessionsLastSequence } from '../store/sessionsLastSequence.js';
 import type { Wakeup, Wakeups } from '../store/wakeups.js';
 
 /** What the feed tells one SSE stream. */
@@ -82,20 +83,14 @@ export class JournalFeed {
     this.polling = true;
     const asked = [...this.sessions.keys()];
     try {
-      const found = await this.db.query<{ session_id: string; last_sequence: number }>(
-        {
-          name: 'feed_poll',
-          text: 'select session_id, last_sequence from sessions where session_id = any($1::text[])',
-        },
-        [asked],
-      );
-      for (const row of found.rows) {
+      const found = await sessionsLastSequence(this.db, asked);
+      for (const row of found) {
         for (const subscriber of this.sessions.get(row.session_id) ?? []) {
           subscriber.offer(row.last_sequence, null);
         }
       }
       // A session that is no longer there was deleted (its wake-up may have been lost).
-      const present = new Set(found.rows.map((row) => row.session_id));
+      const present = new Set(found.map((row) => row.session_id));
       for (const sessionId of asked) {
         if (present.has(sessionId)) continue;
         for (const subscriber of this.sessions.get(sessionId) ?? []) subscriber.end();
