@@ -10,7 +10,7 @@ import { releaseExecution } from '../store/releaseExecution.js';
 import { renewExecutionLease } from '../store/renewExecutionLease.js';
 import { wakeExecution } from '../store/wakeExecution.js';
 import type { Wakeup } from '../store/wakeups.js';
-import { ClaimLoop, type ClaimKind } from '../work/claimLoop.js';
+import { ClaimLoop, claimLoopOptions, type ClaimKind } from '../work/claimLoop.js';
 import { startLeaseHeartbeat } from '../work/heartbeat.js';
 import { advanceExecution } from './advance.js';
 import type { ExecutionDeps } from './deps.js';
@@ -50,28 +50,13 @@ export function executionKind(deps: ExecutionDeps): ClaimKind<ClaimedExecution> 
 }
 
 /** The worker role's claim loop of executions (see `ClaimLoop` for its states). */
-export class ExecutionRunner {
-  private readonly loop: ClaimLoop<ClaimedExecution>;
-
+export class ExecutionRunner extends ClaimLoop<ClaimedExecution> {
   constructor(deps: ExecutionDeps) {
-    this.loop = new ClaimLoop(executionKind(deps), {
-      wakeups: deps.wakeups,
-      log: deps.log,
-      pollMs: deps.config.runtime.pollMs,
-      graceMs: deps.config.runtime.shutdownGraceMs,
-    });
-  }
-
-  start(): void {
-    this.loop.start();
+    super(executionKind(deps), claimLoopOptions(deps));
   }
 
   get activeExecutions(): number {
-    return this.loop.size;
-  }
-
-  stop(): Promise<void> {
-    return this.loop.stop();
+    return this.size;
   }
 }
 

@@ -1,6 +1,6 @@
 import { newLeaseToken } from '../ids.js';
 import { claimSession, type ClaimedSession } from '../store/claimSession.js';
-import { ClaimLoop, type ClaimKind } from '../work/claimLoop.js';
+import { ClaimLoop, claimLoopOptions, type ClaimKind } from '../work/claimLoop.js';
 import type { RuntimeDeps } from './deps.js';
 import { drainSession, maxBurst } from './drain.js';
 
@@ -33,28 +33,12 @@ export function sessionKind(deps: RuntimeDeps): ClaimKind<ClaimedSession> {
 }
 
 /** The worker role's claim loop of sessions (see `ClaimLoop` for its states). */
-export class Worker {
-  private readonly loop: ClaimLoop<ClaimedSession>;
-
+export class Worker extends ClaimLoop<ClaimedSession> {
   constructor(deps: RuntimeDeps) {
-    this.loop = new ClaimLoop(sessionKind(deps), {
-      wakeups: deps.wakeups,
-      log: deps.log,
-      pollMs: deps.config.runtime.pollMs,
-      graceMs: deps.config.runtime.shutdownGraceMs,
-    });
-  }
-
-  start(): void {
-    this.loop.start();
+    super(sessionKind(deps), claimLoopOptions(deps));
   }
 
   get activeSessions(): number {
-    return this.loop.size;
-  }
-
-  /** Graceful stop (SIGTERM). Resolves when every lease is released. */
-  stop(): Promise<void> {
-    return this.loop.stop();
+    return this.size;
   }
 }

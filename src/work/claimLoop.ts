@@ -1,6 +1,7 @@
 import type { Logger } from '../log.js';
 import type { Wakeup, Wakeups } from '../store/wakeups.js';
-import { abortableDelay, cancellableDelay, drainWithin } from '../time/abortable.js';
+import { drainWithin } from '../time/abortable.js';
+import { startTimedLoop, type RoundOutcome, type TimedLoop } from './timedLoop.js';
 
 /** What a running handler is told: stop between units of work, or stop at once. */
 export interface HandlerControl {
@@ -40,6 +41,16 @@ export interface ClaimLoopOptions {
   graceMs: number;
 }
 
+/** A process's claim-loop options, from its runtime configuration. */
+export function claimLoopOptions(deps: {
+  wakeups: Wakeups;
+  log: Logger;
+  config: { runtime: { pollMs: number; shutdownGraceMs: number } };
+}): ClaimLoopOptions {
+  const { pollMs, shutdownGraceMs } = deps.config.runtime;
+  return { wakeups: deps.wakeups, log: deps.log, pollMs, graceMs: shutdownGraceMs };
+}
+
 /**
  * The engine's claim loop, one per kind. States: `running` (claiming while below the
  * kind's capacity, else waiting for a slot), `idle-waiting` (nothing claimable: sleeps
@@ -52,8 +63,8 @@ export class ClaimLoop<T> {
   private readonly active = new Set<Promise<void>>();
   private readonly shutdown = new AbortController();
   private readonly hardStop = new AbortController();
-  private wake = new AbortController();
-  private loop: Promise<void> | null = null;
+  private loop: TimedLoop | null = null;
+  private stopping: Promise<void> | null = null;
   private unsubscribe: (() => void) | null = null;
 
   constructor(
@@ -62,11 +73,18 @@ export class ClaimLoop<T> {
   ) {}
 
   start(): void {
-    if (this.loop) return;
+    if (this.loop || this.shutdown.signal.aborted) return;
+    const loop = startTimedLoop({
+      name: this.kind.name,
+      log: this.options.log,
+      pollMs: this.options.pollMs,
+      minSleepMs: 1,
+      round: () => this.round(),
+    });
+    this.loop = loop;
     this.unsubscribe = this.options.wakeups.subscribe((wakeup) =>
-      this.kind.onWakeup(wakeup, () => this.wake.abort()),
+      this.kind.onWakeup(wakeup, () => loop.wake()),
     );
-    this.loop = this.run();
   }
 
   /** Items being handled now. */
@@ -75,12 +93,15 @@ export class ClaimLoop<T> {
   }
 
   /** Graceful stop: see the states above. Resolves when every handler has ended. */
-  async stop(): Promise<void> {
-    if (this.shutdown.signal.aborted) return this.loop ?? undefined;
+  stop(): Promise<void> {
+    this.stopping ??= this.drain();
+    return this.stopping;
+  }
+
+  private async drain(): Promise<void> {
     this.shutdown.abort();
-    this.wake.abort();
     this.unsubscribe?.();
-    await this.loop;
+    await this.loop?.stop();
     await drainWithin(this.active, this.options.graceMs, this.hardStop.signal, () => {
       this.options.log.warn(
         { kind: this.kind.name, running: this.active.size },
@@ -90,52 +111,28 @@ export class ClaimLoop<T> {
     });
   }
 
-  private async run(): Promise<void> {
-    const { pollMs } = this.options;
+  /** Claims up to the free capacity and starts a handler per item. */
+  private async round(): Promise<RoundOutcome> {
+    const free = this.kind.capacity - this.active.size;
+    // Full: the next round comes when a handler ends (or at the poll interval).
+    if (free <= 0) return { orWhen: Promise.race(this.active) };
+    const claimed = await this.kind.claim(free);
     const control = { shutdown: this.shutdown.signal, hardStop: this.hardStop.signal };
-    while (!this.shutdown.signal.aborted) {
-      const free = this.kind.capacity - this.active.size;
-      if (free <= 0) {
-        const delay = cancellableDelay(pollMs, this.shutdown.signal);
-        await Promise.race([...this.active, delay.done]);
-        delay.cancel();
-        continue;
-      }
-      // A wake-up that arrives while we claim must not be lost: re-arm before claiming.
-      this.wake = new AbortController();
-      let claimed: T[];
-      let sleepMs = pollMs;
-      try {
-        claimed = await this.kind.claim(free);
-        if (claimed.length === 0 && this.kind.nextDueMs) {
-          const next = await this.kind.nextDueMs();
-          if (next !== null) sleepMs = Math.min(sleepMs, Math.max(1, next));
-        }
-      } catch (error) {
-        this.options.log.error(
-          { kind: this.kind.name, err: (error as Error).message },
-          'claim failed; retrying after the poll interval',
-        );
-        await abortableDelay(pollMs, this.shutdown.signal);
-        continue;
-      }
-      for (const item of claimed) {
-        // No claim is due when a handler ends: a loop that was full resumes then, and an
-        // item given back with work left announces itself through the wake-ups.
-        const handled = this.kind
-          .handle(item, control)
-          .catch((error: unknown) => {
-            this.options.log.error(
-              { kind: this.kind.name, ...this.kind.describe(item), err: (error as Error).message },
-              'handler failed',
-            );
-          })
-          .finally(() => this.active.delete(handled));
-        this.active.add(handled);
-      }
-      if (claimed.length === 0) {
-        await abortableDelay(sleepMs, AbortSignal.any([this.wake.signal, this.shutdown.signal]));
-      }
+    for (const item of claimed) {
+      // No claim is due when a handler ends: a loop that was full resumes then, and an
+      // item given back with work left announces itself through the wake-ups.
+      const handled = this.kind
+        .handle(item, control)
+        .catch((error: unknown) => {
+          this.options.log.error(
+            { kind: this.kind.name, ...this.kind.describe(item), err: (error as Error).message },
+            'handler failed',
+          );
+        })
+        .finally(() => this.active.delete(handled));
+      this.active.add(handled);
     }
+    if (claimed.length > 0) return { again: true };
+    return { dueMs: this.kind.nextDueMs ? await this.kind.nextDueMs() : null };
   }
 }

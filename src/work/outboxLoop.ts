@@ -1,7 +1,7 @@
 import { newLeaseToken } from '../ids.js';
 import type { Logger } from '../log.js';
 import type { Wakeups } from '../store/wakeups.js';
-import { abortableDelay } from '../time/abortable.js';
+import { startTimedLoop } from './timedLoop.js';
 
 /** Every this many sweeps, the sweep looks at every session, not only recently active ones. */
 export const fullSweepEvery = 60;
@@ -50,8 +50,8 @@ export interface OutboxLoopOptions {
 }
 
 /**
- * The engine's outbox loop, one per kind (a worker-role process runs them). States:
- * `round` (follow the journal of sessions that woke up, and once per poll interval of the
+ * The engine's outbox loop, one per kind (a worker-role process runs them), on the timed
+ * loop (timedLoop.ts). States: `round` (follow the journal of sessions that woke up, and once per poll interval of the
  * sessions the sweep finds behind; then claim and send batches until a short one; then
  * the kind's after-send work), `sleeping` (until a wake-up, the next due row, or the poll
  * interval; a wake-up during the round starts the next one at once), `stopped` (`stop()`
@@ -66,12 +66,6 @@ export function startOutboxLoop<F, T>(
   const stopped = new AbortController();
   // The dirty set: sessions that woke up since the last round.
   const dirty = new Set<string>();
-  let wake = new AbortController();
-  const unsubscribe = options.wakeups.subscribe((wakeup) => {
-    if (wakeup.kind === 'typing') return;
-    dirty.add(wakeup.sessionId);
-    wake.abort();
-  });
 
   let sweeps = 0;
   let lastSweep = 0;
@@ -114,33 +108,30 @@ export function startOutboxLoop<F, T>(
     }
   };
 
-  const loop = (async () => {
-    while (!stopped.signal.aborted) {
-      wake = new AbortController();
-      let sleepMs = options.pollMs;
-      try {
-        const followed = await follow();
-        await kind.prepare?.();
-        await send();
-        await kind.afterSend?.(followed, stopped.signal);
-        const due = await kind.nextDueMs();
-        if (due !== null) sleepMs = Math.max(minSleepMs, Math.min(sleepMs, due));
-      } catch (error) {
-        options.log.error(
-          { kind: kind.name, err: (error as Error).message },
-          'outbox round failed',
-        );
-      }
-      if (dirty.size > 0) continue;
-      await abortableDelay(sleepMs, AbortSignal.any([wake.signal, stopped.signal]));
-    }
-  })();
+  const loop = startTimedLoop({
+    name: kind.name,
+    log: options.log,
+    pollMs: options.pollMs,
+    minSleepMs,
+    round: async () => {
+      const followed = await follow();
+      await kind.prepare?.();
+      await send();
+      await kind.afterSend?.(followed, stopped.signal);
+      return { dueMs: await kind.nextDueMs() };
+    },
+  });
+  const unsubscribe = options.wakeups.subscribe((wakeup) => {
+    if (wakeup.kind === 'typing') return;
+    dirty.add(wakeup.sessionId);
+    loop.wake();
+  });
 
   return {
     stop: async () => {
       stopped.abort();
       unsubscribe();
-      await loop;
+      await loop.stop();
       await kind.stopped?.();
     },
   };
