@@ -5,7 +5,6 @@ import type { Logger } from '../../log.js';
 import { ToolError, type JsonSchema, type Tool } from '../types.js';
 import { compileSchema } from '../validate.js';
 import { exposedToolName } from './names.js';
-import { backoffMs } from '../../time/backoff.js';
 
 /*
  * One MCP server, kept connected. States:
@@ -44,8 +43,7 @@ type CallResult = {
   isError?: boolean;
 };
 
-/** Reconnects back off from half a second, at most 30 s apart (the one backoff, with jitter). */
-const defaultBackoff = (attempt: number) => backoffMs(500, attempt, Math.random, 30_000);
+const defaultBackoff = (attempt: number) => Math.min(30_000, 500 * 2 ** (attempt - 1));
 
 /** The SDK, loaded when a server is first connected: most processes configure none. */
 const loadSdk = async () => {
