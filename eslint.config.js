@@ -101,6 +101,28 @@ export default tseslint.config(
     },
   })),
   {
+    // The engine runs every kind of leased and outbox work and knows none of them: it
+    // reads no table (the kinds bring their statements) and imports no kind's folder.
+    files: ['src/work/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            '**/api/**',
+            '**/runtime/**',
+            '**/missions/**',
+            '**/adapters/**',
+            '**/webhooks/**',
+            '**/cli/**',
+            '../store/*',
+            '!../store/wakeups.js',
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['src/protocol/**/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: ['../*', 'node:*'] }] },
   },

@@ -10,7 +10,7 @@ import { fireSchedules, type ScheduleRow } from '../store/fireSchedules.js';
 import { msUntilNextFire } from '../store/msUntilNextFire.js';
 import { recordFire } from '../store/recordFire.js';
 import { seedSchedules } from '../store/seedSchedules.js';
-import { abortableDelay } from '../time/abortable.js';
+import { startTimedLoop, type TimedLoop } from '../work/timedLoop.js';
 import type { ExecutionDeps } from './deps.js';
 
 /** Schedules fired per transaction: it holds their row locks, keep it short. */
@@ -31,8 +31,7 @@ const batch = 10;
  * database's clock.
  */
 export class Scheduler {
-  private readonly shutdown = new AbortController();
-  private loop: Promise<void> | null = null;
+  private loop: TimedLoop | null = null;
 
   constructor(private readonly deps: ExecutionDeps) {}
 
@@ -40,13 +39,25 @@ export class Scheduler {
     return this.deps.now?.() ?? new Date();
   }
 
+  /**
+   * Runs on the engine's timed loop (src/work/timedLoop.ts): each round is a tick, then a
+   * sleep until the next fire time or the poll interval.
+   */
   start(): void {
-    this.loop ??= this.run();
+    this.loop ??= startTimedLoop({
+      name: 'schedules',
+      log: this.deps.log,
+      pollMs: this.deps.config.runtime.pollMs,
+      minSleepMs: 1,
+      round: async () => {
+        await this.tick();
+        return { dueMs: await msUntilNextFire(this.deps.db, this.now()) };
+      },
+    });
   }
 
   async stop(): Promise<void> {
-    this.shutdown.abort();
-    await this.loop;
+    await this.loop?.stop();
   }
 
   /** Fires everything due now; returns how many schedules fired. */
@@ -59,21 +70,6 @@ export class Scheduler {
       );
       total += fired;
       if (fired < batch) return total;
-    }
-  }
-
-  private async run(): Promise<void> {
-    const { pollMs } = this.deps.config.runtime;
-    while (!this.shutdown.signal.aborted) {
-      let sleepMs = pollMs;
-      try {
-        await this.tick();
-        const next = await msUntilNextFire(this.deps.db, this.now());
-        if (next !== null) sleepMs = Math.min(pollMs, Math.max(1, next));
-      } catch (error) {
-        this.deps.log.error({ err: (error as Error).message }, 'firing schedules failed');
-      }
-      await abortableDelay(sleepMs, this.shutdown.signal);
     }
   }
 

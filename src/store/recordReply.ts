@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { recordOutboxFailure } from './recordOutboxFailure.js';
 
 /**
  * The outcome of one delivery attempt of an outbox row, written only while the sender
@@ -41,7 +42,8 @@ export async function recordReplySent(
   return updated.rowCount > 0;
 }
 
-export async function recordReplyFailed(
+/** A failed attempt of an outbox row (recordOutboxFailure.ts). */
+export function recordReplyFailed(
   db: Db,
   input: {
     replyId: string;
@@ -53,23 +55,18 @@ export async function recordReplyFailed(
     stream?: unknown;
   },
 ): Promise<boolean> {
-  const updated = await db.query(
-    `update adapter_replies
-        set attempts = attempts + 1, last_error = $3,
-            next_attempt_at = now() + $4 * interval '1 millisecond',
-            stream = case when $6::boolean then $7::jsonb else stream end,
-            state = case when attempts + 1 >= $5 then 'dead' else state end,
-            lease_token = null, lease_expires_at = null, updated_at = now()
-      where reply_id = $1 and lease_token = $2`,
-    [
-      input.replyId,
-      input.token,
-      input.error.slice(0, 500),
-      input.nextAfterMs,
-      input.maxAttempts,
-      input.stream !== undefined,
-      input.stream === undefined || input.stream === null ? null : JSON.stringify(input.stream),
-    ],
-  );
-  return updated.rowCount > 0;
+  return recordOutboxFailure(db, 'replies', {
+    id: input.replyId,
+    token: input.token,
+    error: input.error,
+    nextAfterMs: input.nextAfterMs,
+    maxAttempts: input.maxAttempts,
+    also: {
+      set: `updated_at = now(), stream = case when $6::boolean then $7::jsonb else stream end`,
+      params: [
+        input.stream !== undefined,
+        input.stream === undefined || input.stream === null ? null : JSON.stringify(input.stream),
+      ],
+    },
+  });
 }

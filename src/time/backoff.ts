@@ -18,8 +18,17 @@ export function retryDelayMs(
   return Math.min(Math.max(backoff, failure.retryAfterMs ?? 0), Math.max(backoff, maxRetryAfterMs));
 }
 
-/** Exponential backoff with full jitter: base·2^(n-1), randomised in [half, full]. */
-export function backoffMs(baseMs: number, failedAttempts: number, random = Math.random): number {
-  const ceiling = baseMs * 2 ** (failedAttempts - 1);
+/**
+ * The one backoff of everything Parley retries (model calls, evaluations, platform posts,
+ * webhook deliveries): exponential, base·2^(n-1) after n failed attempts, capped at
+ * `capMs`, randomised in [half, full] (jitter spreads retries of many failures apart).
+ */
+export function backoffMs(
+  baseMs: number,
+  failedAttempts: number,
+  random = Math.random,
+  capMs = Number.POSITIVE_INFINITY,
+): number {
+  const ceiling = Math.min(baseMs * 2 ** (failedAttempts - 1), capMs);
   return Math.round(ceiling / 2 + random() * (ceiling / 2));
 }

@@ -4,7 +4,11 @@ import type { ClaimedDelivery } from '../store/claimWebhookDeliveries.js';
 import type { Db } from '../store/db.js';
 import { DeadlineError, withDeadline } from '../time/abortable.js';
 import { recordWebhookAttempt } from '../store/recordWebhookAttempt.js';
+import { backoffMs } from '../time/backoff.js';
 import { webhookHeaders } from './sign.js';
+
+/** The longest wait between two attempts of a delivery. */
+const maxWebhookBackoffMs = 600_000;
 
 export interface WebhookEndpoint {
   config: WebhookConfig;
@@ -63,8 +67,10 @@ export async function sendDelivery(
     error =
       failure instanceof DeadlineError ? failure.message : 'the endpoint could not be reached';
   }
-  const ceiling = Math.min(config.retryBaseMs * 2 ** delivery.attempts, 600_000);
-  const delay = error === null ? 0 : Math.round(ceiling / 2 + (deps.random() * ceiling) / 2);
+  const delay =
+    error === null
+      ? 0
+      : backoffMs(config.retryBaseMs, delivery.attempts + 1, deps.random, maxWebhookBackoffMs);
   if (error !== null) {
     deps.log.warn(
       {

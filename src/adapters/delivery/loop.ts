@@ -1,11 +1,11 @@
-import { newLeaseToken } from '../../ids.js';
 import type { Logger } from '../../log.js';
 import type { PlatformName } from '../../config/platformTypes.js';
-import { abortableDelay, withDeadline } from '../../time/abortable.js';
-import { claimReplies } from '../../store/claimReplies.js';
+import { withDeadline } from '../../time/abortable.js';
+import { startOutboxLoop, type OutboxKind } from '../../work/outboxLoop.js';
+import { claimReplies, type ClaimedReply } from '../../store/claimReplies.js';
 import type { Db } from '../../store/db.js';
 import { foldThread, type FoldedRow, type FoldStep } from '../../store/foldThread.js';
-import { nextReplyDue } from '../../store/nextReplyDue.js';
+import { nextOutboxDue } from '../../store/nextOutboxDue.js';
 import { threadsToFollow } from '../../store/threadsToFollow.js';
 import { typingThreads } from '../../store/typingThreads.js';
 import type { Wakeups } from '../../store/wakeups.js';
@@ -43,8 +43,6 @@ const typingEveryMs: Record<PlatformName, number | null> = {
 
 /** Rows one claim takes, sent concurrently (each to its own thread). */
 const claimSize = 16;
-/** Every this many rounds, the sweep looks at every bound session, not only recent ones. */
-const fullSweepEvery = 60;
 
 /** The store's fold step around the pure `fold`, making new rows' ids with `newId`. */
 export function foldStepWith(newId: () => string): FoldStep {
@@ -70,54 +68,16 @@ export function foldStepWith(newId: () => string): FoldStep {
 }
 
 /**
- * The platform delivery loop (a worker-role process runs one). Each round: fold the
- * journal of sessions that woke up (or that the sweep finds behind) into their outbox,
- * send what is due, renew "typing…" where a worker holds the session; then sleep until a
- * wake-up, the next due retry or edit, or the poll interval. Everything it knows is in
- * the database, so a crash loses nothing: the next process folds from each thread's
- * `followed_sequence` and sends every row not yet confirmed. `stop()` ends the sleep at
- * once and waits for the round in progress.
+ * Platform replies as a kind of the engine's outbox work (src/work/outboxLoop.ts; a
+ * worker-role process runs one). Following folds a session's journal into its threads'
+ * outbox; sending delivers a claimed row (post, edit, stream) under the row's lease;
+ * after sending, "typing…" is renewed where a worker holds the session.
  */
 export function startDelivery(deps: DeliveryDeps): { stop: () => Promise<void> } {
   const foldStep = foldStepWith(deps.newId);
   const adapters = [...deps.clients.keys()];
-  const stopped = new AbortController();
-  const dirty = new Set<string>();
   const lastTyped = new Map<string, number>();
-  let wake = new AbortController();
-  const unsubscribe = deps.wakeups.subscribe((wakeup) => {
-    if (wakeup.kind === 'typing') return;
-    dirty.add(wakeup.sessionId);
-    wake.abort();
-  });
-
-  /** Whether this round folded anything (a turn may have started: typing is due at once). */
-  let folded = false;
-  const foldSessions = async (sessions: Iterable<string>) => {
-    for (const sessionId of sessions) {
-      for (;;) {
-        const result = await foldThread(deps.db, sessionId, foldStep);
-        if (result.folded > 0) folded = true;
-        if (!result.more) break;
-      }
-    }
-  };
-
-  const send = async () => {
-    for (;;) {
-      const token = newLeaseToken();
-      const rows = await claimReplies(deps.db, {
-        adapters,
-        token,
-        leaseMs: deps.leaseMs,
-        limit: claimSize,
-      });
-      if (rows.length === 0) return;
-      const sender = { db: deps.db, clients: deps.clients, log: deps.log };
-      await Promise.all(rows.map((row) => deliverReply(sender, row, token)));
-      if (rows.length < claimSize) return;
-    }
-  };
+  const sender = { db: deps.db, clients: deps.clients, log: deps.log };
 
   /**
    * Typing calls in flight, by thread. The loop never waits for one: each runs on its own
@@ -127,7 +87,7 @@ export function startDelivery(deps: DeliveryDeps): { stop: () => Promise<void> }
    */
   const typingCalls = new Map<string, Promise<void>>();
   let lastTyping = 0;
-  const type = async () => {
+  const type = async (folded: boolean, stop: AbortSignal) => {
     const now = Date.now();
     // Renewals at most once a second; a round that folded new events looks at once.
     if (!folded && now - lastTyping < 1000) return;
@@ -142,7 +102,7 @@ export function startDelivery(deps: DeliveryDeps): { stop: () => Promise<void> }
       const call = withDeadline(
         client.config.typingTimeoutMs,
         (signal) => client.typing(threadId, signal),
-        stopped.signal,
+        stop,
       )
         // Typing is a courtesy: a refusal (Slack outside assistant threads) or a platform
         // too slow to show it is not an error.
@@ -153,56 +113,24 @@ export function startDelivery(deps: DeliveryDeps): { stop: () => Promise<void> }
     for (const [key, at] of lastTyped) if (now - at > 60_000) lastTyped.delete(key);
   };
 
-  let sweeps = 0;
-  let lastSweep = 0;
-  const loop = (async () => {
-    while (!stopped.signal.aborted) {
-      wake = new AbortController();
-      folded = false;
-      let sleepMs = deps.pollMs;
-      try {
-        const woken = [...dirty];
-        dirty.clear();
-        if (woken.length > 0) {
-          await foldSessions(
-            await threadsToFollow(deps.db, {
-              adapters,
-              sessionIds: woken,
-              recentMs: null,
-              limit: woken.length,
-            }),
-          );
-        }
-        // The sweep (for lost wake-ups) runs once per poll interval, however many wake-ups.
-        if (Date.now() - lastSweep >= deps.pollMs) {
-          lastSweep = Date.now();
-          sweeps += 1;
-          const behind = await threadsToFollow(deps.db, {
-            adapters,
-            recentMs: sweeps % fullSweepEvery === 1 ? null : deps.pollMs * 30,
-            limit: 200,
-          });
-          await foldSessions(behind);
-        }
-        await deps.initialize();
-        await send();
-        await type();
-        const due = await nextReplyDue(deps.db, adapters);
-        if (due !== null) sleepMs = Math.max(20, Math.min(sleepMs, due));
-      } catch (error) {
-        deps.log.error({ err: (error as Error).message }, 'platform delivery round failed');
-      }
-      if (dirty.size > 0) continue;
-      await abortableDelay(sleepMs, AbortSignal.any([wake.signal, stopped.signal]));
-    }
-  })();
-
-  return {
-    stop: async () => {
-      stopped.abort();
-      unsubscribe();
-      await loop;
+  const kind: OutboxKind<string, ClaimedReply> = {
+    name: 'platform replies',
+    batchSize: claimSize,
+    behind: (input) => threadsToFollow(deps.db, { adapters, ...input }),
+    key: (sessionId) => sessionId,
+    follow: async (sessionId) => {
+      const result = await foldThread(deps.db, sessionId, foldStep);
+      return { changed: result.folded > 0, more: result.more };
+    },
+    prepare: deps.initialize,
+    claim: (token, limit) =>
+      claimReplies(deps.db, { adapters, token, leaseMs: deps.leaseMs, limit }),
+    send: (row, token) => deliverReply(sender, row, token),
+    afterSend: type,
+    nextDueMs: () => nextOutboxDue(deps.db, 'replies', adapters),
+    stopped: async () => {
       await Promise.all(typingCalls.values());
     },
   };
+  return startOutboxLoop(kind, { wakeups: deps.wakeups, log: deps.log, pollMs: deps.pollMs });
 }

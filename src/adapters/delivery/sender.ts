@@ -8,6 +8,7 @@ import { recordReplyFailed, recordReplySent } from '../../store/recordReply.js';
 import type { PlatformClient } from '../platforms/types.js';
 import type { ReplyContent, ReplyText } from './content.js';
 import { render } from './render.js';
+import { backoffMs } from '../../time/backoff.js';
 
 export interface SenderDeps {
   db: Db;
@@ -242,8 +243,7 @@ export function retryDelay(
 ): number {
   const retryAfter = (error as { retryAfter?: unknown } | null)?.retryAfter;
   if (typeof retryAfter === 'number' && retryAfter > 0) return Math.min(retryAfter * 1000, 600_000);
-  const ceiling = Math.min(baseMs * 2 ** attempts, 300_000);
-  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
+  return backoffMs(baseMs, attempts + 1, random, 300_000);
 }
 
 /** An error as Parley records it: its own message, cut short (never a response body). */

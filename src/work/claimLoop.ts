@@ -1,0 +1,138 @@
+import type { Logger } from '../log.js';
+import type { Wakeup, Wakeups } from '../store/wakeups.js';
+import { drainWithin } from '../time/abortable.js';
+import { startTimedLoop, type RoundOutcome, type TimedLoop } from './timedLoop.js';
+
+/** What a running handler is told: stop between units of work, or stop at once. */
+export interface HandlerControl {
+  /** A graceful stop began: finish the unit in hand, start no other. */
+  readonly shutdown: AbortSignal;
+  /** The grace period ran out: abort what is running and give the lease back. */
+  readonly hardStop: AbortSignal;
+}
+
+/**
+ * A kind of leased work: its own table and claim statement, its handler. The engine knows
+ * nothing else about it.
+ */
+export interface ClaimKind<T> {
+  /** Names the kind in logs. */
+  readonly name: string;
+  /** The most items handled at once (`runtime.max_parallel_turns`, ...). */
+  readonly capacity: number;
+  /** Takes up to `limit` due items, each under a fresh lease token; none is `[]`. */
+  claim(limit: number): Promise<T[]>;
+  /** Milliseconds until the earliest item falls due, when a claim found none (null: none waits). */
+  nextDueMs?(): Promise<number | null>;
+  /** Whether a wake-up concerns this kind; call `wake` (now or later) to claim at once. */
+  onWakeup(wakeup: Wakeup, wake: () => void): void;
+  /** Runs one claimed item under its lease; a failure it throws is logged. */
+  handle(item: T, control: HandlerControl): Promise<void>;
+  /** Names an item in logs (a failed handler). */
+  describe(item: T): Record<string, unknown>;
+}
+
+export interface ClaimLoopOptions {
+  wakeups: Wakeups;
+  log: Logger;
+  /** Longest sleep: the sweep that covers lost wake-ups and dead workers' leases (runtime.poll_ms). */
+  pollMs: number;
+  /** How long running handlers get to finish on stop (runtime.shutdown_grace_ms). */
+  graceMs: number;
+}
+
+/** A process's claim-loop options, from its runtime configuration. */
+export function claimLoopOptions(deps: {
+  wakeups: Wakeups;
+  log: Logger;
+  config: { runtime: { pollMs: number; shutdownGraceMs: number } };
+}): ClaimLoopOptions {
+  const { pollMs, shutdownGraceMs } = deps.config.runtime;
+  return { wakeups: deps.wakeups, log: deps.log, pollMs, graceMs: shutdownGraceMs };
+}
+
+/**
+ * The engine's claim loop, one per kind. States: `running` (claiming while below the
+ * kind's capacity, else waiting for a slot), `idle-waiting` (nothing claimable: sleeps
+ * until a wake-up, the earliest due item, or the poll interval, which also covers lost
+ * wake-ups and expired leases of dead workers), `stopping` (no more claims; running
+ * handlers finish within the grace period, then `hardStop` aborts them and they release
+ * their leases), `stopped`.
+ */
+export class ClaimLoop<T> {
+  private readonly active = new Set<Promise<void>>();
+  private readonly shutdown = new AbortController();
+  private readonly hardStop = new AbortController();
+  private loop: TimedLoop | null = null;
+  private stopping: Promise<void> | null = null;
+  private unsubscribe: (() => void) | null = null;
+
+  constructor(
+    private readonly kind: ClaimKind<T>,
+    private readonly options: ClaimLoopOptions,
+  ) {}
+
+  start(): void {
+    if (this.loop || this.shutdown.signal.aborted) return;
+    const loop = startTimedLoop({
+      name: this.kind.name,
+      log: this.options.log,
+      pollMs: this.options.pollMs,
+      minSleepMs: 1,
+      round: () => this.round(),
+    });
+    this.loop = loop;
+    this.unsubscribe = this.options.wakeups.subscribe((wakeup) =>
+      this.kind.onWakeup(wakeup, () => loop.wake()),
+    );
+  }
+
+  /** Items being handled now. */
+  get size(): number {
+    return this.active.size;
+  }
+
+  /** Graceful stop: see the states above. Resolves when every handler has ended. */
+  stop(): Promise<void> {
+    this.stopping ??= this.drain();
+    return this.stopping;
+  }
+
+  private async drain(): Promise<void> {
+    this.shutdown.abort();
+    this.unsubscribe?.();
+    await this.loop?.stop();
+    await drainWithin(this.active, this.options.graceMs, this.hardStop.signal, () => {
+      this.options.log.warn(
+        { kind: this.kind.name, running: this.active.size },
+        'grace period over; aborting running work',
+      );
+      this.hardStop.abort(new Error('shutdown grace period over'));
+    });
+  }
+
+  /** Claims up to the free capacity and starts a handler per item. */
+  private async round(): Promise<RoundOutcome> {
+    const free = this.kind.capacity - this.active.size;
+    // Full: the next round comes when a handler ends (or at the poll interval).
+    if (free <= 0) return { orWhen: Promise.race(this.active) };
+    const claimed = await this.kind.claim(free);
+    const control = { shutdown: this.shutdown.signal, hardStop: this.hardStop.signal };
+    for (const item of claimed) {
+      // No claim is due when a handler ends: a loop that was full resumes then, and an
+      // item given back with work left announces itself through the wake-ups.
+      const handled = this.kind
+        .handle(item, control)
+        .catch((error: unknown) => {
+          this.options.log.error(
+            { kind: this.kind.name, ...this.kind.describe(item), err: (error as Error).message },
+            'handler failed',
+          );
+        })
+        .finally(() => this.active.delete(handled));
+      this.active.add(handled);
+    }
+    if (claimed.length > 0) return { again: true };
+    return { dueMs: this.kind.nextDueMs ? await this.kind.nextDueMs() : null };
+  }
+}

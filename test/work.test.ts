@@ -1,0 +1,216 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../src/log.js';
+import type { Db } from '../src/store/db.js';
+import { notifyWakeup, Wakeups } from '../src/store/wakeups.js';
+import { backoffMs } from '../src/time/backoff.js';
+import { ClaimLoop, type ClaimKind } from '../src/work/claimLoop.js';
+import { startOutboxLoop, type OutboxKind } from '../src/work/outboxLoop.js';
+import { startTimedLoop } from '../src/work/timedLoop.js';
+import { openTestDb } from './support/db.js';
+import { until } from './support/poll.js';
+
+const log = createLogger({ level: 'silent' });
+/** Longer than any test: a loop that reaches its poll interval has missed a wake-up. */
+const never = 600_000;
+
+/** A promise and its resolve, to hold a handler until the test lets it go. */
+function gate(): { promise: Promise<void>; open: () => void } {
+  let open = () => {};
+  const promise = new Promise<void>((resolve) => (open = resolve));
+  return { promise, open };
+}
+
+describe('the engine (src/work)', () => {
+  let db: Db;
+  let close: () => Promise<void>;
+  let wakeups: Wakeups;
+
+  beforeEach(async () => {
+    ({ db, close } = await openTestDb());
+    wakeups = new Wakeups(db);
+    await wakeups.start();
+  });
+
+  afterEach(async () => {
+    await wakeups.stop();
+    await close();
+  });
+
+  it('runs the next round at once when woken during a round', async () => {
+    let rounds = 0;
+    let loop: ReturnType<typeof startTimedLoop> | null = null;
+    loop = startTimedLoop({
+      name: 'test',
+      log,
+      pollMs: never,
+      minSleepMs: 1,
+      round: async () => {
+        rounds += 1;
+        // Woken while the round is still working (after the loop has started).
+        await new Promise((resolve) => setImmediate(resolve));
+        if (rounds === 1) loop?.wake();
+        return {};
+      },
+    });
+    await until(
+      () => rounds,
+      (n) => n >= 2,
+      'the second round',
+    );
+    await loop.stop();
+    expect(rounds).toBe(2);
+  });
+
+  it('holds a claim loop to its capacity, claims again as handlers end, and drains on stop', async () => {
+    const queue = [1, 2, 3, 4, 5];
+    const gates = new Map<number, ReturnType<typeof gate>>();
+    let running = 0;
+    let most = 0;
+    const handled: number[] = [];
+    const kind: ClaimKind<number> = {
+      name: 'test',
+      capacity: 2,
+      claim: async (limit) => queue.splice(0, limit),
+      onWakeup: () => {},
+      handle: async (item) => {
+        running += 1;
+        most = Math.max(most, running);
+        const held = gate();
+        gates.set(item, held);
+        await held.promise;
+        running -= 1;
+        handled.push(item);
+      },
+      describe: (item) => ({ item }),
+    };
+    const loop = new ClaimLoop(kind, { wakeups, log, pollMs: never, graceMs: never });
+    loop.start();
+    await until(
+      () => gates.size,
+      (n) => n === 2,
+      'two items in hand',
+    );
+    expect(loop.size).toBe(2);
+    for (let next = 1; next <= 5; next++) {
+      await until(
+        () => gates.get(next),
+        (held) => held !== undefined,
+        `item ${next}`,
+      );
+      gates.get(next)?.open();
+    }
+    await until(
+      () => handled.length,
+      (n) => n === 5,
+      'every item handled',
+    );
+    await loop.stop();
+    expect(most).toBe(2);
+    expect(handled.sort()).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('aborts running handlers once the grace period is over', async () => {
+    let claimed = false;
+    let sawHardStop = false;
+    const kind: ClaimKind<string> = {
+      name: 'test',
+      capacity: 1,
+      claim: async () => (claimed ? [] : ((claimed = true), ['stuck'])),
+      onWakeup: () => {},
+      handle: async (_item, control) => {
+        await new Promise<void>((resolve) =>
+          control.hardStop.addEventListener('abort', () => resolve(), { once: true }),
+        );
+        sawHardStop = control.shutdown.aborted && control.hardStop.aborted;
+      },
+      describe: (item) => ({ item }),
+    };
+    const loop = new ClaimLoop(kind, { wakeups, log, pollMs: never, graceMs: 10 });
+    loop.start();
+    await until(
+      () => loop.size,
+      (n) => n === 1,
+      'the item in hand',
+    );
+    await loop.stop();
+    expect(sawHardStop).toBe(true);
+    expect(loop.size).toBe(0);
+  });
+
+  it('claims at once on a wake-up its kind asks for', async () => {
+    const queue: string[] = [];
+    const handled: string[] = [];
+    const kind: ClaimKind<string> = {
+      name: 'test',
+      capacity: 4,
+      claim: async (limit) => queue.splice(0, limit),
+      onWakeup: (wakeup, wake) => {
+        if (wakeup.kind === 'input') wake();
+      },
+      handle: async (item) => {
+        handled.push(item);
+      },
+      describe: (item) => ({ item }),
+    };
+    const loop = new ClaimLoop(kind, { wakeups, log, pollMs: never, graceMs: never });
+    loop.start();
+    queue.push('s1');
+    await notifyWakeup(db, { kind: 'input', sessionId: 's1', sequence: 1 });
+    await until(
+      () => handled,
+      (items) => items.length === 1,
+      'the woken item',
+    );
+    await loop.stop();
+    expect(handled).toEqual(['s1']);
+  });
+
+  it('follows woken sessions once per round and sends in batches until a short one', async () => {
+    const followed: string[] = [];
+    const rows = ['a', 'b', 'c', 'd', 'e'];
+    const claims: number[] = [];
+    const sent: string[] = [];
+    const kind: OutboxKind<string, string> = {
+      name: 'test',
+      batchSize: 2,
+      behind: async (input) => input.sessionIds ?? [],
+      key: (sessionId) => sessionId,
+      follow: async (sessionId) => {
+        followed.push(sessionId);
+        return { changed: true, more: false };
+      },
+      claim: async (_token, limit) => {
+        const batch = rows.splice(0, limit);
+        claims.push(batch.length);
+        return batch;
+      },
+      send: async (row) => {
+        sent.push(row);
+      },
+      nextDueMs: async () => null,
+    };
+    const outbox = startOutboxLoop(kind, { wakeups, log, pollMs: never });
+    await until(
+      () => sent.length,
+      (n) => n === 5,
+      'every row sent',
+    );
+    await notifyWakeup(db, { kind: 'events', sessionId: 's1', sequence: 2 });
+    await until(
+      () => followed,
+      (sessions) => sessions.includes('s1'),
+      'the woken session followed',
+    );
+    await outbox.stop();
+    expect(claims.slice(0, 3)).toEqual([2, 2, 1]);
+    expect(followed.filter((id) => id === 's1')).toHaveLength(1);
+  });
+
+  it('backs off exponentially with jitter, up to its cap', () => {
+    expect(backoffMs(1000, 1, () => 1)).toBe(1000);
+    expect(backoffMs(1000, 3, () => 0)).toBe(2000);
+    expect(backoffMs(1000, 3, () => 1)).toBe(4000);
+    expect(backoffMs(1000, 20, () => 1, 300_000)).toBe(300_000);
+    expect(backoffMs(1000, 20, () => 0, 300_000)).toBe(150_000);
+  });
+});
