@@ -1,22 +1,13 @@
 import { newEvent, type NewEvent, type OptionsOffer } from '../protocol/events.js';
-import type { MemoryEffect } from '../tools/memory/effects.js';
+import type { MemoryEffect } from './types.js';
 import { applyMemoryEffects, type MemoryOwner } from './applyMemoryEffects.js';
 import type { Db, Queryable, Statement } from './db.js';
 import { insertEventsSql } from './appendEvents.js';
 import { liveEvents, storedEventsJson } from './eventRows.js';
 import { holdsLease } from './startAttempt.js';
-import { CancelRequestedError, LeaseLostError, type Lease } from './types.js';
-import { insertUsageSql, sumUsage, usageJson, type Usage } from './usageRows.js';
+import { CancelRequestedError, LeaseLostError, type BurstRef, type Lease } from './types.js';
+import { insertUsageSql, sumUsage, usageEvents, usageJson, type Usage } from './usageRows.js';
 import { notifySql } from './wakeups.js';
-
-export type { Usage } from './usageRows.js';
-export { sumUsage } from './usageRows.js';
-
-export interface BurstRef {
-  turnIds: string[];
-  /** Position of the burst's last turn: the cursor moves here. */
-  lastPosition: number;
-}
 
 const commitStatement: Statement = {
   name: 'commit_turn',
@@ -155,9 +146,4 @@ export async function commitTurn(
   throw (await holdsLease(db, lease))
     ? new CancelRequestedError(lease.sessionId)
     : new LeaseLostError(lease.sessionId);
-}
-
-/** One `usage` event per provider call of the burst. */
-export function usageEvents(lead: string, usage: Usage[]): NewEvent[] {
-  return usage.map((call) => newEvent('usage', lead, { ...call }));
 }

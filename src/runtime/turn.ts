@@ -1,0 +1,249 @@
+import { agentFor } from '../agents/lookup.js';
+import { turnOutcomes } from '../metrics.js';
+import type { QueuedTurn, SessionTurns } from '../store/collectTurns.js';
+import { commitTurn } from '../store/commitTurn.js';
+import { failTurn } from '../store/failTurn.js';
+import { startAttempt } from '../store/startAttempt.js';
+import {
+  BurstChangedError,
+  CancelRequestedError,
+  type BurstRef,
+  type Lease,
+} from '../store/types.js';
+import type { Usage } from '../store/usageRows.js';
+import { waitForInput } from '../store/waitForInput.js';
+import { historyBytesFor, modelInfoOf } from './basePrompt.js';
+import { askForBudget, budgetExhausted } from './budget.js';
+import type { RuntimeDeps } from './deps.js';
+import { closingMessage } from './finish.js';
+import { foldBurst } from './fold.js';
+import { needsGate, runGate } from './gateStep.js';
+import { modelStep } from './modelCall.js';
+import { recordCalls } from './recordCalls.js';
+import { resumeBurst } from './resume.js';
+import { settleCalls } from './toolLoop.js';
+import { offeredTools } from './toolPolicy.js';
+import { countBilled } from './usage.js';
+
+/**
+ * How one burst ended; the drain loop decides what comes next. Only a lost lease (or the
+ * shutdown grace period running out) is thrown: it stops the worker's writes altogether.
+ */
+export type TurnOutcome =
+  /** Committed (a reply or an error). `holding`: more turns are queued, the lease is kept. */
+  | { kind: 'finished'; holding: boolean }
+  /** A person must answer first; the session was given back. */
+  | { kind: 'waiting' }
+  /** Something was journaled since the turns were collected: collect again. */
+  | { kind: 'changed' }
+  /** New input arrived mid-generation: collect it and redo the step. */
+  | { kind: 'pivot'; attempt: number; partial: boolean; unbilled: Usage[] }
+  /** A cancel was requested: journal `cancelled` (billing `unbilled`). */
+  | { kind: 'cancel'; unbilled: Usage[] };
+
+export interface TurnControl {
+  /** Attempts already made at this burst (0 for a fresh one). */
+  attempt: number;
+  /** An earlier attempt left partial text: journal `attempt_reset` first. */
+  partial: boolean;
+  /** Aborts everything: lease lost, or the shutdown grace period is over. */
+  signal: AbortSignal;
+  /** Aborts the step because a cancel was requested. */
+  cancel: AbortSignal;
+  allowPivot: boolean;
+  /** Provider calls of an earlier try at this burst (a pivot) not billed yet. */
+  unbilled: Usage[];
+}
+
+/**
+ * Answers one burst of collected turns, step by step as RUNTIME.md's drain loop reads:
+ * structured inputs, start, gate, fold, then model steps with their tool calls until a
+ * reply without calls, which commits with `done`. Each step is one store statement (or
+ * none), written here; the steps' logic lives in the files named after them. Every
+ * provider call is billed with the statement that closes its step (failed and cancelled
+ * ones too).
+ */
+export async function answerBurst(
+  deps: RuntimeDeps,
+  lease: Lease,
+  agentName: string,
+  turns: SessionTurns,
+  control: TurnControl,
+): Promise<TurnOutcome> {
+  const agent = agentFor(deps, lease.tenant, agentName);
+  const supersede = (agent?.pendingInput ?? 'supersede') === 'supersede';
+
+  // Structured inputs: a person's answers to the saved burst's requests apply first.
+  const resumed = await resumeBurst(deps, agent, turns.burst, turns.queued);
+  if (resumed.kind === 'waiting') {
+    const lastPosition = Math.max(...turns.queued.map((turn) => turn.position));
+    await waitForInput(deps.db, lease, { supersede, lastPosition });
+    return { kind: 'waiting' };
+  }
+  const { burst } = resumed;
+  const inBurst = turns.queued.filter((turn) => burst.turn_ids.includes(turn.turn_id));
+  const base = turns.queued.filter((turn) => burst.base_turn_ids.includes(turn.turn_id));
+  const lead = inBurst[0] as QueuedTurn;
+  const ref: BurstRef = {
+    turnIds: burst.turn_ids,
+    lastPosition: Math.max(...inBurst.map((turn) => turn.position)),
+  };
+
+  // Start: `attempt_reset`?, `turn_started`, the turns running, the history read. Resuming
+  // after a person answered continues the same attempt; only a new owner of partial
+  // output (or a fresh burst) starts a new one.
+  let attempt =
+    resumed.resumed && !control.partial ? Math.max(control.attempt, 1) : control.attempt + 1;
+  const started = await unless(
+    BurstChangedError,
+    startAttempt(deps.db, lease, {
+      turnIds: burst.turn_ids,
+      attempt,
+      resetPrevious: control.partial,
+      seenSequence: turns.last_sequence,
+      historyBefore: (base[0] as QueuedTurn).admitted_sequence,
+      historyLimit: deps.config.runtime.historyMessages,
+      historyBytes: agent ? historyBytesFor(modelInfoOf(deps, agent)) : 0,
+    }),
+  );
+  if (started === null) return { kind: 'changed' };
+
+  if (!agent) {
+    // A tenant's definition the operator's checks now refuse is never run half-way.
+    const refused = deps.agents?.refused?.(lease.tenant, agentName) ?? null;
+    await failTurn(deps.db, lease, {
+      ...ref,
+      code: refused === null ? 'unknown_agent' : 'agent_refused',
+      message:
+        refused === null
+          ? `the agent "${agentName}" is not configured on this server`
+          : `the agent "${agentName}" is refused by this server's checks: ${refused}`,
+      usage: [],
+    });
+    turnOutcomes.inc({ outcome: 'error' });
+    return { kind: 'finished', holding: true };
+  }
+  /** Provider calls made but not billed yet: the next statement that closes a step bills them. */
+  let unbilled: Usage[] = [...control.unbilled];
+  const reply = { ...ref, author: lead.author };
+  const commit = async (closing: Parameters<typeof closingMessage>[4]): Promise<TurnOutcome> => {
+    const committed = await unless(
+      CancelRequestedError,
+      commitTurn(deps.db, lease, closingMessage(lease, agent, burst, reply, closing)),
+    );
+    // A cancel took the session row first: nothing was written, the cancel journals it.
+    if (committed === null) return { kind: 'cancel', unbilled: control.unbilled };
+    countBilled(lease.tenant, agent.name, closing.usage);
+    turnOutcomes.inc({ outcome: 'done' });
+    return { kind: 'finished', holding: committed.pending };
+  };
+
+  // Gate: a fresh burst of messages only; off topic (or a failed gate: fail-closed), the
+  // redirect is the reply.
+  if (needsGate(agent, inBurst, resumed.resumed)) {
+    const gate = await runGate(deps, agent, burst.lead, inBurst, control.signal);
+    if (gate.usage) unbilled.push(gate.usage);
+    if (!gate.onTopic) {
+      return commit({
+        text: agent.gate.redirect,
+        options: null,
+        usage: unbilled,
+        tail: [],
+        before: gate.event ? [gate.event] : [],
+        raw: agent.gate.redirect,
+      });
+    }
+  }
+
+  // Fold: what the model sees, rebuilt from the burst before every step.
+  const prompt = foldBurst(deps, lease, agent, burst, started.history, base);
+  const tools = offeredTools(agent, deps.tools);
+
+  for (;;) {
+    if (control.cancel.aborted) return { kind: 'cancel', unbilled };
+    // Tools: the open calls run (each result saved as it returns), or wait for a person.
+    const open = await settleCalls(deps, lease, agent, burst, {
+      user: lead.author,
+      signal: control.signal,
+    });
+    if (open === 'waiting') {
+      await waitForInput(deps.db, lease, { supersede, lastPosition: ref.lastPosition });
+      return { kind: 'waiting' };
+    }
+    if (control.cancel.aborted) return { kind: 'cancel', unbilled };
+
+    // Budgets: over budget, ask a person for more or finish with the reason.
+    const exhausted = budgetExhausted(burst);
+    if (exhausted && agent.budgets.onExhausted === 'ask' && !exhausted.refused) {
+      await askForBudget(deps, lease, burst, exhausted.reason);
+      continue;
+    }
+    if (exhausted) {
+      return commit({
+        text: `I stopped here: ${exhausted.reason}.`,
+        options: null,
+        usage: unbilled,
+        tail: [],
+      });
+    }
+
+    // Model step (streaming, with its retries).
+    const step = await modelStep(deps, lease, agent, burst, {
+      prompt,
+      tools,
+      turns: inBurst,
+      attempt,
+      state: control,
+    });
+    unbilled.push(...step.unbilled);
+    if (step.kind === 'failed') {
+      // A permanent provider error, or retries spent: the turn ends with `error`.
+      await failTurn(deps.db, lease, {
+        ...ref,
+        code: step.code,
+        message: step.message,
+        usage: unbilled,
+      });
+      countBilled(lease.tenant, agent.name, unbilled);
+      turnOutcomes.inc({ outcome: 'error' });
+      return { kind: 'finished', holding: true };
+    }
+    // The broken-off call is billed with the cancel, or with the reply the pivot leads to.
+    if (step.kind === 'pivot') return { ...step, unbilled };
+    if (step.kind === 'cancel') return { kind: 'cancel', unbilled };
+    attempt = step.attempt;
+    const usage = [...unbilled, step.usage];
+    unbilled = [];
+
+    // Tool calls: record them (and any requests) with the step, then settle them.
+    if (step.result.calls.length > 0) {
+      await recordCalls(deps, lease, agent, burst, step.result, usage, step.tail);
+      countBilled(lease.tenant, agent.name, usage);
+      continue;
+    }
+
+    // Finish: the reply, `done` and the cursor in one token-gated statement.
+    return commit({
+      text: step.result.text,
+      options: step.result.options,
+      usage,
+      tail: step.tail,
+    });
+  }
+}
+
+/**
+ * A store write's expected refusal as an outcome: `null` when it throws `expected` (the
+ * write applied nothing and says why), its result otherwise; other errors propagate.
+ */
+async function unless<T>(
+  expected: typeof BurstChangedError | typeof CancelRequestedError,
+  write: Promise<T>,
+): Promise<T | null> {
+  try {
+    return await write;
+  } catch (error) {
+    if (error instanceof expected) return null;
+    throw error;
+  }
+}
