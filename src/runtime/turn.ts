@@ -4,12 +4,7 @@ import type { QueuedTurn, SessionTurns } from '../store/collectTurns.js';
 import { commitTurn } from '../store/commitTurn.js';
 import { failTurn } from '../store/failTurn.js';
 import { startAttempt } from '../store/startAttempt.js';
-import {
-  BurstChangedError,
-  CancelRequestedError,
-  type BurstRef,
-  type Lease,
-} from '../store/types.js';
+import type { BurstRef, Lease } from '../store/types.js';
 import type { Usage } from '../store/usageRows.js';
 import { waitForInput } from '../store/waitForInput.js';
 import { historyBytesFor, modelInfoOf } from './basePrompt.js';
@@ -94,19 +89,16 @@ export async function answerBurst(
   // output (or a fresh burst) starts a new one.
   let attempt =
     resumed.resumed && !control.partial ? Math.max(control.attempt, 1) : control.attempt + 1;
-  const started = await unless(
-    BurstChangedError,
-    startAttempt(deps.db, lease, {
-      turnIds: burst.turn_ids,
-      attempt,
-      resetPrevious: control.partial,
-      seenSequence: turns.last_sequence,
-      historyBefore: (base[0] as QueuedTurn).admitted_sequence,
-      historyLimit: deps.config.runtime.historyMessages,
-      historyBytes: agent ? historyBytesFor(modelInfoOf(deps, agent)) : 0,
-    }),
-  );
-  if (started === null) return { kind: 'changed' };
+  const started = await startAttempt(deps.db, lease, {
+    turnIds: burst.turn_ids,
+    attempt,
+    resetPrevious: control.partial,
+    seenSequence: turns.last_sequence,
+    historyBefore: (base[0] as QueuedTurn).admitted_sequence,
+    historyLimit: deps.config.runtime.historyMessages,
+    historyBytes: agent ? historyBytesFor(modelInfoOf(deps, agent)) : 0,
+  });
+  if (started === 'changed') return { kind: 'changed' };
 
   if (!agent) {
     // A tenant's definition the operator's checks now refuse is never run half-way.
@@ -127,12 +119,10 @@ export async function answerBurst(
   let unbilled: Usage[] = [...control.unbilled];
   const reply = { ...ref, author: lead.author };
   const commit = async (closing: Parameters<typeof closingMessage>[4]): Promise<TurnOutcome> => {
-    const committed = await unless(
-      CancelRequestedError,
-      commitTurn(deps.db, lease, closingMessage(lease, agent, burst, reply, closing)),
-    );
+    const message = closingMessage(lease, agent, burst, reply, closing);
+    const committed = await commitTurn(deps.db, lease, message);
     // A cancel took the session row first: nothing was written, the cancel journals it.
-    if (committed === null) return { kind: 'cancel', unbilled: control.unbilled };
+    if (committed === 'cancelled') return { kind: 'cancel', unbilled: control.unbilled };
     countBilled(lease.tenant, agent.name, closing.usage);
     turnOutcomes.inc({ outcome: 'done' });
     return { kind: 'finished', holding: committed.pending };
@@ -229,21 +219,5 @@ export async function answerBurst(
       usage,
       tail: step.tail,
     });
-  }
-}
-
-/**
- * A store write's expected refusal as an outcome: `null` when it throws `expected` (the
- * write applied nothing and says why), its result otherwise; other errors propagate.
- */
-async function unless<T>(
-  expected: typeof BurstChangedError | typeof CancelRequestedError,
-  write: Promise<T>,
-): Promise<T | null> {
-  try {
-    return await write;
-  } catch (error) {
-    if (error instanceof expected) return null;
-    throw error;
   }
 }

@@ -80,22 +80,6 @@ export class LeaseLostError extends Error {
   }
 }
 
-/** The burst changed under the worker (a queued turn of it was cancelled): collect again. */
-export class BurstChangedError extends Error {
-  constructor(readonly sessionId: string) {
-    super(`the burst of session ${sessionId} changed`);
-    this.name = 'BurstChangedError';
-  }
-}
-
-/** A cancel of the running burst was requested; the worker must journal `cancelled`. */
-export class CancelRequestedError extends Error {
-  constructor(readonly sessionId: string) {
-    super(`cancel requested on session ${sessionId}`);
-    this.name = 'CancelRequestedError';
-  }
-}
-
 /**
  * A memory write promised by a turn (tools/memory/effects.ts buffers them): applied in the
  * transaction that commits the turn's reply, or never.
