@@ -10,7 +10,7 @@ import { waitForInput } from '../store/waitForInput.js';
 import { historyBytesFor, modelInfoOf } from './basePrompt.js';
 import { askForBudget, budgetExhausted } from './budget.js';
 import type { RuntimeDeps } from './deps.js';
-import { closingMessage } from './finish.js';
+import { closingMessage, type Reply } from './finish.js';
 import { foldBurst } from './fold.js';
 import { needsGate, runGate } from './gateStep.js';
 import { modelStep } from './modelCall.js';
@@ -118,7 +118,7 @@ export async function answerBurst(
   /** Provider calls made but not billed yet: the next statement that closes a step bills them. */
   let unbilled: Usage[] = [...control.unbilled];
   const reply = { ...ref, author: lead.author };
-  const commit = async (closing: Parameters<typeof closingMessage>[4]): Promise<TurnOutcome> => {
+  const commit = async (closing: Reply): Promise<TurnOutcome> => {
     const message = closingMessage(lease, agent, burst, reply, closing);
     const committed = await commitTurn(deps.db, lease, message);
     // A cancel took the session row first: nothing was written, the cancel journals it.
