@@ -11,7 +11,7 @@ const arrows = {
   work: ['store', 'time'],
   providers: ['config'],
   config: ['tools'],
-  store: ['protocol', 'config', 'tools'],
+  store: ['protocol', 'config'],
   tools: ['config', 'store'],
   agents: ['config', 'store', 'tools'],
   retention: ['config', 'store'],

@@ -5,16 +5,11 @@ import { collectTurns, type SessionTurns } from '../store/collectTurns.js';
 import { getSessionRow } from '../store/getSession.js';
 import { parkSession } from '../store/parkSession.js';
 import { releaseLease } from '../store/releaseLease.js';
-import {
-  BurstChangedError,
-  CancelRequestedError,
-  LeaseLostError,
-  type Lease,
-} from '../store/types.js';
+import { LeaseLostError, type Lease } from '../store/types.js';
 import type { Usage } from '../store/usageRows.js';
-import { answerBurst } from './burst.js';
 import type { RuntimeDeps } from './deps.js';
 import { startHeartbeat } from './heartbeat.js';
+import { answerBurst } from './turn.js';
 import { watchForCancel } from './watchers.js';
 
 /** The most turns folded into one burst; the rest wait for the next iteration. */
@@ -88,23 +83,14 @@ export async function drainSession(
         continue;
       }
       if (turns.queued.length === 0) break;
-      let outcome;
-      try {
-        outcome = await answerBurst(deps, lease, claimed.agent, turns, {
-          attempt,
-          partial,
-          signal: abort.signal,
-          cancel: cancel.signal,
-          allowPivot: pivots < maxPivots,
-          unbilled,
-        });
-        unbilled = [];
-      } catch (error) {
-        if (error instanceof CancelRequestedError) cancel.trigger();
-        else if (!(error instanceof BurstChangedError)) throw error;
-        turns = await collect();
-        continue;
-      }
+      const outcome = await answerBurst(deps, lease, claimed.agent, turns, {
+        attempt,
+        partial,
+        signal: abort.signal,
+        cancel: cancel.signal,
+        allowPivot: pivots < maxPivots,
+        unbilled,
+      });
       if (outcome.kind === 'waiting') {
         // The turn waits for a person; waitForInput already gave the session back.
         holding = false;
@@ -115,7 +101,9 @@ export async function drainSession(
         holding = false;
         break;
       }
-      if (outcome.kind === 'pivot') {
+      if (outcome.kind === 'changed') {
+        // A turn of the burst was cancelled, or another arrived, before it started.
+      } else if (outcome.kind === 'pivot') {
         // New input arrived mid-generation: redo the step with it folded in.
         pivots += 1;
         attempt = outcome.attempt;
@@ -128,6 +116,7 @@ export async function drainSession(
         pivots = 0;
         attempt = 0;
         partial = false;
+        unbilled = [];
       }
       turns = await collect();
     }

@@ -1,4 +1,4 @@
-import type { LanguageModelV3FunctionTool, LanguageModelV3Prompt } from '@ai-sdk/provider';
+import type { LanguageModelV3FunctionTool } from '@ai-sdk/provider';
 import type { AgentConfig } from '../config/types.js';
 import type { NewEvent } from '../protocol/events.js';
 import type { QueuedTurn } from '../store/collectTurns.js';
@@ -7,19 +7,21 @@ import type { BurstState, Lease } from '../store/types.js';
 import type { Usage } from '../store/usageRows.js';
 import { abortableDelay } from '../time/abortable.js';
 import { retryDelayMs } from '../time/backoff.js';
-import type { BurstControl } from './burst.js';
 import { DeltaBuffer } from './deltaBuffer.js';
 import type { RuntimeDeps } from './deps.js';
+import type { Prompter, PromptOptions } from './fold.js';
 import { agentCallSettings, ProviderFailure, streamStep, type StepResult } from './modelStep.js';
 import { estimatedUsage, usageOf } from './usage.js';
 import { watchForNewInput } from './watchers.js';
 
-/** How a prompt is (re)built: whole, or for the retries below. */
-export interface PromptOptions {
-  /** Half the history: the one retry after a `context_length` refusal. */
-  tighter?: boolean;
-  /** No images: the one retry after a call that carried images failed for good. */
-  withoutImages?: boolean;
+/** What stops a model step, and whether new input may break it off. */
+export interface StepControl {
+  /** Aborts everything: lease lost, or the shutdown grace period is over. */
+  signal: AbortSignal;
+  /** Aborts the step because a cancel was requested. */
+  cancel: AbortSignal;
+  /** New input may break off this step (a pivot). */
+  allowPivot: boolean;
 }
 
 export type StepOutcome = { unbilled: Usage[] } & (
@@ -46,11 +48,11 @@ export async function modelStep(
   agent: AgentConfig,
   burst: BurstState,
   step: {
-    prompt: (options: PromptOptions) => Promise<{ prompt: LanguageModelV3Prompt; images: number }>;
+    prompt: Prompter;
     tools: LanguageModelV3FunctionTool[];
     turns: QueuedTurn[];
     attempt: number;
-    state: BurstControl;
+    state: StepControl;
   },
 ): Promise<StepOutcome> {
   const { runtime } = deps.config;

@@ -6,7 +6,7 @@ import { MemoryEffects } from '../tools/memory/effects.js';
 import { resolveAgentTools, runResolvedTool, type ResolvedTool } from '../tools/registry.js';
 import { callScope } from '../tools/scope.js';
 import type { RuntimeDeps } from './deps.js';
-import { isOpen } from './steps.js';
+import { isOpen } from './toolPolicy.js';
 
 /**
  * The tool loop (RUNTIME.md): brings the open calls of a burst forward.

@@ -1,4 +1,4 @@
-import type { MemoryEffect } from '../tools/memory/effects.js';
+import type { MemoryEffect } from './types.js';
 import type { Queryable } from './db.js';
 
 /** Whose memories a turn writes: the user it answers, with this agent, in this tenant. */

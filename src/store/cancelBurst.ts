@@ -1,11 +1,11 @@
 import { newEvent, type Actor } from '../protocol/events.js';
 import type { Db } from './db.js';
 import { appendEvents } from './appendEvents.js';
+import { billUsage } from './billUsage.js';
 import { closeBurst } from './closeBurst.js';
-import { usageEvents, type Usage } from './commitTurn.js';
-import { billUsage } from './failTurn.js';
 import { expirePendingRequests } from './expireRequests.js';
 import { LeaseLostError, type Lease } from './types.js';
+import { usageEvents, type Usage } from './usageRows.js';
 
 /**
  * Journals `cancelled` for the running burst (PROTOCOL.md §5), naming every turn in it,

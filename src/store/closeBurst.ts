@@ -1,6 +1,5 @@
 import type { Queryable } from './db.js';
-import type { Lease } from './types.js';
-import type { BurstRef } from './commitTurn.js';
+import type { BurstRef, Lease } from './types.js';
 
 /**
  * Marks a burst's turns finished (error or cancelled) and moves the cursor past them,

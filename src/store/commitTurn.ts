@@ -1,22 +1,13 @@
 import { newEvent, type NewEvent, type OptionsOffer } from '../protocol/events.js';
-import type { MemoryEffect } from '../tools/memory/effects.js';
+import type { MemoryEffect } from './types.js';
 import { applyMemoryEffects, type MemoryOwner } from './applyMemoryEffects.js';
 import type { Db, Queryable, Statement } from './db.js';
 import { insertEventsSql } from './appendEvents.js';
 import { liveEvents, storedEventsJson } from './eventRows.js';
 import { holdsLease } from './startAttempt.js';
-import { CancelRequestedError, LeaseLostError, type Lease } from './types.js';
-import { insertUsageSql, sumUsage, usageJson, type Usage } from './usageRows.js';
+import { LeaseLostError, type BurstRef, type Lease } from './types.js';
+import { insertUsageSql, sumUsage, usageEvents, usageJson, type Usage } from './usageRows.js';
 import { notifySql } from './wakeups.js';
-
-export type { Usage } from './usageRows.js';
-export { sumUsage } from './usageRows.js';
-
-export interface BurstRef {
-  turnIds: string[];
-  /** Position of the burst's last turn: the cursor moves here. */
-  lastPosition: number;
-}
 
 const commitStatement: Statement = {
   name: 'commit_turn',
@@ -76,7 +67,8 @@ const commitStatement: Statement = {
  * already queued. Either all of it is durable or, if the lease was lost or a cancel got
  * the session row first, none of it. Buffered effects (memory writes) are applied in the
  * same transaction when there are any. Returns whether the worker still holds the lease
- * (more turns are queued).
+ * (more turns are queued), or `'cancelled'` when a cancel request got the session row
+ * first (nothing written: the worker journals `cancelled` instead). A lost lease throws.
  */
 export async function commitTurn(
   db: Db,
@@ -97,7 +89,7 @@ export async function commitTurn(
     /** Buffered memory writes of the turn, applied with the commit. */
     effects?: { owner: MemoryOwner; list: readonly MemoryEffect[] };
   },
-): Promise<{ sequence: number; pending: boolean }> {
+): Promise<{ sequence: number; pending: boolean } | 'cancelled'> {
   const lead = burst.turnIds[0] as string;
   const events: NewEvent[] = [...burst.tail, ...(burst.before ?? [])];
   events.push(...usageEvents(lead, burst.usage));
@@ -152,12 +144,6 @@ export async function commitTurn(
   const row = committed.rows[0];
   if (row) return { sequence: row.last_sequence, pending: row.pending };
   // Nothing applied: a cancel took the session row first (no `done` then), or the lease is gone.
-  throw (await holdsLease(db, lease))
-    ? new CancelRequestedError(lease.sessionId)
-    : new LeaseLostError(lease.sessionId);
-}
-
-/** One `usage` event per provider call of the burst. */
-export function usageEvents(lead: string, usage: Usage[]): NewEvent[] {
-  return usage.map((call) => newEvent('usage', lead, { ...call }));
+  if (await holdsLease(db, lease)) return 'cancelled';
+  throw new LeaseLostError(lease.sessionId);
 }

@@ -2,7 +2,7 @@ import { newEvent, type NewEvent } from '../protocol/events.js';
 import type { Queryable, Statement } from './db.js';
 import { insertEventsSql } from './appendEvents.js';
 import { liveEvents, storedEventsJson } from './eventRows.js';
-import { BurstChangedError, LeaseLostError, type Lease } from './types.js';
+import { LeaseLostError, type Lease } from './types.js';
 import { notifySql } from './wakeups.js';
 
 /** A transcript message as the model's history sees it (raw reply where it differs). */
@@ -66,8 +66,8 @@ const startStatement: Statement = {
  * earlier attempt left partial output (its worker lost the lease), then `turn_started`;
  * the burst's turns become `running`; and the history before the burst is read for the
  * prompt. It applies only if nothing was journaled since the turns were collected
- * (`seenSequence`): a turn cancelled or admitted meanwhile makes it throw
- * BurstChangedError, and the caller collects again. Not "progress" for parking: a worker
+ * (`seenSequence`): a turn cancelled or admitted meanwhile makes it write nothing and
+ * return `'changed'`, and the caller collects again. A lost lease throws LeaseLostError. Not "progress" for parking: a worker
  * that crashes right after this must still count toward parking.
  */
 export async function startAttempt(
@@ -85,7 +85,7 @@ export async function startAttempt(
     historyLimit: number;
     historyBytes: number;
   },
-): Promise<{ sequence: number; history: HistoryMessage[] }> {
+): Promise<{ sequence: number; history: HistoryMessage[] } | 'changed'> {
   const lead = burst.turnIds[0] as string;
   const events: NewEvent[] = [];
   if (burst.resetPrevious) {
@@ -110,9 +110,8 @@ export async function startAttempt(
   );
   const row = started.rows[0];
   if (row) return { sequence: row.last_sequence, history: row.history };
-  throw (await holdsLease(db, lease))
-    ? new BurstChangedError(lease.sessionId)
-    : new LeaseLostError(lease.sessionId);
+  if (await holdsLease(db, lease)) return 'changed';
+  throw new LeaseLostError(lease.sessionId);
 }
 
 /** After a gated write applied nothing: is the lease still ours (then something else changed)? */

@@ -56,7 +56,6 @@ export interface Lease {
 }
 
 export type { NewEvent } from '../protocol/events.js';
-import type { MemoryEffect } from '../tools/memory/effects.js';
 import type { Visibility } from '../config/types.js';
 /** A journaled event as clients see it (PROTOCOL.md §3). */
 export type { ParleyEvent as JournalEvent } from '../protocol/events.js';
@@ -81,20 +80,19 @@ export class LeaseLostError extends Error {
   }
 }
 
-/** The burst changed under the worker (a queued turn of it was cancelled): collect again. */
-export class BurstChangedError extends Error {
-  constructor(readonly sessionId: string) {
-    super(`the burst of session ${sessionId} changed`);
-    this.name = 'BurstChangedError';
-  }
-}
+/**
+ * A memory write promised by a turn (tools/memory/effects.ts buffers them): applied in the
+ * transaction that commits the turn's reply, or never.
+ */
+export type MemoryEffect =
+  | { kind: 'remember'; effect_id: string; memory_id: string; text: string }
+  | { kind: 'forget'; effect_id: string; memory_id: string };
 
-/** A cancel of the running burst was requested; the worker must journal `cancelled`. */
-export class CancelRequestedError extends Error {
-  constructor(readonly sessionId: string) {
-    super(`cancel requested on session ${sessionId}`);
-    this.name = 'CancelRequestedError';
-  }
+/** The turns a closing statement finishes. */
+export interface BurstRef {
+  turnIds: string[];
+  /** Position of the burst's last turn: the cursor moves here. */
+  lastPosition: number;
 }
 
 /** A tool call of the burst being answered, with where it stands (docs/design/approvals.md). */

@@ -1,4 +1,4 @@
-import type { EventData } from '../protocol/events.js';
+import { newEvent, type EventData, type NewEvent } from '../protocol/events.js';
 
 /** One provider call's usage, as its `usage` event carries it (PROTOCOL.md, extended). */
 export type Usage = EventData<'usage'>;
@@ -39,4 +39,9 @@ export function sumUsage(usage: Usage[]): {
     }),
     { input_tokens: 0, output_tokens: 0, cost_usd: 0 },
   );
+}
+
+/** One `usage` event per provider call of the burst. */
+export function usageEvents(lead: string, usage: Usage[]): NewEvent[] {
+  return usage.map((call) => newEvent('usage', lead, { ...call }));
 }

@@ -1,5 +1,5 @@
 import type { Config } from '../config/types.js';
-import type { MemoryEffect } from './memory/effects.js';
+import type { MemoryEffect } from '../store/types.js';
 import { MemoryEffects } from './memory/effects.js';
 import { workspaceDir } from './shell/workspace.js';
 import type { CallScope } from './types.js';

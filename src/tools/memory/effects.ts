@@ -1,12 +1,8 @@
 import { newEffectId, newMemoryId } from '../../ids.js';
+import type { MemoryEffect } from '../../store/types.js';
 
 /** The longest memory a turn may store, in characters. */
 export const MAX_MEMORY_CHARS = 2000;
-
-/** A write promised by a turn: applied in the turn's commit transaction, or never. */
-export type MemoryEffect =
-  | { kind: 'remember'; effect_id: string; memory_id: string; text: string }
-  | { kind: 'forget'; effect_id: string; memory_id: string };
 
 /**
  * A turn's buffered memory writes (seed 000's buffered effects). `remember` and `forget`

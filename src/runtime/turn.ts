@@ -1,32 +1,42 @@
 import { agentFor } from '../agents/lookup.js';
-import type { AgentConfig } from '../config/types.js';
-import { newMessageId, newRequestId } from '../ids.js';
 import { turnOutcomes } from '../metrics.js';
-import type { NewEvent } from '../protocol/events.js';
 import type { QueuedTurn, SessionTurns } from '../store/collectTurns.js';
-import { commitTurn, type BurstRef, type Usage } from '../store/commitTurn.js';
+import { commitTurn } from '../store/commitTurn.js';
 import { failTurn } from '../store/failTurn.js';
 import { startAttempt } from '../store/startAttempt.js';
-import type { BurstState, Lease } from '../store/types.js';
+import type { BurstRef, Lease } from '../store/types.js';
+import type { Usage } from '../store/usageRows.js';
 import { waitForInput } from '../store/waitForInput.js';
-import { basePrompt, historyBytesFor, modelInfoOf } from './basePrompt.js';
+import { historyBytesFor, modelInfoOf } from './basePrompt.js';
+import { askForBudget, budgetExhausted } from './budget.js';
 import type { RuntimeDeps } from './deps.js';
+import { closingMessage, type Reply } from './finish.js';
+import { foldBurst } from './fold.js';
 import { needsGate, runGate } from './gateStep.js';
-import { modelStep, type PromptOptions } from './modelCall.js';
-import { continuePrompt, offeredTools, replyText } from './steps.js';
-import { askForBudget, budgetExhausted, recordCalls, resumeBurst } from './toolCalls.js';
+import { modelStep } from './modelCall.js';
+import { recordCalls } from './recordCalls.js';
+import { resumeBurst } from './resume.js';
 import { settleCalls } from './toolLoop.js';
+import { offeredTools } from './toolPolicy.js';
 import { countBilled } from './usage.js';
 
-export type BurstOutcome =
-  /** `holding`: the commit kept the lease because more turns are queued. */
+/**
+ * How one burst ended; the drain loop decides what comes next. Only a lost lease (or the
+ * shutdown grace period running out) is thrown: it stops the worker's writes altogether.
+ */
+export type TurnOutcome =
+  /** Committed (a reply or an error). `holding`: more turns are queued, the lease is kept. */
   | { kind: 'finished'; holding: boolean }
+  /** A person must answer first; the session was given back. */
   | { kind: 'waiting' }
-  /** `unbilled`: provider calls to bill with whatever closes the turn next. */
+  /** Something was journaled since the turns were collected: collect again. */
+  | { kind: 'changed' }
+  /** New input arrived mid-generation: collect it and redo the step. */
   | { kind: 'pivot'; attempt: number; partial: boolean; unbilled: Usage[] }
+  /** A cancel was requested: journal `cancelled` (billing `unbilled`). */
   | { kind: 'cancel'; unbilled: Usage[] };
 
-export interface BurstControl {
+export interface TurnControl {
   /** Attempts already made at this burst (0 for a fresh one). */
   attempt: number;
   /** An earlier attempt left partial text: journal `attempt_reset` first. */
@@ -41,25 +51,25 @@ export interface BurstControl {
 }
 
 /**
- * Answers one burst (RUNTIME.md, the drain loop's body): `turn_started`; the scope gate
- * for a fresh burst of messages; then model steps until a reply without tool calls, which
- * is committed with `done` in one token-gated statement. Tool calls follow the agent's
- * policy (steps.ts, toolCalls.ts, toolLoop.ts); a call that needs a person stops the turn
- * (`waiting`) until an answer makes the session claimable again, and the working
- * conversation is saved on the session row between steps. Every provider call is billed
- * with the statement that closes its step (failed and cancelled ones too). Returns early
- * on a pivot or a cancel; throws when the lease is lost.
+ * Answers one burst of collected turns, step by step as RUNTIME.md's drain loop reads:
+ * structured inputs, start, gate, fold, then model steps with their tool calls until a
+ * reply without calls, which commits with `done`. Each step is one store statement (or
+ * none), written here; the steps' logic lives in the files named after them. Every
+ * provider call is billed with the statement that closes its step (failed and cancelled
+ * ones too).
  */
 export async function answerBurst(
   deps: RuntimeDeps,
   lease: Lease,
   agentName: string,
   turns: SessionTurns,
-  state: BurstControl,
-): Promise<BurstOutcome> {
+  control: TurnControl,
+): Promise<TurnOutcome> {
   const agent = agentFor(deps, lease.tenant, agentName);
-  const resumed = await resumeBurst(deps, agent, turns.burst, turns.queued);
   const supersede = (agent?.pendingInput ?? 'supersede') === 'supersede';
+
+  // Structured inputs: a person's answers to the saved burst's requests apply first.
+  const resumed = await resumeBurst(deps, agent, turns.burst, turns.queued);
   if (resumed.kind === 'waiting') {
     const lastPosition = Math.max(...turns.queued.map((turn) => turn.position));
     await waitForInput(deps.db, lease, { supersede, lastPosition });
@@ -68,22 +78,27 @@ export async function answerBurst(
   const { burst } = resumed;
   const inBurst = turns.queued.filter((turn) => burst.turn_ids.includes(turn.turn_id));
   const base = turns.queued.filter((turn) => burst.base_turn_ids.includes(turn.turn_id));
+  const lead = inBurst[0] as QueuedTurn;
   const ref: BurstRef = {
     turnIds: burst.turn_ids,
     lastPosition: Math.max(...inBurst.map((turn) => turn.position)),
   };
-  // Resuming after a person answered continues the same attempt; only a new owner of
-  // partial output (or a fresh burst) starts a new one.
-  let attempt = resumed.resumed && !state.partial ? Math.max(state.attempt, 1) : state.attempt + 1;
+
+  // Start: `attempt_reset`?, `turn_started`, the turns running, the history read. Resuming
+  // after a person answered continues the same attempt; only a new owner of partial
+  // output (or a fresh burst) starts a new one.
+  let attempt =
+    resumed.resumed && !control.partial ? Math.max(control.attempt, 1) : control.attempt + 1;
   const started = await startAttempt(deps.db, lease, {
     turnIds: burst.turn_ids,
     attempt,
-    resetPrevious: state.partial,
+    resetPrevious: control.partial,
     seenSequence: turns.last_sequence,
     historyBefore: (base[0] as QueuedTurn).admitted_sequence,
     historyLimit: deps.config.runtime.historyMessages,
     historyBytes: agent ? historyBytesFor(modelInfoOf(deps, agent)) : 0,
   });
+  if (started === 'changed') return { kind: 'changed' };
 
   if (!agent) {
     // A tenant's definition the operator's checks now refuse is never run half-way.
@@ -100,16 +115,26 @@ export async function answerBurst(
     turnOutcomes.inc({ outcome: 'error' });
     return { kind: 'finished', holding: true };
   }
-  const turn = { deps, lease, agent, burst, ref, lead: inBurst[0] as QueuedTurn };
   /** Provider calls made but not billed yet: the next statement that closes a step bills them. */
-  let unbilled: Usage[] = [...state.unbilled];
+  let unbilled: Usage[] = [...control.unbilled];
+  const reply = { ...ref, author: lead.author };
+  const commit = async (closing: Reply): Promise<TurnOutcome> => {
+    const message = closingMessage(lease, agent, burst, reply, closing);
+    const committed = await commitTurn(deps.db, lease, message);
+    // A cancel took the session row first: nothing was written, the cancel journals it.
+    if (committed === 'cancelled') return { kind: 'cancel', unbilled: control.unbilled };
+    countBilled(lease.tenant, agent.name, closing.usage);
+    turnOutcomes.inc({ outcome: 'done' });
+    return { kind: 'finished', holding: committed.pending };
+  };
 
+  // Gate: a fresh burst of messages only; off topic (or a failed gate: fail-closed), the
+  // redirect is the reply.
   if (needsGate(agent, inBurst, resumed.resumed)) {
-    const gate = await runGate(deps, agent, burst.lead, inBurst, state.signal);
+    const gate = await runGate(deps, agent, burst.lead, inBurst, control.signal);
     if (gate.usage) unbilled.push(gate.usage);
     if (!gate.onTopic) {
-      // Off topic (or the gate failed: it is fail-closed): the redirect is the reply.
-      return finish(turn, {
+      return commit({
         text: agent.gate.redirect,
         options: null,
         usage: unbilled,
@@ -120,35 +145,31 @@ export async function answerBurst(
     }
   }
 
-  const prompts = new Map<string, Promise<Awaited<ReturnType<typeof basePrompt>>>>();
-  const prompt = async (options: PromptOptions) => {
-    const key = `${options.tighter === true}:${options.withoutImages === true}`;
-    let built = prompts.get(key);
-    if (!built)
-      prompts.set(key, (built = basePrompt(deps, lease, agent, started.history, base, options)));
-    const { prompt: start, imagesSent } = await built;
-    return { prompt: continuePrompt(start, burst), images: imagesSent };
-  };
+  // Fold: what the model sees, rebuilt from the burst before every step.
+  const prompt = foldBurst(deps, lease, agent, burst, started.history, base);
   const tools = offeredTools(agent, deps.tools);
 
   for (;;) {
-    if (state.cancel.aborted) return { kind: 'cancel', unbilled };
+    if (control.cancel.aborted) return { kind: 'cancel', unbilled };
+    // Tools: the open calls run (each result saved as it returns), or wait for a person.
     const open = await settleCalls(deps, lease, agent, burst, {
-      user: turn.lead.author,
-      signal: state.signal,
+      user: lead.author,
+      signal: control.signal,
     });
     if (open === 'waiting') {
       await waitForInput(deps.db, lease, { supersede, lastPosition: ref.lastPosition });
       return { kind: 'waiting' };
     }
-    if (state.cancel.aborted) return { kind: 'cancel', unbilled };
+    if (control.cancel.aborted) return { kind: 'cancel', unbilled };
+
+    // Budgets: over budget, ask a person for more or finish with the reason.
     const exhausted = budgetExhausted(burst);
+    if (exhausted && agent.budgets.onExhausted === 'ask' && !exhausted.refused) {
+      await askForBudget(deps, lease, burst, exhausted.reason);
+      continue;
+    }
     if (exhausted) {
-      if (agent.budgets.onExhausted === 'ask' && !exhausted.refused) {
-        await askForBudget(deps, lease, burst, exhausted.reason);
-        continue;
-      }
-      return finish(turn, {
+      return commit({
         text: `I stopped here: ${exhausted.reason}.`,
         options: null,
         usage: unbilled,
@@ -156,15 +177,17 @@ export async function answerBurst(
       });
     }
 
+    // Model step (streaming, with its retries).
     const step = await modelStep(deps, lease, agent, burst, {
       prompt,
       tools,
       turns: inBurst,
       attempt,
-      state,
+      state: control,
     });
     unbilled.push(...step.unbilled);
     if (step.kind === 'failed') {
+      // A permanent provider error, or retries spent: the turn ends with `error`.
       await failTurn(deps.db, lease, {
         ...ref,
         code: step.code,
@@ -175,64 +198,26 @@ export async function answerBurst(
       turnOutcomes.inc({ outcome: 'error' });
       return { kind: 'finished', holding: true };
     }
-    // A pivot or a cancel: the broken-off call is billed with the cancel, or with the
-    // reply the pivot leads to (the drain loop passes it on).
+    // The broken-off call is billed with the cancel, or with the reply the pivot leads to.
     if (step.kind === 'pivot') return { ...step, unbilled };
     if (step.kind === 'cancel') return { kind: 'cancel', unbilled };
     attempt = step.attempt;
     const usage = [...unbilled, step.usage];
     unbilled = [];
+
+    // Tool calls: record them (and any requests) with the step, then settle them.
     if (step.result.calls.length > 0) {
       await recordCalls(deps, lease, agent, burst, step.result, usage, step.tail);
       countBilled(lease.tenant, agent.name, usage);
       continue;
     }
-    return finish(turn, {
+
+    // Finish: the reply, `done` and the cursor in one token-gated statement.
+    return commit({
       text: step.result.text,
       options: step.result.options,
       usage,
       tail: step.tail,
     });
   }
-}
-
-async function finish(
-  turn: {
-    deps: RuntimeDeps;
-    lease: Lease;
-    agent: AgentConfig;
-    burst: BurstState;
-    ref: BurstRef;
-    lead: QueuedTurn;
-  },
-  reply: {
-    text: string;
-    options: string[] | null;
-    usage: Usage[];
-    tail: NewEvent[];
-    before?: NewEvent[];
-    /** The reply as written, when it is not the model's (the gate's redirect). */
-    raw?: string;
-  },
-): Promise<BurstOutcome> {
-  const { deps, lease, agent, burst } = turn;
-  const text = reply.raw ?? replyText(burst, reply.text);
-  const committed = await commitTurn(deps.db, lease, {
-    ...turn.ref,
-    messageId: newMessageId(),
-    author: agent.name,
-    content: agent.completionText ?? text,
-    rawContent: agent.completionText === null ? null : text,
-    options: reply.options ? { request_id: newRequestId(), choices: reply.options } : null,
-    usage: reply.usage,
-    tail: reply.tail,
-    before: reply.before ?? [],
-    effects: {
-      owner: { tenant: lease.tenant, agent: agent.name, user: turn.lead.author },
-      list: burst.effects ?? [],
-    },
-  });
-  countBilled(lease.tenant, agent.name, reply.usage);
-  turnOutcomes.inc({ outcome: 'done' });
-  return { kind: 'finished', holding: committed.pending };
 }

@@ -1,0 +1,55 @@
+import { newRequestId } from '../ids.js';
+import { saveBurst } from '../store/saveBurst.js';
+import type { BurstCall, BurstState, Lease } from '../store/types.js';
+import type { RuntimeDeps } from './deps.js';
+
+/** The request a person answers to grant a turn one more budget. */
+const budgetTool = 'budget_extension';
+
+/** Over `max_iterations` model steps or `max_tool_calls` calls in this burst? */
+export function budgetExhausted(burst: BurstState): { reason: string; refused: boolean } | null {
+  const steps = burst.steps.filter((step) => step.kind === 'model').length;
+  const calls = burst.steps
+    .flatMap((step) => step.calls)
+    .filter((call) => call.tool !== budgetTool).length;
+  const refused = burst.steps
+    .flatMap((step) => step.calls)
+    .some((call) => call.tool === budgetTool && call.error?.code === 'budget_refused');
+  if (steps >= burst.budget.iterations)
+    return { reason: `the turn used its ${burst.budget.iterations} model steps`, refused };
+  if (calls > burst.budget.tool_calls)
+    return { reason: `the turn used its ${burst.budget.tool_calls} tool calls`, refused };
+  return null;
+}
+
+/** `on_exhausted: ask`: a `budget_extension` request; approval grants one more budget. */
+export async function askForBudget(
+  deps: RuntimeDeps,
+  lease: Lease,
+  burst: BurstState,
+  reason: string,
+): Promise<void> {
+  const call: BurstCall = {
+    call_id: `budget_${burst.steps.length}`,
+    tool: budgetTool,
+    arguments: {},
+    policy: 'approve',
+    status: 'awaiting',
+    kind: 'budget_extension',
+    request_id: newRequestId(),
+    reported: true,
+  };
+  burst.steps.push({ kind: 'input', text: '', calls: [call] });
+  await saveBurst(deps.db, lease, burst, {
+    requests: [
+      {
+        request_id: call.request_id as string,
+        call_id: call.call_id,
+        kind: 'budget_extension',
+        tool: null,
+        arguments: null,
+        prompt: `${reason}. Allow it to continue?`,
+      },
+    ],
+  });
+}

@@ -1,0 +1,75 @@
+import type { AgentConfig } from '../config/types.js';
+import { newRequestId } from '../ids.js';
+import { newEvent, type NewEvent } from '../protocol/events.js';
+import { saveBurst, type NewInputRequest } from '../store/saveBurst.js';
+import type { BurstCall, BurstState, Lease } from '../store/types.js';
+import type { Usage } from '../store/usageRows.js';
+import { askUserTool } from '../tools/registry.js';
+import type { RuntimeDeps } from './deps.js';
+import type { StepResult } from './modelStep.js';
+import { wellFormed, wellFormedJson } from './text.js';
+import { policyOf } from './toolPolicy.js';
+
+/**
+ * Records a model step that proposed tool calls: `tool_call` events, and per the agent's
+ * policy a request for each call that needs a person (`input_required`), or `denied`.
+ */
+export async function recordCalls(
+  deps: RuntimeDeps,
+  lease: Lease,
+  agent: AgentConfig,
+  burst: BurstState,
+  result: StepResult,
+  usage: Usage[],
+  tail: NewEvent[],
+): Promise<void> {
+  const requests: NewInputRequest[] = [];
+  const calls: BurstCall[] = result.calls.map((proposed) => {
+    const policy = policyOf(agent, deps.tools, proposed.tool);
+    const call: BurstCall = {
+      ...proposed,
+      arguments: wellFormedJson(proposed.arguments),
+      policy,
+      status: 'pending',
+    };
+    if (policy === 'deny') {
+      call.status = 'denied';
+      call.error = {
+        code: 'denied',
+        message: `the tool ${proposed.tool} is not allowed here; nothing ran`,
+      };
+    } else if (proposed.tool === askUserTool || policy === 'approve') {
+      const question = proposed.tool === askUserTool;
+      call.status = 'awaiting';
+      call.kind = question ? 'question' : 'approval';
+      call.request_id = newRequestId();
+      const asked = (call.arguments as { question?: unknown } | null)?.question;
+      requests.push({
+        request_id: call.request_id,
+        call_id: call.call_id,
+        kind: call.kind,
+        tool: question ? null : proposed.tool,
+        arguments: call.arguments,
+        prompt: question && typeof asked === 'string' ? asked : null,
+      });
+    }
+    return call;
+  });
+  burst.steps.push({ kind: 'model', text: wellFormed(result.text), calls });
+  await saveBurst(deps.db, lease, burst, {
+    events: [
+      ...tail,
+      ...usage.map((call) => newEvent('usage', burst.lead, { ...call })),
+      ...calls.map((call) =>
+        newEvent('tool_call', burst.lead, {
+          call_id: call.call_id,
+          tool: call.tool,
+          arguments: call.arguments,
+        }),
+      ),
+    ],
+    requests,
+    usage,
+    partialOutput: tail.length > 0,
+  });
+}

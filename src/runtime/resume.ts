@@ -1,0 +1,93 @@
+import type { AgentConfig } from '../config/types.js';
+import { foldInputs } from '../providers/foldedPrompt.js';
+import type { QueuedTurn } from '../store/collectTurns.js';
+import { readRequests } from '../store/readRequests.js';
+import type { BurstState } from '../store/types.js';
+import type { RuntimeDeps } from './deps.js';
+
+export type Resumed = { kind: 'waiting' } | { kind: 'ready'; burst: BurstState; resumed: boolean };
+
+/**
+ * Picks up the burst the session is answering: a fresh one from the queued turns, or the
+ * saved one (`saved`, from the session row), with what happened to its requests since.
+ * The requests' rows decide (an admission or waitForInput expired them, or a person
+ * answered): answered → the answer applies; expired by a newer message → the call is
+ * superseded (nothing ran) and the newer turns are folded in; still pending → the turn
+ * keeps waiting. Nothing is written here: the next save or the commit records it, and a
+ * new owner after a crash derives the same from the same rows.
+ */
+export async function resumeBurst(
+  deps: RuntimeDeps,
+  agent: AgentConfig | undefined,
+  saved: BurstState | null,
+  queued: QueuedTurn[],
+): Promise<Resumed> {
+  const lead = (queued[0] as QueuedTurn).turn_id;
+  if (!saved || saved.lead !== lead) {
+    const turnIds = queued.map((turn) => turn.turn_id);
+    const budget = {
+      iterations: agent?.budgets.maxIterations ?? 8,
+      tool_calls: agent?.budgets.maxToolCalls ?? 16,
+    };
+    return {
+      kind: 'ready',
+      burst: { lead, turn_ids: turnIds, base_turn_ids: turnIds, steps: [], budget },
+      resumed: false,
+    };
+  }
+  const burst = saved;
+  const awaiting = burst.steps
+    .flatMap((step) => step.calls)
+    .filter((call) => call.status === 'awaiting');
+  const answers = await readRequests(
+    deps.db,
+    awaiting.map((call) => call.request_id as string),
+  );
+  let superseded = false;
+  for (const call of awaiting) {
+    const answer = answers.get(call.request_id as string);
+    if (answer?.state === 'expired') {
+      call.status = 'superseded';
+      call.error = { code: 'superseded', message: 'superseded by a new message; nothing ran' };
+      superseded = true;
+      continue;
+    }
+    if (answer?.state !== 'answered') continue;
+    const reason = typeof answer.response?.reason === 'string' ? `: ${answer.response.reason}` : '';
+    if (call.kind === 'budget_extension') {
+      call.status = 'done';
+      if (answer.approved) {
+        burst.budget.iterations += agent?.budgets.maxIterations ?? 8;
+        burst.budget.tool_calls += agent?.budgets.maxToolCalls ?? 16;
+      } else {
+        call.error = {
+          code: 'budget_refused',
+          message: `more budget was refused by ${answer.actor?.user}`,
+        };
+      }
+      call.reported = true;
+    } else if (!answer.approved) {
+      call.status = 'rejected';
+      call.error = {
+        code: 'rejected',
+        message: `rejected by ${answer.actor?.user ?? 'someone'}${reason}`,
+      };
+    } else if (call.kind === 'question') {
+      call.status = 'done';
+      call.result = { answer: answer.response?.answer ?? null };
+    } else {
+      call.status = 'approved';
+    }
+  }
+  if (awaiting.some((call) => call.status === 'awaiting')) return { kind: 'waiting' };
+  const newer = queued.filter((turn) => !burst.turn_ids.includes(turn.turn_id));
+  if (superseded && newer.length > 0) {
+    burst.turn_ids.push(...newer.map((turn) => turn.turn_id));
+    burst.steps.push({
+      kind: 'input',
+      text: foldInputs(newer.map((turn) => ({ author: turn.author, content: turn.content }))),
+      calls: [],
+    });
+  }
+  return { kind: 'ready', burst, resumed: true };
+}
