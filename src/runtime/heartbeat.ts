@@ -2,11 +2,13 @@ import type { Db } from '../store/db.js';
 import { renewLease } from '../store/renewLease.js';
 import { LeaseLostError, type Lease } from '../store/types.js';
 import type { Logger } from '../log.js';
+import { startLeaseHeartbeat } from '../work/heartbeat.js';
 
 /**
- * Extends the lease every `heartbeatMs` (ttl/3 by default). If the token is gone, or the
- * database could not be reached for longer than the ttl (someone else may own the session
- * by now), the worker must stop writing: `onLost` aborts the turn.
+ * The session lease's heartbeat: the engine's (`startLeaseHeartbeat`, every ttl/3 by
+ * default; lost when the token is gone or no renewal succeeded for a whole ttl), renewing
+ * with `renewLease`, which also reports a pending cancel of the running burst (its
+ * wake-up may have been lost). `onLost` aborts the turn.
  */
 export function startHeartbeat(options: {
   db: Db;
@@ -15,41 +17,31 @@ export function startHeartbeat(options: {
   ttlMs: number;
   log: Logger;
   onLost: (error: LeaseLostError) => void;
-  /** A cancel of the running burst is pending (the wake-up may have been lost). */
   onCancelRequested?: () => void;
 }): { stop: () => void } {
-  let lastRenewed = Date.now();
-  let running = false;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = true;
-    renewLease(options.db, options.lease, options.ttlMs)
-      .then((renewed) => {
-        lastRenewed = Date.now();
+  let lost: LeaseLostError | null = null;
+  return startLeaseHeartbeat({
+    everyMs: options.heartbeatMs,
+    ttlMs: options.ttlMs,
+    renew: async () => {
+      try {
+        const renewed = await renewLease(options.db, options.lease, options.ttlMs);
         if (renewed.cancelRequested) options.onCancelRequested?.();
-      })
-      .catch((error: unknown) => {
-        if (error instanceof LeaseLostError) {
-          clearInterval(timer);
-          options.onLost(error);
-        } else if (Date.now() - lastRenewed >= options.ttlMs) {
-          clearInterval(timer);
-          options.onLost(new LeaseLostError(options.lease.sessionId));
-        } else {
-          options.log.warn(
-            { session_id: options.lease.sessionId, err: describe(error) },
-            'heartbeat failed; retrying',
-          );
-        }
-      })
-      .finally(() => {
-        running = false;
-      });
-  }, options.heartbeatMs);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+        return true;
+      } catch (error) {
+        if (!(error instanceof LeaseLostError)) throw error;
+        lost = error;
+        return false;
+      }
+    },
+    onLost: () => options.onLost(lost ?? new LeaseLostError(options.lease.sessionId)),
+    onError: (error) =>
+      options.log.warn(
+        {
+          session_id: options.lease.sessionId,
+          err: error instanceof Error ? error.message : String(error),
+        },
+        'heartbeat failed; retrying',
+      ),
+  });
 }
