@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { DefinitionInfo } from '../agents/directory.js';
 import type { AgentConfig } from '../config/types.js';
 import { ParleyError } from '../errors.js';
+import { listModels } from '../store/listModels.js';
 import { resolveAgentTools } from '../tools/registry.js';
 import { agentsOf, type ApiDeps } from './deps.js';
 import { hasRole } from './principal.js';
@@ -17,6 +18,7 @@ function describeAgent(
   isDefault: boolean,
   mayAnswer: boolean,
   origin: DefinitionInfo | null,
+  acceptsImages: boolean,
 ) {
   return {
     name: agent.name,
@@ -28,13 +30,24 @@ function describeAgent(
     tools: Object.entries(agent.tools).map(([name, tool]) => ({ name, policy: tool.policy })),
     approver_roles: agent.approverRoles,
     may_answer: mayAnswer,
-    accepts_images: false,
+    accepts_images: acceptsImages,
     // Shipped, or this tenant's own (customized or created).
     is_customized: origin?.is_customized ?? false,
     content_hash: origin?.content_hash ?? null,
     shipped_content_hash: origin?.shipped_content_hash ?? null,
     shipped_changed: origin?.shipped_changed ?? false,
   };
+}
+
+/**
+ * Whether an image sent to this agent reaches its model, by the rule prompt assembly
+ * applies: never under `vision: never`; to a model the catalog says sees images; and,
+ * under `vision: always`, also to a model the catalog has no vision figure for (the
+ * operator vouches for it). A model known not to see images never gets them.
+ */
+function acceptsImages(agent: AgentConfig, catalogVision: boolean | null): boolean {
+  if (agent.vision === 'never') return false;
+  return catalogVision === true || (catalogVision === null && agent.vision === 'always');
 }
 
 const listQuery = z.object({ namespace: z.string().max(64).optional() });
@@ -51,6 +64,12 @@ export function agentRoutes(app: FastifyInstance, deps: ApiDeps): void {
     const query = validate(listQuery, request.query);
     const agents = agentsOf(deps);
     const fallback = agents.defaultName(principal.tenant);
+    const vision = new Map(
+      (await listModels(deps.db)).map((model) => [
+        `${model.provider}/${model.model_id}`,
+        model.vision,
+      ]),
+    );
     return {
       items: agents
         .list(principal.tenant)
@@ -62,6 +81,10 @@ export function agentRoutes(app: FastifyInstance, deps: ApiDeps): void {
             agent.approverRoles === null ||
               agent.approverRoles.some((role) => hasRole(principal, role)),
             deps.directory?.info('agent', principal.tenant, agent.name) ?? null,
+            acceptsImages(
+              agent,
+              vision.get(`${agent.model.provider}/${agent.model.modelId}`) ?? null,
+            ),
           ),
         ),
     };

@@ -73,7 +73,11 @@ export const extensionSchemas = {
         description: 'null: any participant may answer its input requests',
       },
       may_answer: { type: 'boolean', description: 'Whether the caller may answer them' },
-      accepts_images: { type: 'boolean' },
+      accepts_images: {
+        type: 'boolean',
+        description:
+          "Whether an image sent to this agent reaches its model (the agent's vision policy and the catalog's vision figure)",
+      },
       namespace: { type: 'string' },
       is_customized: {
         type: 'boolean',
