@@ -6,6 +6,13 @@ import { toolPaths } from './openapiTools.js';
 import { extensionPaths, extensionSchemas } from './openapiExtensions.js';
 import { missionPaths, missionSchemas } from './openapiMissions.js';
 import { retentionPaths } from './openapiRetention.js';
+import type { RouteContract } from './contract.js';
+import { generateDocument } from './openapiGenerate.js';
+import { sessionContracts } from './sessions.js';
+
+/** The routes whose document is generated from their contracts (contract.ts). */
+const contracts: RouteContract[] = [...Object.values(sessionContracts)];
+const generated = generateDocument(contracts);
 
 const error = { $ref: '#/components/schemas/Error' };
 const errorResponse = (description: string) => ({
@@ -43,55 +50,6 @@ export const openapiDocument = {
           message: { type: 'string' },
         },
       },
-      Session: {
-        type: 'object',
-        required: ['session_id', 'agent', 'state', 'latest_sequence', 'earliest_sequence', 'usage'],
-        properties: {
-          session_id: { type: 'string' },
-          agent: { type: 'string' },
-          title: { type: ['string', 'null'] },
-          owner: {
-            type: ['string', 'null'],
-            description:
-              'Who created it (a user; a platform author; an execution user). Null for sessions made before sessions had owners.',
-          },
-          visibility: {
-            enum: ['private', 'tenant', 'room'],
-            description:
-              'private: owner and the agent approvers; tenant: every principal of the tenant; room: owner and members. Admins see every session.',
-          },
-          members: {
-            type: 'array',
-            items: { type: 'string' },
-            description: 'Users who see a room besides its owner.',
-          },
-          state: { enum: ['idle', 'queued', 'running', 'input_required', 'parked', 'closed'] },
-          latest_sequence: { type: 'integer' },
-          earliest_sequence: { type: 'integer' },
-          current_turn: {
-            type: ['object', 'null'],
-            properties: { turn_id: { type: 'string' }, state: { type: 'string' } },
-          },
-          pending_input: { type: ['object', 'null'] },
-          queued_turns: { type: 'integer' },
-          usage: {
-            type: 'object',
-            properties: {
-              input_tokens: { type: 'integer' },
-              output_tokens: { type: 'integer' },
-              cost_usd: { type: 'number' },
-            },
-          },
-          created_at: { type: 'string', format: 'date-time' },
-          updated_at: { type: 'string', format: 'date-time' },
-        },
-      },
-      Members: {
-        type: 'array',
-        maxItems: 200,
-        items: { type: 'string', minLength: 1, maxLength: 128 },
-        description: 'User names who see a `room` session besides its owner (replaces the list).',
-      },
       Admission: {
         type: 'object',
         required: ['session_id', 'turn_id', 'sequence', 'state'],
@@ -102,145 +60,14 @@ export const openapiDocument = {
           state: { enum: ['accepted', 'stored'] },
         },
       },
-      Message: {
-        type: 'object',
-        properties: {
-          id: { type: 'string' },
-          role: { enum: ['user', 'assistant', 'system'] },
-          author: { type: 'string' },
-          content: { type: 'string' },
-          turn_id: { type: ['string', 'null'] },
-          sequence: { type: 'integer' },
-          created_at: { type: 'string', format: 'date-time' },
-        },
-      },
       ...extensionSchemas,
       ...missionSchemas,
+      ...generated.schemas,
     },
   },
   security: [{ bearer: [] }],
   paths: {
-    '/api/v1/chat/sessions': {
-      post: {
-        summary: 'Create a session (the greeting is journaled in the same transaction)',
-        requestBody: {
-          content: {
-            'application/json': {
-              schema: {
-                type: 'object',
-                additionalProperties: false,
-                properties: {
-                  agent: { type: 'string' },
-                  title: { type: 'string' },
-                  visibility: {
-                    enum: ['private', 'tenant', 'room'],
-                    description: "Default: the agent's `visibility`.",
-                  },
-                  members: { $ref: '#/components/schemas/Members' },
-                },
-              },
-            },
-          },
-        },
-        responses: {
-          '201': json({ $ref: '#/components/schemas/Session' }, 'Created'),
-          '400': errorResponse('invalid_request'),
-          '404': errorResponse('unknown_agent'),
-        },
-      },
-      get: {
-        summary: 'List sessions, newest activity first',
-        parameters: [
-          {
-            name: 'limit',
-            in: 'query',
-            schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
-          },
-          { name: 'cursor', in: 'query', schema: { type: 'string' } },
-        ],
-        responses: {
-          '200': json({
-            type: 'object',
-            properties: {
-              items: { type: 'array', items: { $ref: '#/components/schemas/Session' } },
-              next_cursor: { type: ['string', 'null'] },
-            },
-          }),
-          '400': errorResponse('invalid_cursor'),
-        },
-      },
-    },
-    '/api/v1/chat/sessions/{session_id}': {
-      get: {
-        summary: 'Session projection (the resync point)',
-        parameters: [sessionIdParam],
-        responses: {
-          '200': json({ $ref: '#/components/schemas/Session' }),
-          '404': errorResponse('session_not_found (also a session the principal may not see)'),
-        },
-      },
-      patch: {
-        summary: 'Change who sees the session (its owner or an admin)',
-        parameters: [sessionIdParam],
-        requestBody: {
-          required: true,
-          content: {
-            'application/json': {
-              schema: {
-                type: 'object',
-                additionalProperties: false,
-                minProperties: 1,
-                properties: {
-                  visibility: { enum: ['private', 'tenant', 'room'] },
-                  members: { $ref: '#/components/schemas/Members' },
-                },
-              },
-            },
-          },
-        },
-        responses: {
-          '200': json({ $ref: '#/components/schemas/Session' }),
-          '400': errorResponse('invalid_request'),
-          '403': errorResponse('forbidden: visible, but neither its owner nor an admin'),
-          '404': errorResponse('session_not_found (also a session the principal may not see)'),
-        },
-      },
-      delete: {
-        summary:
-          'Delete the session and its text everywhere (its owner or an admin); usage rows stay',
-        parameters: [sessionIdParam],
-        responses: {
-          '204': { description: 'Deleted' },
-          '403': errorResponse('forbidden: visible, but neither its owner nor an admin'),
-          '404': errorResponse('session_not_found (also a retried DELETE)'),
-          '409': errorResponse('session_busy: an execution still works in the session'),
-        },
-      },
-    },
-    '/api/v1/chat/sessions/{session_id}/messages': {
-      get: {
-        summary: 'Durable transcript, newest first',
-        parameters: [
-          sessionIdParam,
-          { name: 'before', in: 'query', schema: { type: 'string' } },
-          {
-            name: 'limit',
-            in: 'query',
-            schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
-          },
-        ],
-        responses: {
-          '200': json({
-            type: 'object',
-            properties: {
-              items: { type: 'array', items: { $ref: '#/components/schemas/Message' } },
-              next_cursor: { type: ['string', 'null'] },
-            },
-          }),
-          '404': errorResponse('session_not_found'),
-        },
-      },
-    },
+    ...generated.paths,
     '/api/v1/chat/turns': {
       post: {
         summary: 'Admit a turn; 202 once the message is durable',
