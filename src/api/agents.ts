@@ -7,7 +7,9 @@ import { listModels } from '../store/listModels.js';
 import { resolveAgentTools } from '../tools/registry.js';
 import { agentsOf, type ApiDeps } from './deps.js';
 import { hasRole } from './principal.js';
-import { pathId, validate } from './validate.js';
+import { agentInfo, me } from '../protocol/rest.js';
+import { route, routeOptions, typed } from './contract.js';
+import { pathId } from './validate.js';
 
 /**
  * What a client may know about an agent to pick one and to explain its cards: never its
@@ -52,6 +54,24 @@ function acceptsImages(agent: AgentConfig, catalogVision: boolean | null): boole
 
 const listQuery = z.object({ namespace: z.string().max(64).optional() });
 
+export const agentContracts = {
+  list: route({
+    method: 'GET',
+    url: '/api/v1/agents',
+    summary: 'The agents a session can be created with (never their instructions)',
+    querystring: listQuery,
+    responses: { '200': z.object({ items: z.array(agentInfo) }) },
+    errors: { '401': 'unauthorized' },
+  }),
+  me: route({
+    method: 'GET',
+    url: '/api/v1/me',
+    summary: "The caller's principal; 401 when the API key is missing or wrong",
+    responses: { '200': me },
+    errors: { '401': 'unauthorized' },
+  }),
+};
+
 /**
  * Extensions for clients (docs/PROTOCOL.md, "Extensions"): the agents a session can be
  * created with; every tool an agent has, with its source, policy and whether it is
@@ -59,9 +79,10 @@ const listQuery = z.object({ namespace: z.string().max(64).optional() });
  * in a room without decoding anything client-side).
  */
 export function agentRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  app.get('/api/v1/agents', async (request) => {
+  const api = typed(app);
+  api.get(agentContracts.list.url, routeOptions(agentContracts.list), async (request) => {
     const principal = request.principal;
-    const query = validate(listQuery, request.query);
+    const query = request.query;
     const agents = agentsOf(deps);
     const fallback = agents.defaultName(principal.tenant);
     const vision = new Map(
@@ -111,7 +132,7 @@ export function agentRoutes(app: FastifyInstance, deps: ApiDeps): void {
     return { agent: agent.name, tools, mcp_servers: servers };
   });
 
-  app.get('/api/v1/me', async (request) => {
+  api.get(agentContracts.me.url, routeOptions(agentContracts.me), async (request) => {
     const { tenant, user, roles, operator } = request.principal;
     return { tenant, user, roles, operator, mode: deps.config.auth.mode };
   });

@@ -101,12 +101,6 @@ export const toolPaths = {
       },
     },
   },
-  '/api/v1/agents': {
-    get: {
-      summary: 'The agents this server runs',
-      responses: { '200': json({ type: 'object' }) },
-    },
-  },
   '/api/v1/agents/{name}/tools': {
     get: {
       summary:

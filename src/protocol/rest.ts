@@ -112,3 +112,45 @@ export interface Page<T> {
   items: T[];
   next_cursor: string | null;
 }
+
+/** An agent as GET /api/v1/agents describes it (an extension; never its instructions). */
+export const agentInfo = z
+  .object({
+    name: z.string(),
+    namespace: z.string(),
+    default: z.boolean().meta({ description: 'The agent a turn without `agent` gets' }),
+    model: z.string(),
+    greeting: z.string().nullable(),
+    skills: z.array(z.string()),
+    tools: z.array(z.object({ name: z.string(), policy: z.enum(['allow', 'approve', 'deny']) })),
+    approver_roles: z
+      .array(z.string())
+      .nullable()
+      .meta({ description: 'null: any participant may answer its input requests' }),
+    may_answer: z.boolean().meta({ description: 'Whether the caller may answer them' }),
+    accepts_images: z.boolean().meta({
+      description:
+        "Whether an image sent to this agent reaches its model (the agent's vision policy and the catalog's vision figure)",
+    }),
+    is_customized: z
+      .boolean()
+      .meta({ description: "the tenant's own definition (edited or created)" }),
+    content_hash: z.string().nullable(),
+    shipped_content_hash: z.string().nullable(),
+    shipped_changed: z.boolean(),
+  })
+  .meta({ id: 'Agent' });
+
+/** The caller's principal (GET /api/v1/me, an extension). */
+export const me = z.object({
+  tenant: z.string(),
+  user: z.string(),
+  roles: z.array(z.string()),
+  operator: z.boolean().meta({
+    description: "the deployment operator's key (auth.keys[].operator), or dev mode",
+  }),
+  mode: z.enum(['dev', 'keys']),
+});
+
+export type AgentInfo = z.infer<typeof agentInfo>;
+export type Me = z.infer<typeof me>;
