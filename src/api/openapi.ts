@@ -4,14 +4,27 @@ import { platformPaths } from './openapiPlatforms.js';
 import { providerPaths } from './openapiProviders.js';
 import { toolPaths } from './openapiTools.js';
 import { missionPaths, missionSchemas } from './openapiMissions.js';
-import { retentionPaths } from './openapiRetention.js';
-import type { RouteContract } from './contract.js';
+import { z } from 'zod';
+import { route, routeOptions, typed, type RouteContract } from './contract.js';
 import { generateDocument } from './openapiGenerate.js';
 import { sessionContracts } from './sessions.js';
 import { turnContracts } from './turns.js';
 import { cancelContracts } from './cancel.js';
 import { inputContracts } from './inputs.js';
 import { agentContracts } from './agents.js';
+import { eventContracts } from './events.js';
+import { healthContracts } from './health.js';
+import { adminContracts } from './admin.js';
+
+export const openapiContracts = {
+  document: route({
+    method: 'GET',
+    url: '/api/v1/openapi.json',
+    summary: 'This document (OpenAPI 3.1): the contract, machine-readable',
+    public: true,
+    responses: { '200': z.record(z.string(), z.unknown()) },
+  }),
+};
 
 /** The routes whose document is generated from their contracts (contract.ts). */
 const contracts: RouteContract[] = [
@@ -20,92 +33,18 @@ const contracts: RouteContract[] = [
   cancelContracts,
   inputContracts,
   agentContracts,
+  eventContracts,
+  healthContracts,
+  adminContracts,
+  openapiContracts,
 ].flatMap((group) => Object.values(group));
 const generated = generateDocument(contracts);
 
-const error = { $ref: '#/components/schemas/Error' };
-const errorResponse = (description: string) => ({
-  description,
-  content: { 'application/json': { schema: error } },
-});
-const json = (schema: object, description = 'OK') => ({
-  description,
-  content: { 'application/json': { schema } },
-});
-const sessionIdParam = {
-  name: 'session_id',
-  in: 'path',
-  required: true,
-  schema: { type: 'string' },
-};
-
 /** Paths of the routes not yet declared with a contract, written by hand. */
 const handWrittenPaths: Record<string, Record<string, object>> = {
-  '/api/v1/chat/sessions/{session_id}/events': {
-    get: {
-      summary: 'SSE: replay after the cursor, then live',
-      parameters: [
-        sessionIdParam,
-        { name: 'Last-Event-ID', in: 'header', schema: { type: 'string' } },
-        { name: 'after', in: 'query', schema: { type: 'integer', minimum: 0 } },
-      ],
-      responses: {
-        '200': {
-          description: 'text/event-stream',
-          content: { 'text/event-stream': { schema: { type: 'string' } } },
-        },
-        '400': errorResponse('invalid_cursor'),
-        '404': errorResponse('session_not_found'),
-        '409': errorResponse('cursor_ahead (with latest_sequence)'),
-        '410': errorResponse('resync_required (with earliest_available_sequence, latest_sequence)'),
-      },
-    },
-  },
-  '/api/v1/admin/sessions/{session_id}/unpark': {
-    post: {
-      summary: 'Resume a parked session (admin role)',
-      parameters: [sessionIdParam],
-      responses: {
-        '200': json({ $ref: '#/components/schemas/Session' }),
-        '403': errorResponse('forbidden'),
-        '404': errorResponse('session_not_found'),
-        '409': errorResponse('session_not_parked'),
-      },
-    },
-  },
-  ...retentionPaths,
   ...providerPaths,
   ...toolPaths,
   ...platformPaths,
-  '/healthz': {
-    get: { summary: 'Process up', security: [], responses: { '200': json({ type: 'object' }) } },
-  },
-  '/readyz': {
-    get: {
-      summary: 'Storage reachable, migrations applied, providers configured',
-      security: [],
-      responses: { '200': json({ type: 'object' }), '503': errorResponse('not_ready') },
-    },
-  },
-  '/api/v1/openapi.json': {
-    get: {
-      summary: 'This document (OpenAPI 3.1): the contract, machine-readable',
-      security: [],
-      responses: { '200': json({ type: 'object' }) },
-    },
-  },
-  '/metrics': {
-    get: {
-      summary:
-        "Prometheus metrics: outside dev mode, the metrics key (server.metrics_key_env) or an operator's API key",
-      security: [],
-      responses: {
-        '200': { description: 'text/plain' },
-        '401': errorResponse('unauthorized (no valid key)'),
-        '403': errorResponse("forbidden (a tenant's key, not the operator's)"),
-      },
-    },
-  },
   ...missionPaths,
 };
 
@@ -151,5 +90,6 @@ export const openapiDocument = {
 };
 
 export function openapiRoutes(app: FastifyInstance): void {
-  app.get('/api/v1/openapi.json', { config: { public: true } }, async () => openapiDocument);
+  const served = openapiContracts.document;
+  typed(app).get(served.url, routeOptions(served), async () => openapiDocument);
 }

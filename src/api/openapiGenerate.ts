@@ -67,7 +67,8 @@ export function generateDocument(contracts: readonly RouteContract[]): Generated
       responses[status] =
         answer instanceof z.ZodType
           ? {
-              description: successText[status] ?? 'OK',
+              description:
+                successText[status] ?? (answer.meta()?.description) ?? '',
               content: { 'application/json': { schema: toJson(answer, 'output') } },
             }
           : answer;
