@@ -67,8 +67,7 @@ export function generateDocument(contracts: readonly RouteContract[]): Generated
       responses[status] =
         answer instanceof z.ZodType
           ? {
-              description:
-                successText[status] ?? (answer.meta()?.description) ?? '',
+              description: successText[status] ?? answer.meta()?.description ?? '',
               content: { 'application/json': { schema: toJson(answer, 'output') } },
             }
           : answer;
