@@ -63,6 +63,39 @@ export const agentContracts = {
     responses: { '200': z.object({ items: z.array(agentInfo) }) },
     errors: { '401': 'unauthorized' },
   }),
+  tools: route({
+    method: 'GET',
+    url: '/api/v1/agents/:name/tools',
+    summary:
+      "An agent's tools with source (built-in, mcp:SERVER, skill), policy and availability, and the state of the MCP servers they come from",
+    responses: {
+      '200': z.object({
+        agent: z.string(),
+        tools: z.array(
+          z.object({
+            name: z.string(),
+            source: z.string(),
+            policy: z.enum(['allow', 'approve', 'deny']),
+            available: z.boolean(),
+            description: z.string().nullable(),
+            timeout_ms: z.number().int(),
+            idempotent: z.boolean(),
+          }),
+        ),
+        mcp_servers: z.array(
+          z.object({
+            name: z.string(),
+            transport: z.enum(['stdio', 'http']),
+            state: z.string(),
+            tools: z.number().int(),
+            error: z.string().nullable(),
+            restarts: z.number().int(),
+          }),
+        ),
+      }),
+    },
+    errors: { '404': 'unknown_agent' },
+  }),
   me: route({
     method: 'GET',
     url: '/api/v1/me',
@@ -111,7 +144,7 @@ export function agentRoutes(app: FastifyInstance, deps: ApiDeps): void {
     };
   });
 
-  app.get<{ Params: { name: string } }>('/api/v1/agents/:name/tools', async (request) => {
+  api.get(agentContracts.tools.url, routeOptions(agentContracts.tools), async (request) => {
     const name = pathId(request.params.name, 'name');
     const agent = agentsOf(deps).get(request.principal.tenant, name);
     if (!agent) throw new ParleyError('unknown_agent', `no agent named "${name}"`);

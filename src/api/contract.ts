@@ -24,6 +24,11 @@ export interface RouteContract {
   public?: boolean;
   querystring?: z.ZodType;
   body?: z.ZodType;
+  /**
+   * The handler validates the query and body itself (`validate(contract.querystring, …)`),
+   * after a check that must answer first (a role): Fastify then only documents them.
+   */
+  handlerValidates?: boolean;
   /** The body may be left out altogether (every field optional). */
   bodyOptional?: boolean;
   /** Extra documented parameters Fastify does not validate (a header, say). */
@@ -59,8 +64,16 @@ type ZodOf<T> = T extends z.ZodType ? T : never;
 /** The Fastify `schema` of a contract: what Fastify validates, and its JSON responses. */
 export type SchemaOf<C extends RouteContract> = {
   params: z.ZodType<Params<C['url']>>;
-  querystring: C['querystring'] extends z.ZodType ? C['querystring'] : undefined;
-  body: C['body'] extends z.ZodType ? C['body'] : undefined;
+  querystring: C['handlerValidates'] extends true
+    ? undefined
+    : C['querystring'] extends z.ZodType
+      ? C['querystring']
+      : undefined;
+  body: C['handlerValidates'] extends true
+    ? undefined
+    : C['body'] extends z.ZodType
+      ? C['body']
+      : undefined;
   response: { [S in keyof C['responses']]: ZodOf<C['responses'][S]> };
 };
 
@@ -72,8 +85,10 @@ export function schemaOf<C extends RouteContract>(contract: C): SchemaOf<C> {
   }
   return {
     params: z.object(Object.fromEntries(names.map((name) => [name, z.string()]))),
-    ...(contract.querystring ? { querystring: contract.querystring } : {}),
-    ...(contract.body ? { body: contract.body } : {}),
+    ...(contract.querystring && !contract.handlerValidates
+      ? { querystring: contract.querystring }
+      : {}),
+    ...(contract.body && !contract.handlerValidates ? { body: contract.body } : {}),
     response,
   } as unknown as SchemaOf<C>;
 }

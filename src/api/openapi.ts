@@ -2,7 +2,6 @@ import type { FastifyInstance } from 'fastify';
 import { errorCodes } from '../errors.js';
 import { platformPaths } from './openapiPlatforms.js';
 import { providerPaths } from './openapiProviders.js';
-import { toolPaths } from './openapiTools.js';
 import { missionPaths, missionSchemas } from './openapiMissions.js';
 import { z } from 'zod';
 import { route, routeOptions, typed, type RouteContract } from './contract.js';
@@ -15,6 +14,10 @@ import { agentContracts } from './agents.js';
 import { eventContracts } from './events.js';
 import { healthContracts } from './health.js';
 import { adminContracts } from './admin.js';
+import { modelContracts } from './models.js';
+import { usageContracts } from './usage.js';
+import { fileContracts } from './files.js';
+import { memoryContracts } from './memories.js';
 
 export const openapiContracts = {
   document: route({
@@ -37,13 +40,16 @@ const contracts: RouteContract[] = [
   healthContracts,
   adminContracts,
   openapiContracts,
+  modelContracts,
+  usageContracts,
+  fileContracts,
+  memoryContracts,
 ].flatMap((group) => Object.values(group));
 const generated = generateDocument(contracts);
 
 /** Paths of the routes not yet declared with a contract, written by hand. */
 const handWrittenPaths: Record<string, Record<string, object>> = {
   ...providerPaths,
-  ...toolPaths,
   ...platformPaths,
   ...missionPaths,
 };
