@@ -7,14 +7,29 @@ import { getSession } from '../store/getSession.js';
 import { unparkSession } from '../store/parkSession.js';
 import type { ApiDeps } from './deps.js';
 import { hasRole } from './principal.js';
-import { pathId, validate } from './validate.js';
+import { session } from '../protocol/rest.js';
+import { retainedTables } from '../retention/prune.js';
+import { route, routeOptions, typed } from './contract.js';
+import { wireSession } from './sessions.js';
+import { pathId } from './validate.js';
 
 const pruneBody = z
   .object({
     older_than_days: z.number().nonnegative().max(1_000_000).optional(),
     older_than_seconds: z.number().nonnegative().max(100_000_000_000).optional(),
-    rules: z.array(z.enum(pruneRules)).min(1).max(pruneRules.length).optional(),
-    batch_size: z.number().int().positive().max(100_000).optional(),
+    rules: z
+      .array(z.enum(pruneRules))
+      .min(1)
+      .max(pruneRules.length)
+      .optional()
+      .meta({ description: 'default ["events", "deliveries"]' }),
+    batch_size: z
+      .number()
+      .int()
+      .positive()
+      .max(100_000)
+      .optional()
+      .meta({ description: 'rows per statement (default retention.prune_batch_size)' }),
   })
   .strict()
   .refine(
@@ -23,6 +38,39 @@ const pruneBody = z
       message: 'give exactly one of older_than_days or older_than_seconds',
     },
   );
+
+const pruneReport = z.object({
+  pruned_events: z.number().int(),
+  sessions: z
+    .number()
+    .int()
+    .meta({ description: 'sessions whose journal was cut back (earliest_sequence raised)' }),
+  skipped: z.boolean().meta({ description: 'another pruner was at work: this run stopped' }),
+  removed: z
+    .object(Object.fromEntries(retainedTables.map((table) => [table, z.number().int()])))
+    .meta({ description: 'rows removed per table' }),
+  batches: z.number().int(),
+});
+
+export const adminContracts = {
+  unpark: route({
+    method: 'POST',
+    url: '/api/v1/admin/sessions/:sessionId/unpark',
+    summary: 'Resume a parked session (admin role)',
+    responses: { '200': session },
+    errors: { '403': 'forbidden', '404': 'session_not_found', '409': 'session_not_parked' },
+  }),
+  prune: route({
+    method: 'POST',
+    url: '/api/v1/admin/prune',
+    summary:
+      "Remove the tenant's rows older than an age, by rule (admin role; the usage rule: the operator's key); old cursors then answer 410",
+    description: 'Give exactly one of older_than_days and older_than_seconds.',
+    body: pruneBody,
+    responses: { '200': pruneReport },
+    errors: { '400': 'invalid_request', '403': 'forbidden' },
+  }),
+};
 
 /**
  * Operator endpoints behind `parley sessions unpark` and `parley prune`. They go through
@@ -42,27 +90,27 @@ export async function adminPlugin(app: FastifyInstance, deps: ApiDeps): Promise<
     }
   });
 
-  app.post<{ Params: { sessionId: string } }>(
-    '/api/v1/admin/sessions/:sessionId/unpark',
-    async (request) => {
-      const tenant = request.principal.tenant;
-      const sessionId = pathId(request.params.sessionId, 'session_id');
-      const session = await getSession(deps.db, tenant, sessionId);
-      if (!session) throw new ParleyError('session_not_found', 'no such session');
-      if (!(await unparkSession(deps.db, tenant, session.session_id))) {
-        throw new ParleyError('session_not_parked', `the session is ${session.state}, not parked`);
-      }
-      return getSession(deps.db, tenant, session.session_id);
-    },
-  );
+  const api = typed(app);
+  api.post(adminContracts.unpark.url, routeOptions(adminContracts.unpark), async (request) => {
+    const tenant = request.principal.tenant;
+    const sessionId = pathId(request.params.sessionId, 'session_id');
+    const session = await getSession(deps.db, tenant, sessionId);
+    if (!session) throw new ParleyError('session_not_found', 'no such session');
+    if (!(await unparkSession(deps.db, tenant, session.session_id))) {
+      throw new ParleyError('session_not_parked', `the session is ${session.state}, not parked`);
+    }
+    const unparked = await getSession(deps.db, tenant, session.session_id);
+    if (!unparked) throw new ParleyError('session_not_found', 'no such session');
+    return wireSession(unparked);
+  });
 
   // One age for every rule asked for (older than it goes), the principal's tenant only
   // (the worker's periodic run covers every tenant); billing rows (`usage`) are the
   // operator's.
   // The answer keeps the first version's fields (events pruned, journals cut back) beside
   // the per-table report.
-  app.post('/api/v1/admin/prune', async (request) => {
-    const body = validate(pruneBody, request.body);
+  api.post(adminContracts.prune.url, routeOptions(adminContracts.prune), async (request) => {
+    const body = request.body;
     const ageMs =
       body.older_than_days !== undefined
         ? body.older_than_days * 86_400_000

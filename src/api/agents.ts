@@ -3,10 +3,13 @@ import { z } from 'zod';
 import type { DefinitionInfo } from '../agents/directory.js';
 import type { AgentConfig } from '../config/types.js';
 import { ParleyError } from '../errors.js';
+import { listModels } from '../store/listModels.js';
 import { resolveAgentTools } from '../tools/registry.js';
 import { agentsOf, type ApiDeps } from './deps.js';
 import { hasRole } from './principal.js';
-import { pathId, validate } from './validate.js';
+import { agentInfo, me } from '../protocol/rest.js';
+import { route, routeOptions, typed } from './contract.js';
+import { pathId } from './validate.js';
 
 /**
  * What a client may know about an agent to pick one and to explain its cards: never its
@@ -17,6 +20,7 @@ function describeAgent(
   isDefault: boolean,
   mayAnswer: boolean,
   origin: DefinitionInfo | null,
+  acceptsImages: boolean,
 ) {
   return {
     name: agent.name,
@@ -28,7 +32,7 @@ function describeAgent(
     tools: Object.entries(agent.tools).map(([name, tool]) => ({ name, policy: tool.policy })),
     approver_roles: agent.approverRoles,
     may_answer: mayAnswer,
-    accepts_images: false,
+    accepts_images: acceptsImages,
     // Shipped, or this tenant's own (customized or created).
     is_customized: origin?.is_customized ?? false,
     content_hash: origin?.content_hash ?? null,
@@ -37,7 +41,69 @@ function describeAgent(
   };
 }
 
+/**
+ * Whether an image sent to this agent reaches its model, by the rule prompt assembly
+ * applies: never under `vision: never`; to a model the catalog says sees images; and,
+ * under `vision: always`, also to a model the catalog has no vision figure for (the
+ * operator vouches for it). A model known not to see images never gets them.
+ */
+function acceptsImages(agent: AgentConfig, catalogVision: boolean | null): boolean {
+  if (agent.vision === 'never') return false;
+  return catalogVision === true || (catalogVision === null && agent.vision === 'always');
+}
+
 const listQuery = z.object({ namespace: z.string().max(64).optional() });
+
+export const agentContracts = {
+  list: route({
+    method: 'GET',
+    url: '/api/v1/agents',
+    summary: 'The agents a session can be created with (never their instructions)',
+    querystring: listQuery,
+    responses: { '200': z.object({ items: z.array(agentInfo) }) },
+    errors: { '401': 'unauthorized' },
+  }),
+  tools: route({
+    method: 'GET',
+    url: '/api/v1/agents/:name/tools',
+    summary:
+      "An agent's tools with source (built-in, mcp:SERVER, skill), policy and availability, and the state of the MCP servers they come from",
+    responses: {
+      '200': z.object({
+        agent: z.string(),
+        tools: z.array(
+          z.object({
+            name: z.string(),
+            source: z.string(),
+            policy: z.enum(['allow', 'approve', 'deny']),
+            available: z.boolean(),
+            description: z.string().nullable(),
+            timeout_ms: z.number().int(),
+            idempotent: z.boolean(),
+          }),
+        ),
+        mcp_servers: z.array(
+          z.object({
+            name: z.string(),
+            transport: z.enum(['stdio', 'http']),
+            state: z.string(),
+            tools: z.number().int(),
+            error: z.string().nullable(),
+            restarts: z.number().int(),
+          }),
+        ),
+      }),
+    },
+    errors: { '404': 'unknown_agent' },
+  }),
+  me: route({
+    method: 'GET',
+    url: '/api/v1/me',
+    summary: "The caller's principal; 401 when the API key is missing or wrong",
+    responses: { '200': me },
+    errors: { '401': 'unauthorized' },
+  }),
+};
 
 /**
  * Extensions for clients (docs/PROTOCOL.md, "Extensions"): the agents a session can be
@@ -46,11 +112,18 @@ const listQuery = z.object({ namespace: z.string().max(64).optional() });
  * in a room without decoding anything client-side).
  */
 export function agentRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  app.get('/api/v1/agents', async (request) => {
+  const api = typed(app);
+  api.get(agentContracts.list.url, routeOptions(agentContracts.list), async (request) => {
     const principal = request.principal;
-    const query = validate(listQuery, request.query);
+    const query = request.query;
     const agents = agentsOf(deps);
     const fallback = agents.defaultName(principal.tenant);
+    const vision = new Map(
+      (await listModels(deps.db)).map((model) => [
+        `${model.provider}/${model.model_id}`,
+        model.vision,
+      ]),
+    );
     return {
       items: agents
         .list(principal.tenant)
@@ -62,12 +135,16 @@ export function agentRoutes(app: FastifyInstance, deps: ApiDeps): void {
             agent.approverRoles === null ||
               agent.approverRoles.some((role) => hasRole(principal, role)),
             deps.directory?.info('agent', principal.tenant, agent.name) ?? null,
+            acceptsImages(
+              agent,
+              vision.get(`${agent.model.provider}/${agent.model.modelId}`) ?? null,
+            ),
           ),
         ),
     };
   });
 
-  app.get<{ Params: { name: string } }>('/api/v1/agents/:name/tools', async (request) => {
+  api.get(agentContracts.tools.url, routeOptions(agentContracts.tools), async (request) => {
     const name = pathId(request.params.name, 'name');
     const agent = agentsOf(deps).get(request.principal.tenant, name);
     if (!agent) throw new ParleyError('unknown_agent', `no agent named "${name}"`);
@@ -88,7 +165,7 @@ export function agentRoutes(app: FastifyInstance, deps: ApiDeps): void {
     return { agent: agent.name, tools, mcp_servers: servers };
   });
 
-  app.get('/api/v1/me', async (request) => {
+  api.get(agentContracts.me.url, routeOptions(agentContracts.me), async (request) => {
     const { tenant, user, roles, operator } = request.principal;
     return { tenant, user, roles, operator, mode: deps.config.auth.mode };
   });

@@ -12,6 +12,7 @@ import { memoryRoutes } from './memories.js';
 import { missionRoutes } from './missions.js';
 import type { ApiDeps } from './deps.js';
 import { definitionsPlugin } from './definitions.js';
+import { serializerCompiler, validatorCompiler } from './contract.js';
 import { clientErrorHandler, frameworkErrors, installErrorHandler } from './errors.js';
 import { eventRoutes } from './events.js';
 import { executionRoutes } from './executions.js';
@@ -68,6 +69,10 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     clientErrorHandler,
   });
   recordRoutes(app);
+  // Routes declare zod schemas (contract.ts): requests are validated by them, and
+  // responses are held to theirs only where the app is asked to check (the test suite).
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler(deps.checkResponses ?? false));
   app.decorateRequest('principal', undefined as never);
   installErrorHandler(app);
   // First hook: the body deadline is armed before anything else can answer or wait.

@@ -36,6 +36,11 @@ export interface ApiDeps {
   missions?: MissionLookup;
   /** The definitions behind them, for PUT/DELETE of agents and missions (admin). */
   directory?: Directory;
+  /**
+   * Hold every JSON response to its route's schema, failing the request with a 500 on a
+   * mismatch (the test suite turns this on; production serializes without checking).
+   */
+  checkResponses?: boolean;
 }
 
 export function agentsOf(deps: ApiDeps): AgentLookup {

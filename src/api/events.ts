@@ -10,6 +10,7 @@ import type { ApiDeps } from './deps.js';
 import { JournalFeed, type FeedSubscriber } from './feed.js';
 import { viewerOf } from './sessionAccess.js';
 import { StreamSlots } from './streamSlots.js';
+import { route } from './contract.js';
 
 /** Events read per query while catching up; a reader far behind pages through the journal. */
 const pageSize = 200;
@@ -26,6 +27,38 @@ const maxQueued = 500;
  * keep-alive intervals (it resumes with Last-Event-ID). Each principal may hold
  * `limits.streams_per_principal` streams on this process at once.
  */
+export const eventContracts = {
+  stream: route({
+    method: 'GET',
+    url: '/api/v1/chat/sessions/:sessionId/events',
+    summary: 'SSE: replay after the cursor, then live',
+    // The cursor's checks answer in their own order (a stream slot first), in the handler.
+    parameters: [
+      { name: 'Last-Event-ID', in: 'header', schema: { type: 'string' } },
+      { name: 'after', in: 'query', schema: { type: 'integer', minimum: 0 } },
+      {
+        name: 'include',
+        in: 'query',
+        description: 'a comma-separated list: `reasoning` streams reasoning text',
+        schema: { type: 'string' },
+      },
+    ],
+    responses: {
+      '200': {
+        description: 'text/event-stream',
+        content: { 'text/event-stream': { schema: { type: 'string' } } },
+      },
+    },
+    errors: {
+      '400': 'invalid_cursor',
+      '404': 'session_not_found',
+      '409': 'cursor_ahead (with latest_sequence)',
+      '410': 'resync_required (with earliest_available_sequence, latest_sequence)',
+      '429': 'too_many_streams',
+    },
+  }),
+};
+
 export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const feed = new JournalFeed(deps.db, deps.wakeups, deps.config.runtime.pollMs);
   const open = new Set<ServerResponse>();
@@ -36,7 +69,7 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
   });
 
   app.get<{ Params: { sessionId: string }; Querystring: { after?: string; include?: string } }>(
-    '/api/v1/chat/sessions/:sessionId/events',
+    eventContracts.stream.url,
     async (request, reply) => {
       const { tenant, user } = request.principal;
       const sessionId = request.session.session_id;

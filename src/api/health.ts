@@ -3,6 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import { ParleyError } from '../errors.js';
 import { registry } from '../metrics.js';
 import { migrationsApplied } from '../store/migrate.js';
+import { z } from 'zod';
+import { route, routeOptions, typed } from './contract.js';
 import type { ApiDeps } from './deps.js';
 import { authenticate, requireOperator } from './principal.js';
 
@@ -12,10 +14,58 @@ import { authenticate, requireOperator } from './principal.js';
  * operator's API key (401 without a valid key, 403 for a tenant's); in dev mode it is
  * open unless the metrics key is set.
  */
-export function healthRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  app.get('/healthz', { config: { public: true } }, async () => ({ status: 'ok' }));
+const checks = z.object({
+  storage: z.boolean(),
+  migrations: z.boolean(),
+  providers: z.boolean(),
+});
 
-  app.get('/readyz', { config: { public: true } }, async (_request, reply) => {
+export const healthContracts = {
+  healthz: route({
+    method: 'GET',
+    url: '/healthz',
+    summary: 'Process up',
+    public: true,
+    responses: { '200': z.object({ status: z.literal('ok') }) },
+  }),
+  readyz: route({
+    method: 'GET',
+    url: '/readyz',
+    summary: 'Storage reachable, migrations applied, providers configured',
+    public: true,
+    responses: {
+      '200': z.object({
+        status: z.literal('ready'),
+        engine: z.enum(['pglite', 'postgres']),
+        checks,
+      }),
+      '503': z
+        .object({ error: z.literal('not_ready'), message: z.string(), checks })
+        .meta({ description: 'not_ready, with the checks that failed' }),
+    },
+  }),
+  metrics: route({
+    method: 'GET',
+    url: '/metrics',
+    summary:
+      "Prometheus metrics: outside dev mode, the metrics key (server.metrics_key_env) or an operator's API key",
+    public: true,
+    responses: { '200': { description: 'text/plain' } },
+    errors: {
+      '401': 'unauthorized (no valid key)',
+      '403': "forbidden (a tenant's key, not the operator's)",
+    },
+  }),
+};
+
+export function healthRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  const api = typed(app);
+  const contracts = healthContracts;
+  api.get(contracts.healthz.url, routeOptions(contracts.healthz), async () => ({
+    status: 'ok' as const,
+  }));
+
+  api.get(contracts.readyz.url, routeOptions(contracts.readyz), async (_request, reply) => {
     let storage = false;
     try {
       await deps.db.query('select 1');
@@ -30,11 +80,11 @@ export function healthRoutes(app: FastifyInstance, deps: ApiDeps): void {
     if (!ready) {
       return reply.status(503).send({ error: 'not_ready', message: 'not ready to serve', checks });
     }
-    return { status: 'ready', engine: deps.db.engine, checks };
+    return { status: 'ready' as const, engine: deps.db.engine, checks };
   });
 
   const metricsKey = deps.config.server.metricsKeySha256;
-  app.get('/metrics', { config: { public: true } }, async (request, reply) => {
+  api.get(contracts.metrics.url, routeOptions(contracts.metrics), async (request, reply) => {
     const scraper = metricsKey !== null && bearerMatches(request.headers.authorization, metricsKey);
     if (!scraper) {
       if (deps.config.auth.mode === 'keys') {

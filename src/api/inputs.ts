@@ -8,7 +8,10 @@ import { agentsOf, type ApiDeps } from './deps.js';
 import { isRoutedTo } from './executions.js';
 import { hasRole } from './principal.js';
 import { viewerOf } from './sessionAccess.js';
-import { pathId, storableJson, validate, text } from './validate.js';
+import { inboxItem } from '../protocol/inbox.js';
+import { inputAnswer, page } from '../protocol/rest.js';
+import { route, routeOptions, typed } from './contract.js';
+import { pathId, storableJson, text } from './validate.js';
 
 const answerBody = z
   .object({
@@ -27,14 +30,42 @@ const inboxQuery = z.object({
   cursor: text().max(500).optional(),
 });
 
+export const inputContracts = {
+  inbox: route({
+    method: 'GET',
+    url: '/api/v1/inputs',
+    summary:
+      "The approvals inbox: the tenant's pending input requests that the caller may answer (an execution's: routed to the caller), most urgent first, then oldest first",
+    querystring: inboxQuery,
+    responses: { '200': page(inboxItem) },
+    errors: {
+      '400': 'invalid_request (state other than pending), invalid_cursor',
+      '401': 'unauthorized',
+    },
+  }),
+  answer: route({
+    method: 'POST',
+    url: '/api/v1/chat/sessions/:sessionId/inputs/:requestId',
+    summary: 'Answer an input request (approval, question, budget extension); single-use',
+    body: answerBody,
+    responses: { '200': inputAnswer },
+    errors: {
+      '403': 'forbidden (not one of the agent approver_roles)',
+      '404': 'input_not_found',
+      '409': 'stale_input',
+    },
+  }),
+};
+
 /**
  * PROTOCOL.md §4: answer an approval, a question or a budget extension; and the approvals
  * inbox (extension): every pending request of the tenant that the caller may answer, in a
  * session the caller may see.
  */
 export function inputRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  app.get('/api/v1/inputs', async (request) => {
-    const query = validate(inboxQuery, request.query);
+  const api = typed(app);
+  api.get(inputContracts.inbox.url, routeOptions(inputContracts.inbox), async (request) => {
+    const query = request.query;
     let cursor: { priority: number; requestId: string } | null = null;
     if (query.cursor !== undefined) {
       const parts = decodeCursor(query.cursor) ?? [];
@@ -72,14 +103,16 @@ export function inputRoutes(app: FastifyInstance, deps: ApiDeps): void {
     });
   });
 
-  app.post<{ Params: { sessionId: string; requestId: string } }>(
-    '/api/v1/chat/sessions/:sessionId/inputs/:requestId',
+  api.post(
+    inputContracts.answer.url,
     // A session the principal may not see: as unknown as the request (§4's first 404).
-    { config: { missingSession: { code: 'input_not_found', message: 'no such input request' } } },
+    routeOptions(inputContracts.answer, {
+      missingSession: { code: 'input_not_found', message: 'no such input request' },
+    }),
     async (request) => {
       const sessionId = request.session.session_id;
       const requestId = pathId(request.params.requestId, 'request_id');
-      const body = validate(answerBody, request.body);
+      const body = request.body;
       const principal = request.principal;
       return answerInput(deps.db, {
         tenant: principal.tenant,

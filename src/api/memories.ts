@@ -6,7 +6,8 @@ import { decodeCursor } from '../store/listSessions.js';
 import { listMemories } from '../store/listMemories.js';
 import type { ApiDeps } from './deps.js';
 import { hasRole } from './principal.js';
-import { validate, text, pathId } from './validate.js';
+import { route, routeOptions, typed } from './contract.js';
+import { text, pathId } from './validate.js';
 
 const listQuery = z
   .object({
@@ -14,9 +15,42 @@ const listQuery = z
     cursor: text().max(500).optional(),
     agent: text().min(1).max(128).optional(),
     /** Admins only, for someone else: a user name, or `*` for every user of the tenant. */
-    user: text().min(1).max(128).optional(),
+    user: text()
+      .min(1)
+      .max(128)
+      .optional()
+      .meta({ description: 'admin role needed for anyone but yourself' }),
   })
   .strict();
+
+const memory = z.object({
+  memory_id: z.string(),
+  agent: z.string(),
+  user: z.string(),
+  text: z.string(),
+  session_id: z.string().nullable(),
+  created_at: z.string().meta({ format: 'date-time' }),
+});
+
+export const memoryContracts = {
+  list: route({
+    method: 'GET',
+    url: '/api/v1/memories',
+    summary: "The principal's memories, newest first (admin: ?user=NAME or ?user=* for the tenant)",
+    querystring: listQuery,
+    responses: {
+      '200': z.object({ items: z.array(memory), next_cursor: z.string().nullable() }),
+    },
+    errors: { '400': 'invalid_request, invalid_cursor', '403': 'forbidden' },
+  }),
+  delete: route({
+    method: 'DELETE',
+    url: '/api/v1/memories/:memoryId',
+    summary: 'Delete one of your memories (admin: any of the tenant)',
+    responses: { '200': z.object({ memory_id: z.string(), deleted: z.literal(true) }) },
+    errors: { '404': 'not_found' },
+  }),
+};
 
 /**
  * What agents remember about people (`remember`), for those people to see and delete.
@@ -25,8 +59,9 @@ const listQuery = z
  * else's memory answers 404, like a missing one: existence does not leak.
  */
 export function memoryRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  app.get('/api/v1/memories', async (request) => {
-    const query = validate(listQuery, request.query);
+  const api = typed(app);
+  api.get(memoryContracts.list.url, routeOptions(memoryContracts.list), async (request) => {
+    const query = request.query;
     const { principal } = request;
     const user = query.user ?? principal.user;
     if (user !== principal.user && !hasRole(principal, 'admin')) {
@@ -47,12 +82,12 @@ export function memoryRoutes(app: FastifyInstance, deps: ApiDeps): void {
     );
   });
 
-  app.delete<{ Params: { memoryId: string } }>('/api/v1/memories/:memoryId', async (request) => {
+  api.delete(memoryContracts.delete.url, routeOptions(memoryContracts.delete), async (request) => {
     const { principal } = request;
     const own = hasRole(principal, 'admin') ? null : principal.user;
     const memoryId = pathId(request.params.memoryId, 'memory_id');
     const deleted = await deleteMemory(deps.db, principal.tenant, memoryId, own);
     if (!deleted) throw new ParleyError('not_found', 'no such memory');
-    return { memory_id: memoryId, deleted: true };
+    return { memory_id: memoryId, deleted: true as const };
   });
 }

@@ -2,8 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { ParleyError } from '../errors.js';
 import { listModels, type CatalogModel } from '../store/listModels.js';
+import { route, routeOptions, typed } from './contract.js';
 import type { ApiDeps } from './deps.js';
-import { text, validate } from './validate.js';
+import { text } from './validate.js';
 
 const listQuery = z
   .object({
@@ -14,6 +15,61 @@ const listQuery = z
 
 const syncBody = z.object({ provider: text().min(1).max(128).optional() }).strict();
 
+const timestamp = z.string().meta({ format: 'date-time' });
+
+const catalogModel = z.object({
+  model: z.string().meta({ description: 'provider/model' }),
+  provider: z.string(),
+  model_id: z.string(),
+  kind: z.string(),
+  display_name: z.string().nullable(),
+  capabilities: z.object({
+    tools: z.boolean().nullable(),
+    vision: z.boolean().nullable(),
+    reasoning: z.boolean().nullable(),
+    context_window: z.number().int().nullable(),
+    max_output_tokens: z.number().int().nullable(),
+  }),
+  source: z.enum(['listing', 'config']),
+  status: z.enum(['active', 'removed']),
+  first_seen_at: timestamp,
+  last_seen_at: timestamp,
+  removed_at: timestamp.nullable(),
+});
+
+const syncReport = z.object({
+  provider: z.string(),
+  ok: z.boolean(),
+  error: z
+    .string()
+    .nullable()
+    .meta({ description: 'why the sync failed (a provider and a status, never a body)' }),
+  added: z.array(z.string()),
+  removed: z.array(z.string()),
+  active: z.number().int(),
+});
+
+export const modelContracts = {
+  list: route({
+    method: 'GET',
+    url: '/api/v1/models',
+    summary: 'The model catalog (active models; removed ones with include_removed=true)',
+    querystring: listQuery,
+    responses: { '200': z.object({ items: z.array(catalogModel) }) },
+    errors: { '400': 'invalid_request' },
+  }),
+  sync: route({
+    method: 'POST',
+    url: '/api/v1/admin/models/sync',
+    summary:
+      "Refresh the deployment-wide catalog from the providers' model lists (the operator's key only)",
+    body: syncBody,
+    bodyOptional: true,
+    responses: { '200': z.object({ providers: z.array(syncReport) }) },
+    errors: { '400': 'invalid_request', '403': "forbidden (not the operator's key)" },
+  }),
+};
+
 /**
  * The model catalog: `GET /api/v1/models` for any principal (which models exist is not
  * tenant data), `POST /api/v1/admin/models/sync` for the deployment's operator
@@ -21,8 +77,9 @@ const syncBody = z.object({ provider: text().min(1).max(128).optional() }).stric
  * because embedded storage belongs to one process.
  */
 export function modelRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  app.get('/api/v1/models', async (request) => {
-    const query = validate(listQuery, request.query);
+  const list = modelContracts.list;
+  typed(app).get(list.url, routeOptions(list), async (request) => {
+    const query = request.query;
     const models = await listModels(deps.db, {
       provider: query.provider ?? null,
       includeRemoved: query.include_removed === 'true',
@@ -33,8 +90,9 @@ export function modelRoutes(app: FastifyInstance, deps: ApiDeps): void {
 
 export function adminModelRoutes(app: FastifyInstance, deps: ApiDeps): void {
   // The catalog is deployment-wide: only the operator syncs it (app.ts checks the key).
-  app.post('/api/v1/admin/models/sync', { config: { operator: true } }, async (request) => {
-    const body = validate(syncBody, request.body);
+  const sync = modelContracts.sync;
+  typed(app).post(sync.url, routeOptions(sync, { operator: true }), async (request) => {
+    const body = request.body;
     if (!deps.syncModels) throw new ParleyError('not_ready', 'this process cannot sync models');
     const provider = body.provider ?? null;
     if (provider !== null && !Object.hasOwn(deps.config.providers, provider)) {

@@ -2,26 +2,70 @@ import type { FastifyInstance } from 'fastify';
 import { errorCodes } from '../errors.js';
 import { platformPaths } from './openapiPlatforms.js';
 import { providerPaths } from './openapiProviders.js';
-import { toolPaths } from './openapiTools.js';
-import { extensionPaths, extensionSchemas } from './openapiExtensions.js';
 import { missionPaths, missionSchemas } from './openapiMissions.js';
-import { retentionPaths } from './openapiRetention.js';
+import { z } from 'zod';
+import { route, routeOptions, typed, type RouteContract } from './contract.js';
+import { generateDocument } from './openapiGenerate.js';
+import { sessionContracts } from './sessions.js';
+import { turnContracts } from './turns.js';
+import { cancelContracts } from './cancel.js';
+import { inputContracts } from './inputs.js';
+import { agentContracts } from './agents.js';
+import { eventContracts } from './events.js';
+import { healthContracts } from './health.js';
+import { adminContracts } from './admin.js';
+import { modelContracts } from './models.js';
+import { usageContracts } from './usage.js';
+import { fileContracts } from './files.js';
+import { memoryContracts } from './memories.js';
 
-const error = { $ref: '#/components/schemas/Error' };
-const errorResponse = (description: string) => ({
-  description,
-  content: { 'application/json': { schema: error } },
-});
-const json = (schema: object, description = 'OK') => ({
-  description,
-  content: { 'application/json': { schema } },
-});
-const sessionIdParam = {
-  name: 'session_id',
-  in: 'path',
-  required: true,
-  schema: { type: 'string' },
+export const openapiContracts = {
+  document: route({
+    method: 'GET',
+    url: '/api/v1/openapi.json',
+    summary: 'This document (OpenAPI 3.1): the contract, machine-readable',
+    public: true,
+    responses: { '200': z.record(z.string(), z.unknown()) },
+  }),
 };
+
+/** The routes whose document is generated from their contracts (contract.ts). */
+const contracts: RouteContract[] = [
+  sessionContracts,
+  turnContracts,
+  cancelContracts,
+  inputContracts,
+  agentContracts,
+  eventContracts,
+  healthContracts,
+  adminContracts,
+  openapiContracts,
+  modelContracts,
+  usageContracts,
+  fileContracts,
+  memoryContracts,
+].flatMap((group) => Object.values(group));
+const generated = generateDocument(contracts);
+
+/** Paths of the routes not yet declared with a contract, written by hand. */
+const handWrittenPaths: Record<string, Record<string, object>> = {
+  ...providerPaths,
+  ...platformPaths,
+  ...missionPaths,
+};
+
+/** Both sources' operations, path by path: a generated operation replaces a written one. */
+function mergePaths(
+  ...sources: Record<string, Record<string, object>>[]
+): Record<string, Record<string, object>> {
+  const merged: Record<string, Record<string, object>> = {};
+  for (const source of sources) {
+    for (const [path, operations] of Object.entries(source)) {
+      merged[path] = { ...merged[path], ...operations };
+    }
+  }
+  return merged;
+}
 
 /** The machine-readable contract (PROTOCOL.md), served at GET /api/v1/openapi.json. */
 export const openapiDocument = {
@@ -43,377 +87,15 @@ export const openapiDocument = {
           message: { type: 'string' },
         },
       },
-      Session: {
-        type: 'object',
-        required: ['session_id', 'agent', 'state', 'latest_sequence', 'earliest_sequence', 'usage'],
-        properties: {
-          session_id: { type: 'string' },
-          agent: { type: 'string' },
-          title: { type: ['string', 'null'] },
-          owner: {
-            type: ['string', 'null'],
-            description:
-              'Who created it (a user; a platform author; an execution user). Null for sessions made before sessions had owners.',
-          },
-          visibility: {
-            enum: ['private', 'tenant', 'room'],
-            description:
-              'private: owner and the agent approvers; tenant: every principal of the tenant; room: owner and members. Admins see every session.',
-          },
-          members: {
-            type: 'array',
-            items: { type: 'string' },
-            description: 'Users who see a room besides its owner.',
-          },
-          state: { enum: ['idle', 'queued', 'running', 'input_required', 'parked', 'closed'] },
-          latest_sequence: { type: 'integer' },
-          earliest_sequence: { type: 'integer' },
-          current_turn: {
-            type: ['object', 'null'],
-            properties: { turn_id: { type: 'string' }, state: { type: 'string' } },
-          },
-          pending_input: { type: ['object', 'null'] },
-          queued_turns: { type: 'integer' },
-          usage: {
-            type: 'object',
-            properties: {
-              input_tokens: { type: 'integer' },
-              output_tokens: { type: 'integer' },
-              cost_usd: { type: 'number' },
-            },
-          },
-          created_at: { type: 'string', format: 'date-time' },
-          updated_at: { type: 'string', format: 'date-time' },
-        },
-      },
-      Members: {
-        type: 'array',
-        maxItems: 200,
-        items: { type: 'string', minLength: 1, maxLength: 128 },
-        description: 'User names who see a `room` session besides its owner (replaces the list).',
-      },
-      Admission: {
-        type: 'object',
-        required: ['session_id', 'turn_id', 'sequence', 'state'],
-        properties: {
-          session_id: { type: 'string' },
-          turn_id: { type: 'string' },
-          sequence: { type: 'integer' },
-          state: { enum: ['accepted', 'stored'] },
-        },
-      },
-      Message: {
-        type: 'object',
-        properties: {
-          id: { type: 'string' },
-          role: { enum: ['user', 'assistant', 'system'] },
-          author: { type: 'string' },
-          content: { type: 'string' },
-          turn_id: { type: ['string', 'null'] },
-          sequence: { type: 'integer' },
-          created_at: { type: 'string', format: 'date-time' },
-        },
-      },
-      ...extensionSchemas,
       ...missionSchemas,
+      ...generated.schemas,
     },
   },
   security: [{ bearer: [] }],
-  paths: {
-    '/api/v1/chat/sessions': {
-      post: {
-        summary: 'Create a session (the greeting is journaled in the same transaction)',
-        requestBody: {
-          content: {
-            'application/json': {
-              schema: {
-                type: 'object',
-                additionalProperties: false,
-                properties: {
-                  agent: { type: 'string' },
-                  title: { type: 'string' },
-                  visibility: {
-                    enum: ['private', 'tenant', 'room'],
-                    description: "Default: the agent's `visibility`.",
-                  },
-                  members: { $ref: '#/components/schemas/Members' },
-                },
-              },
-            },
-          },
-        },
-        responses: {
-          '201': json({ $ref: '#/components/schemas/Session' }, 'Created'),
-          '400': errorResponse('invalid_request'),
-          '404': errorResponse('unknown_agent'),
-        },
-      },
-      get: {
-        summary: 'List sessions, newest activity first',
-        parameters: [
-          {
-            name: 'limit',
-            in: 'query',
-            schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
-          },
-          { name: 'cursor', in: 'query', schema: { type: 'string' } },
-        ],
-        responses: {
-          '200': json({
-            type: 'object',
-            properties: {
-              items: { type: 'array', items: { $ref: '#/components/schemas/Session' } },
-              next_cursor: { type: ['string', 'null'] },
-            },
-          }),
-          '400': errorResponse('invalid_cursor'),
-        },
-      },
-    },
-    '/api/v1/chat/sessions/{session_id}': {
-      get: {
-        summary: 'Session projection (the resync point)',
-        parameters: [sessionIdParam],
-        responses: {
-          '200': json({ $ref: '#/components/schemas/Session' }),
-          '404': errorResponse('session_not_found (also a session the principal may not see)'),
-        },
-      },
-      patch: {
-        summary: 'Change who sees the session (its owner or an admin)',
-        parameters: [sessionIdParam],
-        requestBody: {
-          required: true,
-          content: {
-            'application/json': {
-              schema: {
-                type: 'object',
-                additionalProperties: false,
-                minProperties: 1,
-                properties: {
-                  visibility: { enum: ['private', 'tenant', 'room'] },
-                  members: { $ref: '#/components/schemas/Members' },
-                },
-              },
-            },
-          },
-        },
-        responses: {
-          '200': json({ $ref: '#/components/schemas/Session' }),
-          '400': errorResponse('invalid_request'),
-          '403': errorResponse('forbidden: visible, but neither its owner nor an admin'),
-          '404': errorResponse('session_not_found (also a session the principal may not see)'),
-        },
-      },
-      delete: {
-        summary:
-          'Delete the session and its text everywhere (its owner or an admin); usage rows stay',
-        parameters: [sessionIdParam],
-        responses: {
-          '204': { description: 'Deleted' },
-          '403': errorResponse('forbidden: visible, but neither its owner nor an admin'),
-          '404': errorResponse('session_not_found (also a retried DELETE)'),
-          '409': errorResponse('session_busy: an execution still works in the session'),
-        },
-      },
-    },
-    '/api/v1/chat/sessions/{session_id}/messages': {
-      get: {
-        summary: 'Durable transcript, newest first',
-        parameters: [
-          sessionIdParam,
-          { name: 'before', in: 'query', schema: { type: 'string' } },
-          {
-            name: 'limit',
-            in: 'query',
-            schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
-          },
-        ],
-        responses: {
-          '200': json({
-            type: 'object',
-            properties: {
-              items: { type: 'array', items: { $ref: '#/components/schemas/Message' } },
-              next_cursor: { type: ['string', 'null'] },
-            },
-          }),
-          '404': errorResponse('session_not_found'),
-        },
-      },
-    },
-    '/api/v1/chat/turns': {
-      post: {
-        summary: 'Admit a turn; 202 once the message is durable',
-        requestBody: {
-          required: true,
-          content: {
-            'application/json': {
-              schema: {
-                type: 'object',
-                required: ['turn_id'],
-                properties: {
-                  session_id: { type: 'string' },
-                  turn_id: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,128}$' },
-                  agent: { type: 'string' },
-                  message: { type: 'string' },
-                  option: {
-                    type: 'object',
-                    properties: { request_id: { type: 'string' }, value: { type: 'string' } },
-                  },
-                },
-              },
-            },
-          },
-        },
-        responses: {
-          '202': json({ $ref: '#/components/schemas/Admission' }, 'Accepted'),
-          '400': errorResponse('invalid_request, empty_message or malformed_json'),
-          '404': errorResponse('unknown_agent, session_not_found or option_not_found'),
-          '409': errorResponse('turn_conflict, agent_mismatch or option_locked'),
-          '413': errorResponse('message_too_long or payload_too_large'),
-        },
-      },
-    },
-    '/api/v1/chat/sessions/{session_id}/events': {
-      get: {
-        summary: 'SSE: replay after the cursor, then live',
-        parameters: [
-          sessionIdParam,
-          { name: 'Last-Event-ID', in: 'header', schema: { type: 'string' } },
-          { name: 'after', in: 'query', schema: { type: 'integer', minimum: 0 } },
-        ],
-        responses: {
-          '200': {
-            description: 'text/event-stream',
-            content: { 'text/event-stream': { schema: { type: 'string' } } },
-          },
-          '400': errorResponse('invalid_cursor'),
-          '404': errorResponse('session_not_found'),
-          '409': errorResponse('cursor_ahead (with latest_sequence)'),
-          '410': errorResponse(
-            'resync_required (with earliest_available_sequence, latest_sequence)',
-          ),
-        },
-      },
-    },
-    '/api/v1/chat/sessions/{session_id}/turns/{turn_id}/cancel': {
-      post: {
-        summary: 'Cancel accepted work, idempotent by command_id (cooperative for a running turn)',
-        parameters: [
-          sessionIdParam,
-          { name: 'turn_id', in: 'path', required: true, schema: { type: 'string' } },
-        ],
-        requestBody: {
-          required: true,
-          content: {
-            'application/json': {
-              schema: {
-                type: 'object',
-                required: ['command_id'],
-                properties: { command_id: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,128}$' } },
-              },
-            },
-          },
-        },
-        responses: {
-          '200': json({
-            type: 'object',
-            properties: {
-              result: { enum: ['cancelled', 'duplicate', 'too_late'] },
-              state: { enum: ['queued', 'running', 'done', 'error', 'cancelled', 'cancelling'] },
-              sequence: { type: 'integer' },
-            },
-          }),
-          '400': errorResponse('invalid_request'),
-          '404': errorResponse('session_not_found or turn_not_found'),
-          '409': errorResponse('command_conflict'),
-        },
-      },
-    },
-    '/api/v1/chat/sessions/{session_id}/inputs/{request_id}': {
-      post: {
-        summary: 'Answer an input request (approval, question, budget extension); single-use',
-        parameters: [
-          sessionIdParam,
-          { name: 'request_id', in: 'path', required: true, schema: { type: 'string' } },
-        ],
-        requestBody: {
-          required: true,
-          content: {
-            'application/json': {
-              schema: {
-                type: 'object',
-                required: ['expected_sequence', 'approved'],
-                properties: {
-                  expected_sequence: { type: 'integer' },
-                  approved: { type: 'boolean' },
-                  response: { type: 'object' },
-                },
-              },
-            },
-          },
-        },
-        responses: {
-          '200': json({
-            type: 'object',
-            properties: { state: { const: 'accepted' }, sequence: { type: 'integer' } },
-          }),
-          '403': errorResponse('forbidden (not one of the agent approver_roles)'),
-          '404': errorResponse('input_not_found'),
-          '409': errorResponse('stale_input'),
-        },
-      },
-    },
-    '/api/v1/admin/sessions/{session_id}/unpark': {
-      post: {
-        summary: 'Resume a parked session (admin role)',
-        parameters: [sessionIdParam],
-        responses: {
-          '200': json({ $ref: '#/components/schemas/Session' }),
-          '403': errorResponse('forbidden'),
-          '404': errorResponse('session_not_found'),
-          '409': errorResponse('session_not_parked'),
-        },
-      },
-    },
-    ...retentionPaths,
-    ...providerPaths,
-    ...toolPaths,
-    ...platformPaths,
-    '/healthz': {
-      get: { summary: 'Process up', security: [], responses: { '200': json({ type: 'object' }) } },
-    },
-    '/readyz': {
-      get: {
-        summary: 'Storage reachable, migrations applied, providers configured',
-        security: [],
-        responses: { '200': json({ type: 'object' }), '503': errorResponse('not_ready') },
-      },
-    },
-    '/api/v1/openapi.json': {
-      get: {
-        summary: 'This document (OpenAPI 3.1): the contract, machine-readable',
-        security: [],
-        responses: { '200': json({ type: 'object' }) },
-      },
-    },
-    '/metrics': {
-      get: {
-        summary:
-          "Prometheus metrics: outside dev mode, the metrics key (server.metrics_key_env) or an operator's API key",
-        security: [],
-        responses: {
-          '200': { description: 'text/plain' },
-          '401': errorResponse('unauthorized (no valid key)'),
-          '403': errorResponse("forbidden (a tenant's key, not the operator's)"),
-        },
-      },
-    },
-    ...extensionPaths,
-    ...missionPaths,
-  },
-} as const;
+  paths: mergePaths(handWrittenPaths, generated.paths),
+};
 
 export function openapiRoutes(app: FastifyInstance): void {
-  app.get('/api/v1/openapi.json', { config: { public: true } }, async () => openapiDocument);
+  const served = openapiContracts.document;
+  typed(app).get(served.url, routeOptions(served), async () => openapiDocument);
 }

@@ -10,21 +10,28 @@ import { listMessages } from '../store/listMessages.js';
 import { decodeCursor, listSessions } from '../store/listSessions.js';
 import { updateSessionAccess } from '../store/updateSessionAccess.js';
 import { workspaceDir } from '../tools/shell/workspace.js';
+import { page, session, transcriptMessage, type SessionProjection } from '../protocol/rest.js';
+import type { SessionProjection as StoredProjection } from '../store/getSession.js';
+import { route, routeOptions, typed } from './contract.js';
 import { agentsOf, type ApiDeps } from './deps.js';
 import { mayManage, viewerOf } from './sessionAccess.js';
-import { pathId, text, validate } from './validate.js';
+import { pathId, text } from './validate.js';
 
 const visibility = z.enum(['private', 'tenant', 'room']);
 /** A room's members: user names, each listed once. */
 const members = z
   .array(text().min(1).max(128))
   .max(200)
-  .transform((names) => [...new Set(names)]);
+  .transform((names) => [...new Set(names)])
+  .meta({
+    id: 'Members',
+    description: 'User names who see a `room` session besides its owner (replaces the list).',
+  });
 const createBody = z
   .object({
     agent: text().min(1).max(128).optional(),
     title: text().max(500).optional(),
-    visibility: visibility.optional(),
+    visibility: visibility.optional().meta({ description: "Default: the agent's `visibility`." }),
     members: members.optional(),
   })
   .strict();
@@ -34,13 +41,70 @@ const updateBody = z
   .refine((body) => body.visibility !== undefined || body.members !== undefined, {
     message: 'give visibility, members or both',
   });
-const pageQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-  cursor: text().max(500).optional(),
-  before: text().max(500).optional(),
-});
+const limit = z.coerce.number().int().min(1).max(200).default(50);
+const listQuery = z.object({ limit, cursor: text().max(500).optional() });
+const transcriptQuery = z.object({ before: text().max(500).optional(), limit });
+const hidden = 'session_not_found (also a session the principal may not see)';
+const notManager = 'forbidden: visible, but neither its owner nor an admin';
 
-type SessionParams = { Params: { sessionId: string } };
+export const sessionContracts = {
+  create: route({
+    method: 'POST',
+    url: '/api/v1/chat/sessions',
+    summary: 'Create a session (the greeting is journaled in the same transaction)',
+    body: createBody,
+    bodyOptional: true,
+    responses: { '201': session },
+    errors: { '400': 'invalid_request', '404': 'unknown_agent' },
+  }),
+  list: route({
+    method: 'GET',
+    url: '/api/v1/chat/sessions',
+    summary: 'List sessions, newest activity first',
+    querystring: listQuery,
+    responses: { '200': page(session) },
+    errors: { '400': 'invalid_cursor' },
+  }),
+  detail: route({
+    method: 'GET',
+    url: '/api/v1/chat/sessions/:sessionId',
+    summary: 'Session projection (the resync point)',
+    responses: { '200': session },
+    errors: { '404': hidden },
+  }),
+  update: route({
+    method: 'PATCH',
+    url: '/api/v1/chat/sessions/:sessionId',
+    summary: 'Change who sees the session (its owner or an admin)',
+    body: updateBody,
+    responses: { '200': session },
+    errors: { '400': 'invalid_request', '403': notManager, '404': hidden },
+  }),
+  delete: route({
+    method: 'DELETE',
+    url: '/api/v1/chat/sessions/:sessionId',
+    summary: 'Delete the session and its text everywhere (its owner or an admin); usage rows stay',
+    responses: { '204': { description: 'Deleted' } },
+    errors: {
+      '403': notManager,
+      '404': 'session_not_found (also a retried DELETE)',
+      '409': 'session_busy: an execution still works in the session',
+    },
+  }),
+  messages: route({
+    method: 'GET',
+    url: '/api/v1/chat/sessions/:sessionId/messages',
+    summary: 'Durable transcript, newest first',
+    querystring: transcriptQuery,
+    responses: { '200': page(transcriptMessage) },
+    errors: { '404': 'session_not_found' },
+  }),
+};
+
+/** The store's projection on the wire: its state is one of the protocol's. */
+export function wireSession(stored: StoredProjection): SessionProjection {
+  return stored as SessionProjection;
+}
 
 /**
  * PROTOCOL.md §1: create, list (cursor), detail projection, transcript (backward cursor);
@@ -49,8 +113,10 @@ type SessionParams = { Params: { sessionId: string } };
  * (sessionAccess.ts); the list shows only those.
  */
 export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  app.post('/api/v1/chat/sessions', async (request, reply) => {
-    const body = validate(createBody, request.body);
+  const api = typed(app);
+  const contracts = sessionContracts;
+  api.post(contracts.create.url, routeOptions(contracts.create), async (request, reply) => {
+    const body = request.body;
     const { tenant, user } = request.principal;
     const agents = agentsOf(deps);
     const agent = body.agent ?? agents.defaultName(tenant);
@@ -69,11 +135,13 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
         members: body.members ?? [],
       }),
     );
-    return reply.status(201).send(await getSession(deps.db, tenant, sessionId));
+    const created = await getSession(deps.db, tenant, sessionId);
+    if (!created) throw new ParleyError('session_not_found', 'no such session');
+    return reply.status(201).send(wireSession(created));
   });
 
-  app.get('/api/v1/chat/sessions', async (request) => {
-    const query = validate(pageQuery, request.query);
+  api.get(contracts.list.url, routeOptions(contracts.list), async (request) => {
+    const query = request.query;
     let cursor = null;
     if (query.cursor !== undefined) {
       const parts = decodeCursor(query.cursor);
@@ -89,20 +157,21 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
       cursor = { updatedAt, sessionId: pathId(sessionId, 'cursor') };
     }
     const principal = request.principal;
-    return listSessions(deps.db, principal.tenant, viewerOf(deps, principal), {
+    const listed = await listSessions(deps.db, principal.tenant, viewerOf(deps, principal), {
       limit: query.limit,
       cursor,
     });
+    return { items: listed.items.map(wireSession), next_cursor: listed.next_cursor };
   });
 
-  app.get<SessionParams>('/api/v1/chat/sessions/:sessionId', async (request) => {
-    const session = await getSession(deps.db, request.principal.tenant, request.session.session_id);
-    if (!session) throw new ParleyError('session_not_found', 'no such session');
-    return session;
+  api.get(contracts.detail.url, routeOptions(contracts.detail), async (request) => {
+    const found = await getSession(deps.db, request.principal.tenant, request.session.session_id);
+    if (!found) throw new ParleyError('session_not_found', 'no such session');
+    return wireSession(found);
   });
 
-  app.patch<SessionParams>('/api/v1/chat/sessions/:sessionId', async (request) => {
-    const body = validate(updateBody, request.body);
+  api.patch(contracts.update.url, routeOptions(contracts.update), async (request) => {
+    const body = request.body;
     const tenant = request.principal.tenant;
     if (!mayManage(request.principal, request.session)) {
       throw new ParleyError(
@@ -114,12 +183,12 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
       visibility: body.visibility ?? null,
       members: body.members ?? null,
     });
-    const session = updated ? await getSession(deps.db, tenant, request.session.session_id) : null;
-    if (!session) throw new ParleyError('session_not_found', 'no such session');
-    return session;
+    const found = updated ? await getSession(deps.db, tenant, request.session.session_id) : null;
+    if (!found) throw new ParleyError('session_not_found', 'no such session');
+    return wireSession(found);
   });
 
-  app.delete<SessionParams>('/api/v1/chat/sessions/:sessionId', async (request, reply) => {
+  api.delete(contracts.delete.url, routeOptions(contracts.delete), async (request, reply) => {
     if (!mayManage(request.principal, request.session)) {
       throw new ParleyError('forbidden', "only the session's owner or an admin may delete it");
     }
@@ -142,8 +211,8 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
     return reply.status(204).send();
   });
 
-  app.get<SessionParams>('/api/v1/chat/sessions/:sessionId/messages', async (request) => {
-    const query = validate(pageQuery, request.query);
+  api.get(contracts.messages.url, routeOptions(contracts.messages), async (request) => {
+    const query = request.query;
     let before: number | null = null;
     if (query.before !== undefined) {
       // A sequence: at most 15 digits, so it stays an exact integer and a valid bigint.

@@ -6,9 +6,11 @@ import { ParleyError } from '../errors.js';
 import { clientKeyPattern } from '../ids.js';
 import { admissionSeconds, turnsAdmitted } from '../metrics.js';
 import { admitTurn } from '../store/admitTurn.js';
+import { admission } from '../protocol/rest.js';
+import { route, routeOptions, typed } from './contract.js';
 import { agentsOf, type ApiDeps } from './deps.js';
 import { viewerOf } from './sessionAccess.js';
-import { text, validate } from './validate.js';
+import { text } from './validate.js';
 
 const admitBody = z
   .object({
@@ -24,6 +26,22 @@ const admitBody = z
   })
   .strict();
 
+export const turnContracts = {
+  admit: route({
+    method: 'POST',
+    url: '/api/v1/chat/turns',
+    summary: 'Admit a turn; 202 once the message is durable',
+    body: admitBody,
+    responses: { '202': admission },
+    errors: {
+      '400': 'invalid_request, empty_message or malformed_json',
+      '404': 'unknown_agent, session_not_found or option_not_found',
+      '409': 'turn_conflict, agent_mismatch or option_locked',
+      '413': 'message_too_long or payload_too_large',
+    },
+  }),
+};
+
 /** PROTOCOL.md §2: admission answers 202 once the message is durable, before any model work. */
 export function turnRoutes(app: FastifyInstance, deps: ApiDeps): void {
   /** Whether this principal's roles trigger turns of each agent (trigger_roles). */
@@ -35,9 +53,10 @@ export function turnRoutes(app: FastifyInstance, deps: ApiDeps): void {
       ]),
     );
 
-  app.post('/api/v1/chat/turns', async (request, reply) => {
+  const admit = turnContracts.admit;
+  typed(app).post(admit.url, routeOptions(admit), async (request, reply) => {
     const started = process.hrtime.bigint();
-    const body = validate(admitBody, request.body);
+    const body = request.body;
     if (body.message.trim().length === 0 && !body.option) {
       throw new ParleyError('empty_message', 'message: must not be empty');
     }

@@ -61,6 +61,8 @@ export interface ProcessOptions {
   slirp4netns?: string;
   /** The scheduler's clock (tests freeze and advance it). */
   now?: () => Date;
+  /** Hold every JSON response to its route's schema (the test suite). */
+  checkResponses?: boolean;
 }
 
 /**
@@ -224,6 +226,7 @@ export async function startProcess(
         agents,
         missions,
         directory,
+        checkResponses: options.checkResponses ?? false,
       });
       app = built;
       stops.push(() => built.close());

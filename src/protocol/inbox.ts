@@ -1,24 +1,34 @@
+import { z } from 'zod';
+
 /**
  * One pending input request in the approvals inbox (`GET /api/v1/inputs`, an extension):
- * the store builds it, `parley/client` returns it, so the two cannot drift.
+ * the store builds it, the route's schema documents and checks it, `parley/client`
+ * returns it, so the three cannot drift.
  */
-export interface InboxItem {
-  request_id: string;
-  session_id: string;
-  session_title: string | null;
-  agent: string;
-  turn_id: string;
-  kind: 'approval' | 'question' | 'budget_extension';
-  call_id: string;
-  tool: string | null;
-  arguments: unknown;
-  prompt: string | null;
-  /** The sequence of its `input_required` event: what an answer must carry. */
-  expected_sequence: number;
-  created_at: string;
-  /** `low`, `normal`, `high` or `urgent`: an execution's, else `normal`. */
-  priority: 'low' | 'normal' | 'high' | 'urgent';
-  /** The execution this request stops, if any, and where its interruptions go. */
-  execution_id: string | null;
-  interrupt_to: string | null;
-}
+export const inboxItem = z
+  .object({
+    request_id: z.string(),
+    session_id: z.string(),
+    session_title: z.string().nullable(),
+    agent: z.string(),
+    turn_id: z.string(),
+    kind: z.enum(['approval', 'question', 'budget_extension']),
+    call_id: z.string(),
+    tool: z.string().nullable(),
+    arguments: z.unknown(),
+    prompt: z.string().nullable(),
+    expected_sequence: z.number().int().meta({
+      description: 'The sequence of the input_required event: what an answer must carry',
+    }),
+    created_at: z.string().meta({ format: 'date-time' }),
+    priority: z
+      .enum(['low', 'normal', 'high', 'urgent'])
+      .meta({ description: "an execution's, else normal" }),
+    execution_id: z.string().nullable().meta({ description: 'the execution this request stops' }),
+    interrupt_to: z.string().nullable().meta({
+      description: "where the execution's interruptions go (user:NAME or role:NAME)",
+    }),
+  })
+  .meta({ id: 'InboxItem' });
+
+export type InboxItem = z.infer<typeof inboxItem>;

@@ -60,17 +60,7 @@ import type { Visibility } from '../config/types.js';
 /** A journaled event as clients see it (PROTOCOL.md §3). */
 export type { ParleyEvent as JournalEvent } from '../protocol/events.js';
 
-export interface TranscriptMessage {
-  id: string;
-  role: 'user' | 'assistant' | 'system';
-  author: string;
-  content: string;
-  turn_id: string | null;
-  sequence: number;
-  created_at: string;
-  /** A reply's cost: the provider calls of the turn it answers. */
-  usage?: { input_tokens: number; output_tokens: number; cost_usd: number };
-}
+export type { TranscriptMessage } from '../protocol/rest.js';
 
 /** Raised by a token-gated write that applied nothing: another worker owns the session. */
 export class LeaseLostError extends Error {

@@ -37,6 +37,8 @@ async function launch(
 ): Promise<TestServer> {
   const running = await startProcess(config, role, createLogger({ level: 'silent' }), {
     env: { ...process.env, ...env },
+    // Every JSON response a test provokes is held to its route's schema.
+    checkResponses: true,
   });
   return {
     ...running,

@@ -1,0 +1,156 @@
+import { z } from 'zod';
+
+/**
+ * The REST resources of PROTOCOL.md §1, §2, §4 and §5, declared once: the server's route
+ * schemas (src/api) validate and document them, and `parley/client` takes its types from
+ * them (type imports only, so the browser bundle carries no zod). Names given with
+ * `.meta({id})` become the OpenAPI document's `components.schemas`.
+ */
+
+/** A timestamp as the wire carries it: ISO 8601 in UTC. */
+export const timestamp = z.string().meta({ format: 'date-time' });
+
+export const visibility = z.enum(['private', 'tenant', 'room']).meta({
+  description:
+    'private: owner and the agent approvers; tenant: every principal of the tenant; room: owner and members. Admins see every session.',
+});
+
+export const sessionState = z.enum([
+  'idle',
+  'queued',
+  'running',
+  'input_required',
+  'parked',
+  'closed',
+]);
+
+export const usageTotals = z.object({
+  input_tokens: z.number(),
+  output_tokens: z.number(),
+  cost_usd: z.number(),
+});
+
+/** The oldest pending input request of a session, as its projection shows it. */
+export const pendingInput = z.looseObject({
+  request_id: z.string(),
+  kind: z.string(),
+  expected_sequence: z.number(),
+});
+
+/** The session projection (the resync point): `latest_sequence` is the cursor to resume from. */
+export const session = z
+  .object({
+    session_id: z.string(),
+    agent: z.string(),
+    title: z.string().nullable(),
+    owner: z.string().nullable().meta({
+      description:
+        'Who created it (a user; a platform author; an execution user). Null for sessions made before sessions had owners.',
+    }),
+    visibility,
+    members: z.array(z.string()).meta({ description: 'Users who see a room besides its owner.' }),
+    state: sessionState,
+    latest_sequence: z.number().int(),
+    earliest_sequence: z.number().int(),
+    current_turn: z.object({ turn_id: z.string(), state: z.string() }).nullable(),
+    pending_input: pendingInput.nullable(),
+    queued_turns: z.number().int(),
+    usage: usageTotals,
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .meta({ id: 'Session' });
+
+/** A durable transcript message (GET …/messages), newest first. */
+export const transcriptMessage = z
+  .object({
+    id: z.string(),
+    role: z.enum(['user', 'assistant', 'system']),
+    author: z.string(),
+    content: z.string(),
+    turn_id: z.string().nullable(),
+    sequence: z.number().int(),
+    created_at: timestamp,
+    usage: usageTotals
+      .optional()
+      .meta({ description: "A reply's cost: the provider calls of the turn it answers." }),
+  })
+  .meta({ id: 'Message' });
+
+/** The 202 answer of POST /api/v1/chat/turns. `stored`: kept, but no turn runs. */
+export const admission = z
+  .object({
+    session_id: z.string(),
+    turn_id: z.string(),
+    sequence: z.number().int(),
+    state: z.enum(['accepted', 'stored']),
+  })
+  .meta({ id: 'Admission' });
+
+export const cancelResult = z.object({
+  result: z.enum(['cancelled', 'duplicate', 'too_late']),
+  state: z.enum(['queued', 'running', 'done', 'error', 'cancelled', 'cancelling']),
+  sequence: z.number().int(),
+});
+
+export const inputAnswer = z.object({ state: z.literal('accepted'), sequence: z.number().int() });
+
+/** A page of a list: `next_cursor` is null on the last page. */
+export function page<Item extends z.ZodType>(item: Item) {
+  return z.object({ items: z.array(item), next_cursor: z.string().nullable() });
+}
+
+export type SessionState = z.infer<typeof sessionState>;
+export type Visibility = z.infer<typeof visibility>;
+export type PendingInput = z.infer<typeof pendingInput>;
+export type SessionProjection = z.infer<typeof session>;
+export type TranscriptMessage = z.infer<typeof transcriptMessage>;
+export type Admission = z.infer<typeof admission>;
+export type CancelResult = z.infer<typeof cancelResult>;
+export type InputAnswer = z.infer<typeof inputAnswer>;
+export interface Page<T> {
+  items: T[];
+  next_cursor: string | null;
+}
+
+/** An agent as GET /api/v1/agents describes it (an extension; never its instructions). */
+export const agentInfo = z
+  .object({
+    name: z.string(),
+    namespace: z.string(),
+    default: z.boolean().meta({ description: 'The agent a turn without `agent` gets' }),
+    model: z.string(),
+    greeting: z.string().nullable(),
+    skills: z.array(z.string()),
+    tools: z.array(z.object({ name: z.string(), policy: z.enum(['allow', 'approve', 'deny']) })),
+    approver_roles: z
+      .array(z.string())
+      .nullable()
+      .meta({ description: 'null: any participant may answer its input requests' }),
+    may_answer: z.boolean().meta({ description: 'Whether the caller may answer them' }),
+    accepts_images: z.boolean().meta({
+      description:
+        "Whether an image sent to this agent reaches its model (the agent's vision policy and the catalog's vision figure)",
+    }),
+    is_customized: z
+      .boolean()
+      .meta({ description: "the tenant's own definition (edited or created)" }),
+    content_hash: z.string().nullable(),
+    shipped_content_hash: z.string().nullable(),
+    shipped_changed: z.boolean(),
+  })
+  .meta({ id: 'Agent' });
+
+/** The caller's principal (GET /api/v1/me, an extension). */
+export const me = z.object({
+  tenant: z.string(),
+  user: z.string(),
+  roles: z.array(z.string()),
+  operator: z.boolean().meta({
+    description: "the deployment operator's key (auth.keys[].operator), or dev mode",
+  }),
+  mode: z.enum(['dev', 'keys']),
+});
+
+export type AgentInfo = z.infer<typeof agentInfo>;
+export type Me = z.infer<typeof me>;
