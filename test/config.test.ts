@@ -31,10 +31,16 @@ describe('configuration (CONFIG.md)', () => {
         DATABASE_URL: 'postgres://a@b/c',
         PARLEY_LEASE_TTL_MS: '20000',
         PARLEY_DEMO_DELAY_MS: '0',
+        PARLEY_EMBEDDED_SHARED_BUFFERS_MB: '32',
       },
     );
     expect(config.server).toMatchObject({ host: '127.0.0.2', port: 9000 });
-    expect(config.storage).toMatchObject({ dataDir: '/tmp/x', url: 'postgres://a@b/c' });
+    expect(config.storage).toMatchObject({
+      dataDir: '/tmp/x',
+      url: 'postgres://a@b/c',
+      embeddedSharedBuffersMb: 32,
+    });
+    expect(compileConfig({}).storage.embeddedSharedBuffersMb).toBe(128);
     expect(config.runtime.leaseTtlMs).toBe(20000);
     expect(config.demo.delayMs).toBe(0);
   });

@@ -126,6 +126,7 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
       dataDir: file.storage.data_dir,
       url: file.storage.url,
       poolSize: file.storage.pool_size,
+      embeddedSharedBuffersMb: file.storage.embedded_shared_buffers_mb,
     },
     database: {
       statementTimeoutMs: file.database.statement_timeout_ms,
@@ -206,6 +207,10 @@ function applyEnv(raw: unknown, env: Env): unknown {
   if (env.PARLEY_PORT) set('server', 'port', integer('PARLEY_PORT', env.PARLEY_PORT));
   if (env.PARLEY_DATA_DIR) set('storage', 'data_dir', env.PARLEY_DATA_DIR);
   if (env.DATABASE_URL) set('storage', 'url', env.DATABASE_URL);
+  if (env.PARLEY_EMBEDDED_SHARED_BUFFERS_MB) {
+    const name = 'PARLEY_EMBEDDED_SHARED_BUFFERS_MB';
+    set('storage', 'embedded_shared_buffers_mb', integer(name, env[name] ?? ''));
+  }
   if (env.PARLEY_LEASE_TTL_MS) {
     set('runtime', 'lease_ttl_ms', integer('PARLEY_LEASE_TTL_MS', env.PARLEY_LEASE_TTL_MS));
   }

@@ -286,6 +286,9 @@ export const fileSchema = z
         data_dir: z.string().default('./.parley'),
         url: z.string().nullable().default(null),
         pool_size: z.number().int().positive().default(10),
+        // PGlite's page cache (its shared_buffers). Its start-up zeroes all of it, so a
+        // smaller one opens faster; the test suite opens hundreds.
+        embedded_shared_buffers_mb: z.number().int().min(1).max(1024).default(128),
       })
       .strict()
       .prefault({}),

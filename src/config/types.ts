@@ -242,7 +242,13 @@ export interface Config {
     /** The hard cap on a mission's `max_iterations`. */
     missionIterations: number;
   };
-  storage: { dataDir: string; url: string | null; poolSize: number };
+  storage: {
+    dataDir: string;
+    url: string | null;
+    poolSize: number;
+    /** PGlite's shared_buffers, in MiB. */
+    embeddedSharedBuffersMb: number;
+  };
   /** PostgreSQL only: the deadlines of its connections, and how it is reached. */
   database: DatabaseConfig;
   runtime: RuntimeConfig;

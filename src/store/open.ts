@@ -8,7 +8,9 @@ import { openPostgres } from './postgres.js';
 export async function openStore(config: Config, options: { migrate?: boolean } = {}): Promise<Db> {
   const db = config.storage.url
     ? await openPostgres(config.storage.url, config.storage.poolSize, config.database)
-    : await openPglite(config.storage.dataDir);
+    : await openPglite(config.storage.dataDir, {
+        sharedBuffersMb: config.storage.embeddedSharedBuffersMb,
+      });
   if (options.migrate !== false) {
     try {
       await migrate(db);

@@ -15,7 +15,10 @@ const parsers = {
  * a lock file (dataDirLock.ts) so that a second `parley serve` fails clearly instead of
  * corrupting it.
  */
-export async function openPglite(dataDir: string | null): Promise<Db> {
+export async function openPglite(
+  dataDir: string | null,
+  options: { sharedBuffersMb?: number } = {},
+): Promise<Db> {
   let releaseLock = () => {};
   if (dataDir !== null) {
     mkdirSync(dataDir, { recursive: true });
@@ -23,7 +26,21 @@ export async function openPglite(dataDir: string | null): Promise<Db> {
   }
   let pglite: PGlite;
   try {
-    pglite = new PGlite({ ...(dataDir === null ? {} : { dataDir }), parsers });
+    pglite = new PGlite({
+      ...(dataDir === null ? {} : { dataDir }),
+      // As a start parameter: PGlite's `postgresqlconf` would overwrite the data
+      // directory's postgresql.conf.
+      ...(options.sharedBuffersMb === undefined
+        ? {}
+        : {
+            startParams: [
+              ...PGlite.defaultStartParams,
+              '-c',
+              `shared_buffers=${options.sharedBuffersMb}MB`,
+            ],
+          }),
+      parsers,
+    });
     await pglite.waitReady;
   } catch (error) {
     releaseLock();

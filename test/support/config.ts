@@ -1,5 +1,6 @@
 import { compileConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/types.js';
+import { testSharedBuffersMb } from './embedded.js';
 
 /**
  * A configuration tuned for tests: short leases and polls so that recovery paths run in
@@ -17,7 +18,11 @@ export function testConfig(
   return compileConfig(
     {
       server: { host: '127.0.0.1', port: 0, ...server },
-      storage: { url: storage.url, data_dir: storage.dataDir },
+      storage: {
+        url: storage.url,
+        data_dir: storage.dataDir,
+        embedded_shared_buffers_mb: testSharedBuffersMb,
+      },
       runtime: {
         lease_ttl_ms: 3000,
         heartbeat_ms: 1000,

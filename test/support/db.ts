@@ -9,6 +9,7 @@ import { migrate } from '../../src/store/migrate.js';
 import { openPglite } from '../../src/store/pglite.js';
 import { openPostgres } from '../../src/store/postgres.js';
 import { isEngineFree } from './engineFree.js';
+import { testSharedBuffersMb } from './embedded.js';
 import { copyPgliteTemplate, postgresTemplateName } from './template.js';
 
 export const engine: 'pglite' | 'postgres' =
@@ -82,7 +83,7 @@ export async function openTestDb(): Promise<{ db: Db; close: () => Promise<void>
   const fresh = await freshStorage();
   const db = fresh.storage.url
     ? await openPostgres(fresh.storage.url, 5)
-    : await openPglite(fresh.storage.dataDir);
+    : await openPglite(fresh.storage.dataDir, { sharedBuffersMb: testSharedBuffersMb });
   await migrate(db);
   return {
     db,

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
+import { testSharedBuffersMb } from './embedded.js';
 
 /** The repository root: children run `src/cli/main.ts` through tsx from here. */
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -179,6 +180,7 @@ export async function startParley(role: Role, options: StartOptions = {}): Promi
     PARLEY_PORT: '0',
     PARLEY_HOST: '127.0.0.1',
     PARLEY_LOG_LEVEL: 'info',
+    PARLEY_EMBEDDED_SHARED_BUFFERS_MB: String(testSharedBuffersMb),
     ...(options.dataDir === undefined ? {} : { PARLEY_DATA_DIR: options.dataDir }),
     ...(options.databaseUrl === undefined ? {} : { DATABASE_URL: options.databaseUrl }),
     ...options.env,

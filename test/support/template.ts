@@ -6,6 +6,7 @@ import pg from 'pg';
 import { listMigrations, migrate } from '../../src/store/migrate.js';
 import { openPglite } from '../../src/store/pglite.js';
 import { openPostgres } from '../../src/store/postgres.js';
+import { testSharedBuffersMb } from './embedded.js';
 
 /**
  * A migrated, empty database to copy for every test: PGlite's initdb alone takes several
@@ -34,7 +35,7 @@ export async function ensurePgliteTemplate(): Promise<void> {
   const building = `${dir}.${process.pid}`;
   rmSync(building, { recursive: true, force: true });
   mkdirSync(building, { recursive: true });
-  const db = await openPglite(building);
+  const db = await openPglite(building, { sharedBuffersMb: testSharedBuffersMb });
   await migrate(db);
   await db.close();
   rmSync(join(building, 'parley.lock'), { force: true });
