@@ -9,9 +9,13 @@ export const leaseTtlMs = 3_000;
  * The configuration every soak process runs with (docs/configuration.md): dev mode on
  * 127.0.0.1, a short lease, small polls, and an agent whose `calculator` needs a person's
  * approval (so approvals happen under chaos) while `clock` runs freely (so allowed tools
- * do too). Storage and port come from the environment (DATABASE_URL, PARLEY_PORT).
+ * do too). `additions` adds MCP servers and agent tools (the effect tools). Storage and
+ * port come from the environment (DATABASE_URL, PARLEY_PORT).
  */
-export function writeParleyConfig(directory: string): string {
+export function writeParleyConfig(
+  directory: string,
+  additions: { mcpServers?: Record<string, unknown>; agentTools?: Record<string, unknown> } = {},
+): string {
   const path = join(directory, 'parley.yaml');
   const config = {
     server: { host: '127.0.0.1', keepalive_ms: 2_000 },
@@ -24,10 +28,11 @@ export function writeParleyConfig(directory: string): string {
       shutdown_grace_ms: 2_000,
       max_parallel_turns: 8,
     },
+    mcp_servers: { ...additions.mcpServers },
     agents: {
       default: {
         model: 'demo/echo',
-        tools: { calculator: 'approve', clock: 'allow' },
+        tools: { calculator: 'approve', clock: 'allow', ...additions.agentTools },
         pending_input: 'supersede',
       },
     },

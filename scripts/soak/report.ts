@@ -49,6 +49,12 @@ export function figuresTable(facts: RunFacts): string {
       `${counters.approvalsRequested} / ${counters.approved} / ${counters.rejected} / ${counters.staleAnswers}`,
     ],
     ['tool results', check.totals.toolResults],
+    [
+      'external effects / in doubt (interrupted) / idempotent re-runs',
+      check.effects
+        ? `${check.effects.performed} / ${check.effects.interrupted} / ${check.effects.rerun}`
+        : '-',
+    ],
     ['cancels sent / cancelled / too late', `${counters.cancelsSent} / ${cancelled} / ${tooLate}`],
     ['stream reconnects', counters.streamReconnects],
     ['rounds left to the drain (follow timeouts)', counters.followTimeouts],

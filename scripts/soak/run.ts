@@ -17,6 +17,12 @@ import { openPostgres } from '../../src/store/postgres.js';
 import { runChaos } from './chaos.js';
 import { checkDatabase } from './checker/index.js';
 import { drain } from './drain.js';
+import {
+  EffectLedger,
+  effectToolsConfig,
+  startEffectServer,
+  type EffectServer,
+} from './effects.js';
 import { Apis } from './http.js';
 import { Ledger } from './ledger.js';
 import { OptionsError, parseOptions, usage, type SoakOptions } from './options.js';
@@ -61,8 +67,11 @@ async function main(argv: string[]): Promise<number> {
   const slots: Slot[] = [];
   let cluster: PrivateCluster | null = null;
   let db: Db | null = null;
+  let effectServer: EffectServer | null = null;
+  const effects = new EffectLedger();
   const abort = () => {
     for (const slot of slots) void slot.close();
+    void effectServer?.close();
     void cluster?.stop().finally(() => {
       if (!options.keep) rmSync(directory, { recursive: true, force: true });
       process.exit(130);
@@ -75,9 +84,10 @@ async function main(argv: string[]): Promise<number> {
     log(`PostgreSQL ${cluster.describe}`);
     const logDir = join(directory, 'logs');
     mkdirSync(logDir);
+    effectServer = await startEffectServer(effects);
     const env = childEnvironment({
       DATABASE_URL: cluster.url,
-      PARLEY_CONFIG: writeParleyConfig(directory),
+      PARLEY_CONFIG: writeParleyConfig(directory, effectToolsConfig(effectServer.url)),
       PARLEY_HOST: '127.0.0.1',
       PARLEY_DEMO_DELAY_MS: String(options.demoDelayMs),
       PARLEY_LOG_LEVEL: 'warn',
@@ -92,12 +102,13 @@ async function main(argv: string[]): Promise<number> {
     await Promise.all(slots.map((slot) => slot.start()));
     log(`started ${slots.map((slot) => `${slot.name} (pid ${slot.pid})`).join(', ')}`);
     db = await openPostgres(cluster.url, 3);
-    return await soak(options, cluster, db, slots);
+    return await soak(options, cluster, db, slots, effects);
   } finally {
     process.removeListener('SIGINT', abort);
     process.removeListener('SIGTERM', abort);
     for (const slot of slots) await slot.close();
     await db?.close().catch(() => {});
+    await effectServer?.close();
     await cluster?.stop();
     if (options.keep) log(`kept ${directory} (PostgreSQL data, process logs)`);
     else rmSync(directory, { recursive: true, force: true });
@@ -109,6 +120,7 @@ async function soak(
   cluster: PrivateCluster,
   db: Db,
   slots: Slot[],
+  effects: EffectLedger,
 ): Promise<number> {
   const began = Date.now();
   const random = new Random(options.seed);
@@ -176,7 +188,7 @@ async function soak(
       if (exit.code !== 0)
         uncleanShutdowns.push(`${slot.name}: code ${exit.code} signal ${exit.signal}`);
     }
-    const check = await checkDatabase(db, ledger, { stoppedPids });
+    const check = await checkDatabase(db, ledger, { stoppedPids, effects });
     const unexpectedExits = slots.flatMap((slot) =>
       slot.unexpectedExits.map((exit) => `${slot.name}: code ${exit.code} signal ${exit.signal}`),
     );
