@@ -18,7 +18,8 @@ export type TurnKind =
   | 'clock'
   | 'cancel'
   | 'transient'
-  | 'effects';
+  | 'effects'
+  | 'budget';
 
 export interface AcknowledgedTurn {
   turnId: string;

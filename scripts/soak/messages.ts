@@ -1,3 +1,4 @@
+import { budgetMessage } from './budgets.js';
 import { effectsMessage } from './effects.js';
 import type { TurnKind } from './ledger.js';
 import type { Random } from './random.js';
@@ -37,6 +38,7 @@ export const roundWeights: Record<Exclude<TurnKind, 'follow_up'>, number> = {
   cancel: 12,
   transient: 8,
   effects: 8,
+  budget: 5,
 };
 
 export function words(random: Random, count: number): string {
@@ -54,6 +56,8 @@ export function messageFor(kind: TurnKind, turnId: string, random: Random): stri
       return '/tool clock {}';
     case 'effects':
       return effectsMessage(turnId, random);
+    case 'budget':
+      return budgetMessage();
     case 'transient':
       return `/fail transient 1\n${turnId} ${words(random, random.int(6, 14))}`;
     case 'cancel':

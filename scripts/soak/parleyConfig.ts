@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { soakBudgets } from './budgets.js';
 
 /** Short leases, so that a killed or paused worker's sessions move within seconds. */
 export const leaseTtlMs = 3_000;
@@ -9,8 +10,9 @@ export const leaseTtlMs = 3_000;
  * The configuration every soak process runs with (docs/configuration.md): dev mode on
  * 127.0.0.1, a short lease, small polls, and an agent whose `calculator` needs a person's
  * approval (so approvals happen under chaos) while `clock` runs freely (so allowed tools
- * do too). `additions` adds MCP servers and agent tools (the effect tools). Storage and
- * port come from the environment (DATABASE_URL, PARLEY_PORT).
+ * do too), with a tool budget a `budget` round exceeds. `additions` adds MCP servers and
+ * agent tools (the effect tools). Storage and port come from the environment
+ * (DATABASE_URL, PARLEY_PORT).
  */
 export function writeParleyConfig(
   directory: string,
@@ -34,6 +36,7 @@ export function writeParleyConfig(
         model: 'demo/echo',
         tools: { calculator: 'approve', clock: 'allow', ...additions.agentTools },
         pending_input: 'supersede',
+        budgets: soakBudgets,
       },
     },
   };

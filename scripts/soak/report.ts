@@ -49,6 +49,7 @@ export function figuresTable(facts: RunFacts): string {
       `${counters.approvalsRequested} / ${counters.approved} / ${counters.rejected} / ${counters.staleAnswers}`,
     ],
     ['tool results', check.totals.toolResults],
+    ['budget extensions answered', check.budgetExtensions],
     [
       'external effects / in doubt (interrupted) / idempotent re-runs',
       check.effects

@@ -2,6 +2,7 @@ import type { Db } from '../../../src/store/db.js';
 import type { EffectLedger } from '../effects.js';
 import { Ledger } from '../ledger.js';
 import { checkAcknowledged, checkAtRest } from './acknowledged.js';
+import { checkBudgets } from './budgets.js';
 import { checkEffects, type EffectTotals } from './effects.js';
 import { Findings, Journal } from './findings.js';
 import { checkGapless, checkOrder, checkTerminals } from './journal.js';
@@ -17,6 +18,8 @@ export interface CheckResult {
   totals: { sessions: number; turns: number; events: number; toolResults: number };
   /** What the effect tools did, when their ledger was given. */
   effects: EffectTotals | null;
+  /** Budget extension requests answered (by clients or the drain). */
+  budgetExtensions: number;
 }
 
 /**
@@ -42,6 +45,7 @@ export async function checkDatabase(
   checkPromises(journal, ledger, findings);
   checkReplies(journal, ledger, findings);
   if (options.stoppedPids) checkAtRest(journal, options.stoppedPids, findings);
+  const budgetExtensions = checkBudgets(journal, findings);
   const effects = options.effects ? checkEffects(journal, options.effects, findings) : null;
   for (const violation of ledger.violations) {
     // What clients saw on the wire (a gap in a stream, a changed 202) counts as well.
@@ -64,5 +68,6 @@ export async function checkDatabase(
       toolResults: snapshot.events.filter((event) => event.type === 'tool_result').length,
     },
     effects,
+    budgetExtensions,
   };
 }
