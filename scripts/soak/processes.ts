@@ -14,7 +14,8 @@ import { join } from 'node:path';
  * neighbours and to PostgreSQL. Like a process supervisor, the slot then starts it again,
  * so the rest of the run still has its five processes.
  */
-export type Role = 'api' | 'worker';
+/** `serve`: API and worker in one process (the embedded engine's soak). */
+export type Role = 'api' | 'worker' | 'serve';
 
 export interface SlotEnvironment {
   root: string;

@@ -41,7 +41,10 @@ export function figuresTable(facts: RunFacts): string {
     ['other requests given up after retries', counters.httpErrors],
     ['worker SIGKILLs (holding a lease)', `${chaos.workerKills} (${chaos.workerKillsMidTurn})`],
     ['worker SIGSTOPs past the lease', chaos.workerStops],
-    ['API SIGKILLs', chaos.apiKills],
+    [
+      options.engine === 'pglite' ? 'parley serve SIGKILLs (PGlite)' : 'API SIGKILLs',
+      chaos.apiKills,
+    ],
     [`PostgreSQL restarts (${options.postgresRestartMode})`, chaos.postgresRestarts],
     ['leases lost by a worker (token gate)', facts.leasesLost],
     [

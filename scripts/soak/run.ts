@@ -17,6 +17,7 @@ import { openPostgres } from '../../src/store/postgres.js';
 import { runChaos } from './chaos.js';
 import { checkDatabase } from './checker/index.js';
 import { drain } from './drain.js';
+import { runEmbedded } from './embedded.js';
 import {
   EffectLedger,
   effectToolsConfig,
@@ -61,6 +62,15 @@ async function main(argv: string[]): Promise<number> {
     `seed ${options.seed}: ${options.turns} turns, ${options.sessions} sessions, ${options.clients} clients, ${options.durationMs / 1000} s of chaos`,
   );
   log(`repeat this plan with: npm run soak -- ${repeatFlags(options)}`);
+  if (options.engine === 'pglite') {
+    return runEmbedded(options, {
+      root,
+      log,
+      childEnvironment,
+      migrate,
+      repeat: repeatFlags(options),
+    });
+  }
   const directory = mkdtempSync(join(tmpdir(), 'parley-soak-'));
   // The postgres OS user must reach its data directory inside.
   chmodSync(directory, 0o755);
@@ -266,6 +276,8 @@ function migrate(env: Record<string, string>): Promise<void> {
 function repeatFlags(options: SoakOptions): string {
   return [
     options.short ? '--short' : '',
+    options.long ? '--long' : '',
+    options.engine === 'pglite' ? '--engine pglite' : '',
     `--seed ${options.seed}`,
     `--turns ${options.turns}`,
     `--sessions ${options.sessions}`,
