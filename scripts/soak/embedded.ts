@@ -37,8 +37,8 @@ const downtimeMs = { min: 200, max: 2_000 } as const;
  * directory; it is SIGKILLed in a seeded Poisson loop and started again on the same
  * directory (PGlite recovers from its WAL; the data-directory lock of the killed process
  * is stale and taken over). Only one process may own the directory, so the drain looks at
- * the database between clean stops of the server, and the checker opens the directory
- * with the project's own PGlite storage once the server is stopped for good.
+ * the database between clean stops of the server (each must exit 0), and the checker opens
+ * the directory with the project's own PGlite storage after the last of them.
  */
 export async function runEmbedded(options: SoakOptions, context: EmbeddedContext): Promise<number> {
   const { log } = context;
@@ -117,16 +117,17 @@ async function soakEmbedded(
     log(`chaos over after ${Math.round(chaosMs / 1000)} s; clients done; draining`);
     await slot.ensureUp();
     const apis = new Apis([url]);
-    const drained = await drainEmbedded(slot, dataDir, apis, random.fork('drain'), options);
+    const stops: Stop[] = [];
+    const drained = await drainEmbedded(slot, dataDir, apis, random.fork('drain'), options, stops);
     log(`drain: ${drained.open} turns still open after ${Math.round(drained.durationMs / 1000)} s`);
 
-    await slot.ensureUp();
-    const pid = slot.pid as number;
-    const exit = await slot.terminate();
-    const uncleanShutdowns =
-      exit.code === 0 ? [] : [`${slot.name}: code ${exit.code} signal ${exit.signal}`];
+    // The drain's last look stopped the server with SIGTERM: every stop must have been clean.
+    const uncleanShutdowns = stops
+      .filter((stop) => stop.code !== 0)
+      .map((stop) => `${slot.name} (pid ${stop.pid}): code ${stop.code} signal ${stop.signal}`);
+    const stoppedPids = new Set(stops.map((stop) => stop.pid));
     const check = await withDatabase(dataDir, (db) =>
-      checkDatabase(db, ledger, { stoppedPids: new Set([pid]), effects }),
+      checkDatabase(db, ledger, { stoppedPids, effects }),
     );
     const unexpectedExits = slot.unexpectedExits.map(
       (exit) => `${slot.name}: code ${exit.code} signal ${exit.signal}`,
@@ -160,6 +161,12 @@ async function soakEmbedded(
   } finally {
     clearInterval(ticker);
   }
+}
+
+interface Stop {
+  pid: number;
+  code: number | null;
+  signal: string | null;
 }
 
 interface Kill {
@@ -228,6 +235,7 @@ async function drainEmbedded(
   apis: Apis,
   random: Random,
   options: SoakOptions,
+  stops: Stop[],
 ): Promise<DrainResult> {
   const started = Date.now();
   const deadline = started + options.drainTimeoutMs;
@@ -237,7 +245,8 @@ async function drainEmbedded(
     // Give the server time to finish what it can before each look.
     await sleep(2_000);
     await slot.ensureUp();
-    await slot.terminate();
+    const pid = slot.pid as number;
+    stops.push({ pid, ...(await slot.terminate()) });
     const seen = await withDatabase(dataDir, async (db) => ({
       open: (
         await db.query<{ turn_id: string; session_id: string; state: string }>(
