@@ -17,6 +17,7 @@ import { Slot } from './processes.js';
 import { Random } from './random.js';
 import { describeViolations, failed, figuresTable } from './report.js';
 import { SessionLoop } from './session.js';
+import { endedTimes, slotMarks, writeRunReport } from './timeline.js';
 
 /** What the PostgreSQL soak's entry point lends the embedded one. */
 export interface EmbeddedContext {
@@ -126,9 +127,10 @@ async function soakEmbedded(
       .filter((stop) => stop.code !== 0)
       .map((stop) => `${slot.name} (pid ${stop.pid}): code ${stop.code} signal ${stop.signal}`);
     const stoppedPids = new Set(stops.map((stop) => stop.pid));
-    const check = await withDatabase(dataDir, (db) =>
-      checkDatabase(db, ledger, { stoppedPids, effects }),
-    );
+    const { check, ended } = await withDatabase(dataDir, async (db) => ({
+      check: await checkDatabase(db, ledger, { stoppedPids, effects }),
+      ended: await endedTimes(db, began),
+    }));
     const unexpectedExits = slot.unexpectedExits.map(
       (exit) => `${slot.name}: code ${exit.code} signal ${exit.signal}`,
     );
@@ -146,6 +148,14 @@ async function soakEmbedded(
       totalMs: Date.now() - began,
     };
     process.stdout.write(`\n${figuresTable(facts)}\n\n`);
+    const written = writeRunReport(options.reportDir, facts, {
+      marks: slotMarks([slot], began),
+      endedS: ended,
+      chaosS: chaosMs / 1000,
+      totalS: facts.totalMs / 1000,
+      title: `npm run soak -- ${context.repeat}`,
+    });
+    log(`report: ${written.json}, timeline: ${written.svg}`);
     if (!failed(facts)) {
       log(
         `PASS (PGlite): nothing lost, doubled, reordered or left unfinished (seed ${options.seed})`,

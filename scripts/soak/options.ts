@@ -27,6 +27,8 @@ export interface SoakOptions {
   short: boolean;
   /** `long`: the preset of at least 10,000 turns (docs/reliability.md). */
   long: boolean;
+  /** Where `report.json` and `timeline.svg` are written. */
+  reportDir: string;
   /** `postgres`: api ×2 + worker ×3 on a private cluster; `pglite`: one `parley serve`. */
   engine: 'postgres' | 'pglite';
 }
@@ -43,6 +45,7 @@ export const usage = `npm run soak -- [options]     (each also as PARLEY_SOAK_<N
   --long                   a long run: ${presets.long.turns} turns over ${presets.long.duration / 60} min of chaos, every round kind mixed
   --engine postgres|pglite the storage under test (default postgres: api ×2 + worker ×3 on a
                            private cluster; pglite: one parley serve on a data directory)
+  --report-dir DIR         where report.json and timeline.svg are written (default soak-report)
   --turns N                turns to admit (default ${presets.full.turns}; short ${presets.short.turns})
   --sessions N             sessions (default ${presets.full.sessions}; short ${presets.short.sessions})
   --clients N              concurrent clients (default ${presets.full.clients}; short ${presets.short.clients})
@@ -66,6 +69,7 @@ export function parseOptions(
       short: { type: 'boolean' },
       long: { type: 'boolean' },
       engine: { type: 'string' },
+      'report-dir': { type: 'string' },
       turns: { type: 'string' },
       sessions: { type: 'string' },
       clients: { type: 'string' },
@@ -121,6 +125,7 @@ export function parseOptions(
     short,
     long,
     engine,
+    reportDir: pick('report-dir') ?? 'soak-report',
   };
   if (options.sessions < options.clients) {
     throw new OptionsError('--sessions must be at least --clients (each client owns sessions)');

@@ -37,6 +37,8 @@ export class Slot {
   readonly counts = new Map<string, number>();
   starts = 0;
   failedStarts = 0;
+  /** When the chaos hit this process and when it came back (epoch ms), for the timeline. */
+  readonly history: { atMs: number; kind: 'kill' | 'stop' | 'restart' }[] = [];
 
   constructor(
     readonly role: Role,
@@ -110,6 +112,7 @@ export class Slot {
           if (!isReady && ready.test(line)) {
             isReady = true;
             this.state = 'up';
+            if (this.starts > 1) this.history.push({ atMs: Date.now(), kind: 'restart' });
             resolve();
           }
         }
@@ -154,6 +157,7 @@ export class Slot {
   async kill(): Promise<void> {
     if (!this.child) return;
     this.expectingExit = true;
+    if (!this.closed) this.history.push({ atMs: Date.now(), kind: 'kill' });
     this.child.kill('SIGKILL');
     await this.exitPromise;
   }
@@ -161,6 +165,7 @@ export class Slot {
   pause(): void {
     if (this.state !== 'up' || !this.child) return;
     this.child.kill('SIGSTOP');
+    this.history.push({ atMs: Date.now(), kind: 'stop' });
     this.state = 'paused';
   }
 

@@ -35,6 +35,7 @@ import { Random } from './random.js';
 import { describeViolations, failed, figuresTable } from './report.js';
 import { planChaos } from './schedule.js';
 import { SessionLoop } from './session.js';
+import { endedTimes, slotMarks, writeRunReport, type TimelineMark } from './timeline.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const log = (line: string) => process.stdout.write(`soak: ${line}\n`);
@@ -169,6 +170,7 @@ async function soak(
     );
   }, 15_000);
   let chaosMs = 0;
+  const postgresMarks: TimelineMark[] = [];
   try {
     const chaos = runChaos(actions, {
       workers,
@@ -176,7 +178,16 @@ async function soak(
       cluster,
       restartMode: options.postgresRestartMode,
       leasesHeldBy: (pid) => leasesHeldBy(db, pid),
-      log,
+      log: (line) => {
+        if (line.includes('restart PostgreSQL')) {
+          postgresMarks.push({
+            atS: (Date.now() - began) / 1000,
+            kind: 'restart',
+            target: 'postgres',
+          });
+        }
+        log(line);
+      },
     }).then((counters) => {
       chaosMs = Date.now() - began;
       return counters;
@@ -216,6 +227,14 @@ async function soak(
       totalMs: Date.now() - began,
     };
     process.stdout.write(`\n${figuresTable(facts)}\n\n`);
+    const written = writeRunReport(options.reportDir, facts, {
+      marks: [...slotMarks(slots, began), ...postgresMarks],
+      endedS: await endedTimes(db, began),
+      chaosS: chaosMs / 1000,
+      totalS: facts.totalMs / 1000,
+      title: `npm run soak -- ${repeatFlags(options)}`,
+    });
+    log(`report: ${written.json}, timeline: ${written.svg}`);
     if (!failed(facts)) {
       log(`PASS: nothing lost, doubled, reordered or left unfinished (seed ${options.seed})`);
       return 0;
