@@ -31,6 +31,8 @@ export interface EmbeddedContext {
 /** Mean interval between SIGKILLs of the one process, and its downtime after each. */
 const meanKillIntervalMs = 5_000;
 const downtimeMs = { min: 200, max: 2_000 } as const;
+/** The least time the server runs between a restart and the next kill. */
+const minUptimeMs = 4_000;
 
 /**
  * `npm run soak -- --engine pglite`: the embedded engine under the same clients and the
@@ -216,6 +218,8 @@ async function runKills(
   for (const kill of kills) {
     await sleep(Math.max(0, began + kill.atMs - Date.now()));
     await slot.ensureUp();
+    // A schedule that fell behind slow restarts must still let the server serve a while.
+    await sleep(Math.max(0, (slot.upSinceMs ?? 0) + minUptimeMs - Date.now()));
     await slot.kill();
     counters.apiKills += 1;
     log(`${(kill.atMs / 1000).toFixed(1)}s SIGKILL parley serve, restart after ${kill.downMs} ms`);

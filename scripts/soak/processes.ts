@@ -39,6 +39,8 @@ export class Slot {
   failedStarts = 0;
   /** When the chaos hit this process and when it came back (epoch ms), for the timeline. */
   readonly history: { atMs: number; kind: 'kill' | 'stop' | 'restart' }[] = [];
+  /** When the running process became ready (epoch ms). */
+  upSinceMs: number | null = null;
 
   constructor(
     readonly role: Role,
@@ -112,7 +114,8 @@ export class Slot {
           if (!isReady && ready.test(line)) {
             isReady = true;
             this.state = 'up';
-            if (this.starts > 1) this.history.push({ atMs: Date.now(), kind: 'restart' });
+            this.upSinceMs = Date.now();
+            if (this.starts > 1) this.history.push({ atMs: this.upSinceMs, kind: 'restart' });
             resolve();
           }
         }

@@ -59,7 +59,7 @@ export function renderTimeline(timeline: Timeline): string {
     `<path d="${path}" fill="none" stroke="#238b45" stroke-width="1.5"/>`,
     `<text x="${left - 6}" y="${y(total) + 4}" text-anchor="end">${total}</text>`,
     `<text x="${left - 6}" y="${y(0) + 4}" text-anchor="end">0</text>`,
-    `<text x="${left - 6}" y="${curveTop + curveHeight / 2}" text-anchor="end">turns ended</text>`,
+    `<text x="${left - 6}" y="${curveTop + curveHeight / 2}" text-anchor="end">ends journaled</text>`,
   );
   lanes.forEach((lane, index) => {
     const laneY = lanesTop + index * laneHeight;
@@ -89,7 +89,7 @@ export function renderTimeline(timeline: Timeline): string {
     ['SIGKILL', colours.kill],
     ['SIGSTOP', colours.stop],
     ['restart', colours.restart],
-    ['turns ended', '#238b45'],
+    ['ends journaled', '#238b45'],
     ['chaos phase', '#ccc'],
   ];
   legend.forEach(([label, colour], index) => {
