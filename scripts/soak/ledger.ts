@@ -10,7 +10,16 @@
  * `follow_up` is the plain message a `supersede` round sends while its approval waits.
  */
 export type TurnKind =
-  'plain' | 'burst' | 'approval' | 'supersede' | 'follow_up' | 'clock' | 'cancel' | 'transient';
+  | 'plain'
+  | 'burst'
+  | 'approval'
+  | 'supersede'
+  | 'follow_up'
+  | 'clock'
+  | 'cancel'
+  | 'transient'
+  | 'effects'
+  | 'budget';
 
 export interface AcknowledgedTurn {
   turnId: string;

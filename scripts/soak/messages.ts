@@ -1,3 +1,5 @@
+import { budgetMessage } from './budgets.js';
+import { effectsMessage } from './effects.js';
 import type { TurnKind } from './ledger.js';
 import type { Random } from './random.js';
 
@@ -35,6 +37,8 @@ export const roundWeights: Record<Exclude<TurnKind, 'follow_up'>, number> = {
   clock: 5,
   cancel: 12,
   transient: 8,
+  effects: 8,
+  budget: 5,
 };
 
 export function words(random: Random, count: number): string {
@@ -50,6 +54,10 @@ export function messageFor(kind: TurnKind, turnId: string, random: Random): stri
       return `/tool calculator {"expression": "${random.int(1, 99)}*${random.int(1, 99)}"}`;
     case 'clock':
       return '/tool clock {}';
+    case 'effects':
+      return effectsMessage(turnId, random);
+    case 'budget':
+      return budgetMessage();
     case 'transient':
       return `/fail transient 1\n${turnId} ${words(random, random.int(6, 14))}`;
     case 'cancel':

@@ -25,16 +25,27 @@ export interface SoakOptions {
   /** Keep the temporary directory (PostgreSQL data, process logs) for a post-mortem. */
   keep: boolean;
   short: boolean;
+  /** `long`: the preset of at least 10,000 turns (docs/reliability.md). */
+  long: boolean;
+  /** Where `report.json` and `timeline.svg` are written. */
+  reportDir: string;
+  /** `postgres`: api ×2 + worker ×3 on a private cluster; `pglite`: one `parley serve`. */
+  engine: 'postgres' | 'pglite';
 }
 
 const presets = {
   full: { turns: 1000, sessions: 60, clients: 8, duration: 300, drain: 120 },
   short: { turns: 150, sessions: 16, clients: 4, duration: 45, drain: 40 },
+  long: { turns: 10_000, sessions: 240, clients: 16, duration: 2_400, drain: 300 },
 } as const;
 
 export const usage = `npm run soak -- [options]     (each also as PARLEY_SOAK_<NAME>, e.g. PARLEY_SOAK_SEED)
 
   --short                  the CI preset: ${presets.short.turns} turns, ${presets.short.duration} s of chaos
+  --long                   a long run: ${presets.long.turns} turns over ${presets.long.duration / 60} min of chaos, every round kind mixed
+  --engine postgres|pglite the storage under test (default postgres: api ×2 + worker ×3 on a
+                           private cluster; pglite: one parley serve on a data directory)
+  --report-dir DIR         where report.json and timeline.svg are written (default soak-report)
   --turns N                turns to admit (default ${presets.full.turns}; short ${presets.short.turns})
   --sessions N             sessions (default ${presets.full.sessions}; short ${presets.short.sessions})
   --clients N              concurrent clients (default ${presets.full.clients}; short ${presets.short.clients})
@@ -56,6 +67,9 @@ export function parseOptions(
     args: argv,
     options: {
       short: { type: 'boolean' },
+      long: { type: 'boolean' },
+      engine: { type: 'string' },
+      'report-dir': { type: 'string' },
       turns: { type: 'string' },
       sessions: { type: 'string' },
       clients: { type: 'string' },
@@ -75,11 +89,13 @@ export function parseOptions(
     const fromEnv = env[`PARLEY_SOAK_${name.toUpperCase().replaceAll('-', '_')}`];
     return fromEnv === undefined || fromEnv === '' ? undefined : fromEnv;
   };
-  const flag = (name: 'short' | 'keep') =>
+  const flag = (name: 'short' | 'long' | 'keep') =>
     values[name] === true ||
     ['1', 'true', 'yes'].includes(env[`PARLEY_SOAK_${name.toUpperCase()}`] ?? '');
   const short = flag('short');
-  const preset = short ? presets.short : presets.full;
+  const long = flag('long');
+  if (short && long) throw new OptionsError('--short and --long exclude each other');
+  const preset = short ? presets.short : long ? presets.long : presets.full;
   const integer = (name: string, fallback: number, min: number): number => {
     const raw = pick(name);
     if (raw === undefined) return fallback;
@@ -92,6 +108,10 @@ export function parseOptions(
   if (restart !== 'fast' && restart !== 'immediate') {
     throw new OptionsError('--postgres-restart must be fast or immediate');
   }
+  const engine = pick('engine') ?? 'postgres';
+  if (engine !== 'postgres' && engine !== 'pglite') {
+    throw new OptionsError('--engine must be postgres or pglite');
+  }
   const options: SoakOptions = {
     turns: integer('turns', preset.turns, 1),
     sessions: integer('sessions', preset.sessions, 1),
@@ -103,6 +123,9 @@ export function parseOptions(
     postgresRestartMode: restart,
     keep: flag('keep'),
     short,
+    long,
+    engine,
+    reportDir: pick('report-dir') ?? 'soak-report',
   };
   if (options.sessions < options.clients) {
     throw new OptionsError('--sessions must be at least --clients (each client owns sessions)');

@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { soakBudgets } from './budgets.js';
 
 /** Short leases, so that a killed or paused worker's sessions move within seconds. */
 export const leaseTtlMs = 3_000;
@@ -9,9 +10,14 @@ export const leaseTtlMs = 3_000;
  * The configuration every soak process runs with (docs/configuration.md): dev mode on
  * 127.0.0.1, a short lease, small polls, and an agent whose `calculator` needs a person's
  * approval (so approvals happen under chaos) while `clock` runs freely (so allowed tools
- * do too). Storage and port come from the environment (DATABASE_URL, PARLEY_PORT).
+ * do too), with a tool budget a `budget` round exceeds. `additions` adds MCP servers and
+ * agent tools (the effect tools). Storage and port come from the environment
+ * (DATABASE_URL, PARLEY_PORT).
  */
-export function writeParleyConfig(directory: string): string {
+export function writeParleyConfig(
+  directory: string,
+  additions: { mcpServers?: Record<string, unknown>; agentTools?: Record<string, unknown> } = {},
+): string {
   const path = join(directory, 'parley.yaml');
   const config = {
     server: { host: '127.0.0.1', keepalive_ms: 2_000 },
@@ -24,11 +30,13 @@ export function writeParleyConfig(directory: string): string {
       shutdown_grace_ms: 2_000,
       max_parallel_turns: 8,
     },
+    mcp_servers: { ...additions.mcpServers },
     agents: {
       default: {
         model: 'demo/echo',
-        tools: { calculator: 'approve', clock: 'allow' },
+        tools: { calculator: 'approve', clock: 'allow', ...additions.agentTools },
         pending_input: 'supersede',
+        budgets: soakBudgets,
       },
     },
   };

@@ -14,7 +14,8 @@ import { join } from 'node:path';
  * neighbours and to PostgreSQL. Like a process supervisor, the slot then starts it again,
  * so the rest of the run still has its five processes.
  */
-export type Role = 'api' | 'worker';
+/** `serve`: API and worker in one process (the embedded engine's soak). */
+export type Role = 'api' | 'worker' | 'serve';
 
 export interface SlotEnvironment {
   root: string;
@@ -36,6 +37,10 @@ export class Slot {
   readonly counts = new Map<string, number>();
   starts = 0;
   failedStarts = 0;
+  /** When the chaos hit this process and when it came back (epoch ms), for the timeline. */
+  readonly history: { atMs: number; kind: 'kill' | 'stop' | 'restart' }[] = [];
+  /** When the running process became ready (epoch ms). */
+  upSinceMs: number | null = null;
 
   constructor(
     readonly role: Role,
@@ -109,6 +114,8 @@ export class Slot {
           if (!isReady && ready.test(line)) {
             isReady = true;
             this.state = 'up';
+            this.upSinceMs = Date.now();
+            if (this.starts > 1) this.history.push({ atMs: this.upSinceMs, kind: 'restart' });
             resolve();
           }
         }
@@ -153,6 +160,7 @@ export class Slot {
   async kill(): Promise<void> {
     if (!this.child) return;
     this.expectingExit = true;
+    if (!this.closed) this.history.push({ atMs: Date.now(), kind: 'kill' });
     this.child.kill('SIGKILL');
     await this.exitPromise;
   }
@@ -160,6 +168,7 @@ export class Slot {
   pause(): void {
     if (this.state !== 'up' || !this.child) return;
     this.child.kill('SIGSTOP');
+    this.history.push({ atMs: Date.now(), kind: 'stop' });
     this.state = 'paused';
   }
 

@@ -41,7 +41,10 @@ export function figuresTable(facts: RunFacts): string {
     ['other requests given up after retries', counters.httpErrors],
     ['worker SIGKILLs (holding a lease)', `${chaos.workerKills} (${chaos.workerKillsMidTurn})`],
     ['worker SIGSTOPs past the lease', chaos.workerStops],
-    ['API SIGKILLs', chaos.apiKills],
+    [
+      options.engine === 'pglite' ? 'parley serve SIGKILLs (PGlite)' : 'API SIGKILLs',
+      chaos.apiKills,
+    ],
     [`PostgreSQL restarts (${options.postgresRestartMode})`, chaos.postgresRestarts],
     ['leases lost by a worker (token gate)', facts.leasesLost],
     [
@@ -49,6 +52,13 @@ export function figuresTable(facts: RunFacts): string {
       `${counters.approvalsRequested} / ${counters.approved} / ${counters.rejected} / ${counters.staleAnswers}`,
     ],
     ['tool results', check.totals.toolResults],
+    ['budget extensions answered', check.budgetExtensions],
+    [
+      'external effects / in doubt (interrupted) / idempotent re-runs',
+      check.effects
+        ? `${check.effects.performed} / ${check.effects.interrupted} / ${check.effects.rerun}`
+        : '-',
+    ],
     ['cancels sent / cancelled / too late', `${counters.cancelsSent} / ${cancelled} / ${tooLate}`],
     ['stream reconnects', counters.streamReconnects],
     ['rounds left to the drain (follow timeouts)', counters.followTimeouts],

@@ -17,6 +17,13 @@ import { openPostgres } from '../../src/store/postgres.js';
 import { runChaos } from './chaos.js';
 import { checkDatabase } from './checker/index.js';
 import { drain } from './drain.js';
+import { runEmbedded } from './embedded.js';
+import {
+  EffectLedger,
+  effectToolsConfig,
+  startEffectServer,
+  type EffectServer,
+} from './effects.js';
 import { Apis } from './http.js';
 import { Ledger } from './ledger.js';
 import { OptionsError, parseOptions, usage, type SoakOptions } from './options.js';
@@ -28,6 +35,7 @@ import { Random } from './random.js';
 import { describeViolations, failed, figuresTable } from './report.js';
 import { planChaos } from './schedule.js';
 import { SessionLoop } from './session.js';
+import { endedTimes, slotMarks, writeRunReport, type TimelineMark } from './timeline.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const log = (line: string) => process.stdout.write(`soak: ${line}\n`);
@@ -55,14 +63,26 @@ async function main(argv: string[]): Promise<number> {
     `seed ${options.seed}: ${options.turns} turns, ${options.sessions} sessions, ${options.clients} clients, ${options.durationMs / 1000} s of chaos`,
   );
   log(`repeat this plan with: npm run soak -- ${repeatFlags(options)}`);
+  if (options.engine === 'pglite') {
+    return runEmbedded(options, {
+      root,
+      log,
+      childEnvironment,
+      migrate,
+      repeat: repeatFlags(options),
+    });
+  }
   const directory = mkdtempSync(join(tmpdir(), 'parley-soak-'));
   // The postgres OS user must reach its data directory inside.
   chmodSync(directory, 0o755);
   const slots: Slot[] = [];
   let cluster: PrivateCluster | null = null;
   let db: Db | null = null;
+  let effectServer: EffectServer | null = null;
+  const effects = new EffectLedger();
   const abort = () => {
     for (const slot of slots) void slot.close();
+    void effectServer?.close();
     void cluster?.stop().finally(() => {
       if (!options.keep) rmSync(directory, { recursive: true, force: true });
       process.exit(130);
@@ -75,9 +95,10 @@ async function main(argv: string[]): Promise<number> {
     log(`PostgreSQL ${cluster.describe}`);
     const logDir = join(directory, 'logs');
     mkdirSync(logDir);
+    effectServer = await startEffectServer(effects);
     const env = childEnvironment({
       DATABASE_URL: cluster.url,
-      PARLEY_CONFIG: writeParleyConfig(directory),
+      PARLEY_CONFIG: writeParleyConfig(directory, effectToolsConfig(effectServer.url)),
       PARLEY_HOST: '127.0.0.1',
       PARLEY_DEMO_DELAY_MS: String(options.demoDelayMs),
       PARLEY_LOG_LEVEL: 'warn',
@@ -92,12 +113,13 @@ async function main(argv: string[]): Promise<number> {
     await Promise.all(slots.map((slot) => slot.start()));
     log(`started ${slots.map((slot) => `${slot.name} (pid ${slot.pid})`).join(', ')}`);
     db = await openPostgres(cluster.url, 3);
-    return await soak(options, cluster, db, slots);
+    return await soak(options, cluster, db, slots, effects);
   } finally {
     process.removeListener('SIGINT', abort);
     process.removeListener('SIGTERM', abort);
     for (const slot of slots) await slot.close();
     await db?.close().catch(() => {});
+    await effectServer?.close();
     await cluster?.stop();
     if (options.keep) log(`kept ${directory} (PostgreSQL data, process logs)`);
     else rmSync(directory, { recursive: true, force: true });
@@ -109,6 +131,7 @@ async function soak(
   cluster: PrivateCluster,
   db: Db,
   slots: Slot[],
+  effects: EffectLedger,
 ): Promise<number> {
   const began = Date.now();
   const random = new Random(options.seed);
@@ -147,6 +170,7 @@ async function soak(
     );
   }, 15_000);
   let chaosMs = 0;
+  const postgresMarks: TimelineMark[] = [];
   try {
     const chaos = runChaos(actions, {
       workers,
@@ -154,7 +178,16 @@ async function soak(
       cluster,
       restartMode: options.postgresRestartMode,
       leasesHeldBy: (pid) => leasesHeldBy(db, pid),
-      log,
+      log: (line) => {
+        if (line.includes('restart PostgreSQL')) {
+          postgresMarks.push({
+            atS: (Date.now() - began) / 1000,
+            kind: 'restart',
+            target: 'postgres',
+          });
+        }
+        log(line);
+      },
     }).then((counters) => {
       chaosMs = Date.now() - began;
       return counters;
@@ -176,7 +209,7 @@ async function soak(
       if (exit.code !== 0)
         uncleanShutdowns.push(`${slot.name}: code ${exit.code} signal ${exit.signal}`);
     }
-    const check = await checkDatabase(db, ledger, { stoppedPids });
+    const check = await checkDatabase(db, ledger, { stoppedPids, effects });
     const unexpectedExits = slots.flatMap((slot) =>
       slot.unexpectedExits.map((exit) => `${slot.name}: code ${exit.code} signal ${exit.signal}`),
     );
@@ -194,6 +227,14 @@ async function soak(
       totalMs: Date.now() - began,
     };
     process.stdout.write(`\n${figuresTable(facts)}\n\n`);
+    const written = writeRunReport(options.reportDir, facts, {
+      marks: [...slotMarks(slots, began), ...postgresMarks],
+      endedS: await endedTimes(db, began),
+      chaosS: chaosMs / 1000,
+      totalS: facts.totalMs / 1000,
+      title: `npm run soak -- ${repeatFlags(options)}`,
+    });
+    log(`report: ${written.json}, timeline: ${written.svg}`);
     if (!failed(facts)) {
       log(`PASS: nothing lost, doubled, reordered or left unfinished (seed ${options.seed})`);
       return 0;
@@ -254,6 +295,8 @@ function migrate(env: Record<string, string>): Promise<void> {
 function repeatFlags(options: SoakOptions): string {
   return [
     options.short ? '--short' : '',
+    options.long ? '--long' : '',
+    options.engine === 'pglite' ? '--engine pglite' : '',
     `--seed ${options.seed}`,
     `--turns ${options.turns}`,
     `--sessions ${options.sessions}`,

@@ -1,3 +1,4 @@
+import { stoppedPrefix } from '../budgets.js';
 import type { Ledger } from '../ledger.js';
 import { echoOf } from '../messages.js';
 import { turnIdsOf, where, type Findings, type Journal } from './findings.js';
@@ -83,8 +84,10 @@ export function checkTranscript(journal: Journal, findings: Findings): void {
       row.role !== 'assistant' ||
       row.turn_id !== event.turn_id ||
       row.content !== final?.content ||
-      // Steps with tool calls join their texts; a single-step reply is its deltas exactly.
-      (!streamed.tools && row.content !== streamed.text)
+      // Steps with tool calls join their texts; a single-step reply is its deltas exactly,
+      // except the runtime's own reply when a turn stops for want of budget: committed
+      // with its `done`, never streamed.
+      (!streamed.tools && row.content !== streamed.text && !stoppedForBudget(row.content))
     ) {
       findings.add(
         'mismatch',
@@ -144,4 +147,8 @@ export function checkReplies(journal: Journal, ledger: Ledger, findings: Finding
 
 function clip(text: string): string {
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+function stoppedForBudget(content: string): boolean {
+  return content.startsWith(stoppedPrefix);
 }
