@@ -1,7 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { newEvent } from '../src/protocol/events.js';
+import { appendEvents } from '../src/store/appendEvents.js';
 import { claimSession } from '../src/store/claimSession.js';
 import { startAttempt } from '../src/store/startAttempt.js';
-import type { SessionRow } from '../src/store/types.js';
+import type { BurstState, SessionRow } from '../src/store/types.js';
 import { checkJournalInvariants } from './support/invariants.js';
 import {
   journal,
@@ -136,6 +138,78 @@ describe('parking after claims without progress', () => {
     const missing = await unpark('01NOSUCHSESSION');
     expect(missing.status).toBe(404);
     expect(missing.body.error).toBe('session_not_found');
+  });
+
+  it('journals a call that was running as interrupted: it may have acted', async () => {
+    const t1 = turnId();
+    const { session_id: sessionId } = await admit({ turn_id: t1, message: 'charge it' });
+    const claimed = (await claimSession(server.db, {
+      token: 'runner',
+      owner: 'runner',
+      ttlMs: 100,
+      maxTurns: 50,
+    })) as SessionRow;
+    const lease = { sessionId, tenant: claimed.tenant, token: 'runner' };
+    await startAttempt(server.db, lease, {
+      turnIds: [t1],
+      attempt: claimed.attempt + 1,
+      resetPrevious: claimed.partial_output,
+      seenSequence: null,
+      historyBefore: 0,
+      historyLimit: 0,
+      historyBytes: 0,
+    });
+    // The worker proposed two calls, started the first, and died: the state it saved.
+    const call = (id: string, status: 'running' | 'pending') => ({
+      call_id: id,
+      tool: 'clock',
+      arguments: {},
+      policy: 'allow' as const,
+      status,
+    });
+    await appendEvents(server.db, lease, [
+      newEvent('tool_call', t1, { call_id: 'park_call_1', tool: 'clock', arguments: {} }),
+      newEvent('tool_call', t1, { call_id: 'park_call_2', tool: 'clock', arguments: {} }),
+    ]);
+    const burst: BurstState = {
+      lead: t1,
+      turn_ids: [t1],
+      base_turn_ids: [t1],
+      steps: [
+        {
+          kind: 'model',
+          text: '',
+          calls: [call('park_call_1', 'running'), call('park_call_2', 'pending')],
+        },
+      ],
+      budget: { iterations: 1, tool_calls: 2 },
+    };
+    await server.db.query('update sessions set burst = $2, claim_count = 5 where session_id = $1', [
+      sessionId,
+      JSON.stringify(burst),
+    ]);
+    await waitForLeaseExpiry(server.db, sessionId);
+
+    worker = await startTestWorker(server.db, server.config);
+    expect(await waitForTerminal(server.db, sessionId, t1)).toMatchObject({
+      code: 'session_parked',
+    });
+    const events = await journal(server.db, sessionId);
+    expect(events.map((event) => event.type)).toEqual([
+      'message',
+      'turn_started',
+      'tool_call',
+      'tool_call',
+      'tool_result',
+      'error',
+    ]);
+    // The started call's outcome is unknown; the one never started did nothing.
+    expect(events[4]).toMatchObject({
+      call_id: 'park_call_1',
+      ok: false,
+      error: { code: 'interrupted' },
+    });
+    expect(worker.calls).toHaveLength(0);
   });
 
   it('unpark with nothing pending leaves the session idle; the next message is answered', async () => {

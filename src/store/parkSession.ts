@@ -1,7 +1,7 @@
 import { newEvent } from '../protocol/events.js';
 import type { Db } from './db.js';
 import { appendEvents } from './appendEvents.js';
-import { LeaseLostError, type Lease } from './types.js';
+import { LeaseLostError, type BurstState, type Lease } from './types.js';
 import { notifyWakeup } from './wakeups.js';
 
 /**
@@ -30,7 +30,12 @@ export async function parkSession(
       [lease.sessionId],
     );
     const turnIds = pending.rows.map((row) => row.turn_id);
+    const saved = await tx.query<{ burst: BurstState | null }>(
+      'select burst from sessions where session_id = $1',
+      [lease.sessionId],
+    );
     const sequence = await appendEvents(tx, lease, [
+      ...interruptedCalls(saved.rows[0]?.burst ?? null),
       newEvent('error', turnIds[0] ?? null, {
         code: 'session_parked',
         message: `the session was claimed ${reason.claims} times without progress and is parked; an operator can resume it with "parley sessions unpark"`,
@@ -52,6 +57,30 @@ export async function parkSession(
     );
     return { sequence, turnIds };
   });
+}
+
+/**
+ * The `tool_result` of every call the parked burst had started and not reported: a call
+ * saved `running` was under way when its worker stopped and may or may not have acted,
+ * so the journal says `interrupted`, as a resumed burst would (runtime/toolLoop.ts).
+ * Calls that never started get no result: they did nothing.
+ */
+function interruptedCalls(burst: BurstState | null) {
+  if (!burst) return [];
+  return burst.steps
+    .flatMap((step) => step.calls)
+    .filter((call) => call.status === 'running' && !call.reported)
+    .map((call) =>
+      newEvent('tool_result', burst.lead, {
+        call_id: call.call_id,
+        tool: call.tool,
+        ok: false,
+        error: {
+          code: 'interrupted',
+          message: 'the session was parked while this tool ran; it may or may not have run',
+        },
+      }),
+    );
 }
 
 /** The operator's way back: claimable again, with a fresh claim count. */
