@@ -1,6 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { soakMissions } from './missions.js';
+import { soakSchedules } from './schedules.js';
 
 /** Short leases, so that a killed or paused worker's sessions move within seconds. */
 export const leaseTtlMs = 3_000;
@@ -31,6 +33,9 @@ export function writeParleyConfig(directory: string): string {
         pending_input: 'supersede',
       },
     },
+    // Executions and schedules driven under the same chaos (missions.ts, schedules.ts).
+    missions: soakMissions,
+    schedules: soakSchedules,
   };
   writeFileSync(path, stringify(config));
   return path;

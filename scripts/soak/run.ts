@@ -19,6 +19,8 @@ import { checkDatabase } from './checker/index.js';
 import { drain } from './drain.js';
 import { Apis } from './http.js';
 import { Ledger } from './ledger.js';
+import { MissionLedger } from './missionLedger.js';
+import { drainExecutions, runMissionClient } from './missions.js';
 import { OptionsError, parseOptions, usage, type SoakOptions } from './options.js';
 import { Pacer } from './pacer.js';
 import { leaseTtlMs, writeParleyConfig } from './parleyConfig.js';
@@ -116,6 +118,7 @@ async function soak(
   const apiSlots = slots.filter((slot) => slot.role === 'api');
   const urls = apiSlots.map((slot) => slot.url as string);
   const ledger = new Ledger();
+  const missionLedger = new MissionLedger();
   const actions = planChaos(options.seed, {
     durationMs: options.durationMs,
     workers: workers.length,
@@ -159,11 +162,32 @@ async function soak(
       chaosMs = Date.now() - began;
       return counters;
     });
-    const [counters] = await Promise.all([chaos, Promise.all(loops.map((loop) => loop.run()))]);
+    const missionClient = runMissionClient({
+      apis: new Apis(urls),
+      ledger: missionLedger,
+      random: random.fork('missions'),
+      count: executionsFor(options),
+      windowMs: options.durationMs * 0.85,
+      followTimeoutMs: 90_000,
+    });
+    const [counters] = await Promise.all([
+      chaos,
+      Promise.all(loops.map((loop) => loop.run())),
+      missionClient,
+    ]);
     log(`chaos over after ${Math.round(chaosMs / 1000)} s; clients done; draining`);
 
     // Every process up again before the drain: nothing may stay paused or down.
     for (const slot of slots) await slot.ensureUp();
+    const executionsDrained = await drainExecutions(
+      db,
+      { apis: new Apis(urls), ledger: missionLedger },
+      random.fork('drain-executions'),
+      options.drainTimeoutMs,
+    );
+    log(
+      `drain: ${executionsDrained.open} executions still open after ${Math.round(executionsDrained.durationMs / 1000)} s`,
+    );
     const drained = await drain(db, new Apis(urls), random.fork('drain'), options.drainTimeoutMs);
     log(`drain: ${drained.open} turns still open after ${Math.round(drained.durationMs / 1000)} s`);
 
@@ -176,7 +200,7 @@ async function soak(
       if (exit.code !== 0)
         uncleanShutdowns.push(`${slot.name}: code ${exit.code} signal ${exit.signal}`);
     }
-    const check = await checkDatabase(db, ledger, { stoppedPids });
+    const check = await checkDatabase(db, ledger, { stoppedPids, missions: missionLedger });
     const unexpectedExits = slots.flatMap((slot) =>
       slot.unexpectedExits.map((exit) => `${slot.name}: code ${exit.code} signal ${exit.signal}`),
     );
@@ -185,6 +209,7 @@ async function soak(
       ledger,
       chaos: counters,
       drain: drained,
+      missions: { ledger: missionLedger, drain: executionsDrained },
       check,
       leasesLost: workers.reduce((sum, slot) => sum + (slot.counts.get('leaseLost') ?? 0), 0),
       failedAttempts: clientApis.reduce((sum, apis) => sum + apis.failures, 0),
@@ -200,6 +225,7 @@ async function soak(
     }
     process.stdout.write(`${describeViolations(check.findings.violations)}\n`);
     for (const line of drained.stuck) process.stdout.write(`stuck: ${line}\n`);
+    for (const line of executionsDrained.stuck) process.stdout.write(`stuck: ${line}\n`);
     for (const line of [...unexpectedExits, ...uncleanShutdowns])
       process.stdout.write(`process: ${line}\n`);
     log(`FAIL (seed ${options.seed}); rerun with: npm run soak -- ${repeatFlags(options)} --keep`);
@@ -207,6 +233,11 @@ async function soak(
   } finally {
     clearInterval(ticker);
   }
+}
+
+/** Executions the mission client dispatches: one for every ten turns, at least four. */
+function executionsFor(options: SoakOptions): number {
+  return Math.max(4, Math.round(options.turns / 10));
 }
 
 async function leasesHeldBy(db: Db, pid: number): Promise<number> {

@@ -1,8 +1,11 @@
 import type { Db } from '../../../src/store/db.js';
 import { Ledger } from '../ledger.js';
+import { MissionLedger } from '../missionLedger.js';
 import { checkAcknowledged, checkAtRest } from './acknowledged.js';
 import { Findings, Journal } from './findings.js';
 import { checkGapless, checkOrder, checkTerminals } from './journal.js';
+import { checkExecutions, checkSchedules } from './missions.js';
+import { readMissionSnapshot } from './missionSnapshot.js';
 import { readSnapshot } from './snapshot.js';
 import { checkTools, checkPromises } from './tools.js';
 import { checkReplies, checkTranscript } from './transcript.js';
@@ -12,21 +15,35 @@ export { categories, type Category, type Violation } from './findings.js';
 export interface CheckResult {
   findings: Findings;
   /** What the snapshot held, for the figures. */
-  totals: { sessions: number; turns: number; events: number; toolResults: number };
+  totals: {
+    sessions: number;
+    turns: number;
+    events: number;
+    toolResults: number;
+    executions: number;
+    scheduleFires: number;
+    /** Fires by outcome: `started`, `queued`, `skipped`. */
+    fireOutcomes: Record<string, number>;
+  };
 }
 
 /**
  * The soak's checker: reads the whole database in one snapshot and holds it to the
  * journal invariants (RUNTIME.md, PROTOCOL.md) and to what the clients were told
  * (`ledger`). `stoppedPids`: the processes stopped with SIGTERM, whose leases must all
- * have been released.
+ * have been released. `missions`: what the mission clients were told.
  */
 export async function checkDatabase(
   db: Db,
   ledger: Ledger = new Ledger(),
-  options: { stoppedPids?: Set<number> } = {},
+  options: {
+    stoppedPids?: Set<number>;
+    missions?: MissionLedger;
+  } = {},
 ): Promise<CheckResult> {
   const snapshot = await readSnapshot(db);
+  const missionSnapshot = await readMissionSnapshot(db);
+  const missions = options.missions ?? new MissionLedger();
   const journal = new Journal(snapshot);
   const findings = new Findings();
   checkGapless(journal, findings);
@@ -38,7 +55,9 @@ export async function checkDatabase(
   checkPromises(journal, ledger, findings);
   checkReplies(journal, ledger, findings);
   if (options.stoppedPids) checkAtRest(journal, options.stoppedPids, findings);
-  for (const violation of ledger.violations) {
+  checkExecutions(journal, missionSnapshot, missions, findings);
+  checkSchedules(missionSnapshot, findings);
+  for (const violation of [...ledger.violations, ...missions.violations]) {
     // What clients saw on the wire (a gap in a stream, a changed 202) counts as well.
     findings.add(
       violation.check.includes('doubled') || violation.check.includes('duplicate')
@@ -57,6 +76,14 @@ export async function checkDatabase(
       turns: snapshot.turns.length,
       events: snapshot.events.length,
       toolResults: snapshot.events.filter((event) => event.type === 'tool_result').length,
+      executions: missionSnapshot.executions.length,
+      scheduleFires: missionSnapshot.fires.length,
+      fireOutcomes: Object.fromEntries(
+        ['started', 'queued', 'skipped'].map((outcome) => [
+          outcome,
+          missionSnapshot.fires.filter((fire) => fire.outcome === outcome).length,
+        ]),
+      ),
     },
   };
 }
