@@ -11,9 +11,10 @@ export const leaseTtlMs = 3_000;
  * The configuration every soak process runs with (docs/configuration.md): dev mode on
  * 127.0.0.1, a short lease, small polls, and an agent whose `calculator` needs a person's
  * approval (so approvals happen under chaos) while `clock` runs freely (so allowed tools
- * do too). Storage and port come from the environment (DATABASE_URL, PARLEY_PORT).
+ * do too). Storage and port come from the environment (DATABASE_URL, PARLEY_PORT); `extra`
+ * adds top-level keys (the webhook endpoint, whose receiver's port is the run's).
  */
-export function writeParleyConfig(directory: string): string {
+export function writeParleyConfig(directory: string, extra: Record<string, unknown> = {}): string {
   const path = join(directory, 'parley.yaml');
   const config = {
     server: { host: '127.0.0.1', keepalive_ms: 2_000 },
@@ -36,6 +37,7 @@ export function writeParleyConfig(directory: string): string {
     // Executions and schedules driven under the same chaos (missions.ts, schedules.ts).
     missions: soakMissions,
     schedules: soakSchedules,
+    ...extra,
   };
   writeFileSync(path, stringify(config));
   return path;

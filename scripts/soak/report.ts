@@ -113,6 +113,19 @@ function missionRows(facts: RunFacts): [string, string | number][] {
       `${counters.unblocksSent} (${drain.unblocked}): ${results('unblock')}, not blocked ${counters.notBlocked}`,
     ],
     ['executions still open after the drain', drain.open],
+    ...webhookRows(facts),
+  ];
+}
+
+function webhookRows(facts: RunFacts): [string, string | number][] {
+  const figures = facts.check.webhooks;
+  if (!figures) return [];
+  return [
+    ['webhook deliveries / POSTs received', `${figures.deliveries} / ${figures.receipts}`],
+    [
+      'webhook redeliveries accepted (after a later event)',
+      `${figures.duplicates} (${figures.lateDuplicates})`,
+    ],
   ];
 }
 

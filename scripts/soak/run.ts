@@ -30,6 +30,7 @@ import { Random } from './random.js';
 import { describeViolations, failed, figuresTable } from './report.js';
 import { planChaos } from './schedule.js';
 import { SessionLoop } from './session.js';
+import { drainWebhooks, WebhookReceiver, webhookConfig, webhookEvents } from './webhooks.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const log = (line: string) => process.stdout.write(`soak: ${line}\n`);
@@ -61,6 +62,7 @@ async function main(argv: string[]): Promise<number> {
   // The postgres OS user must reach its data directory inside.
   chmodSync(directory, 0o755);
   const slots: Slot[] = [];
+  const receiver = await new WebhookReceiver(new Random(options.seed).fork('webhooks')).start();
   let cluster: PrivateCluster | null = null;
   let db: Db | null = null;
   const abort = () => {
@@ -79,7 +81,10 @@ async function main(argv: string[]): Promise<number> {
     mkdirSync(logDir);
     const env = childEnvironment({
       DATABASE_URL: cluster.url,
-      PARLEY_CONFIG: writeParleyConfig(directory),
+      PARLEY_CONFIG: writeParleyConfig(directory, {
+        webhooks: webhookConfig(receiver.url, 'SOAK_WEBHOOK_SECRET'),
+      }),
+      SOAK_WEBHOOK_SECRET: receiver.secret,
       PARLEY_HOST: '127.0.0.1',
       PARLEY_DEMO_DELAY_MS: String(options.demoDelayMs),
       PARLEY_LOG_LEVEL: 'warn',
@@ -94,13 +99,14 @@ async function main(argv: string[]): Promise<number> {
     await Promise.all(slots.map((slot) => slot.start()));
     log(`started ${slots.map((slot) => `${slot.name} (pid ${slot.pid})`).join(', ')}`);
     db = await openPostgres(cluster.url, 3);
-    return await soak(options, cluster, db, slots);
+    return await soak(options, cluster, db, slots, receiver);
   } finally {
     process.removeListener('SIGINT', abort);
     process.removeListener('SIGTERM', abort);
     for (const slot of slots) await slot.close();
     await db?.close().catch(() => {});
     await cluster?.stop();
+    await receiver.close();
     if (options.keep) log(`kept ${directory} (PostgreSQL data, process logs)`);
     else rmSync(directory, { recursive: true, force: true });
   }
@@ -111,6 +117,7 @@ async function soak(
   cluster: PrivateCluster,
   db: Db,
   slots: Slot[],
+  receiver: WebhookReceiver,
 ): Promise<number> {
   const began = Date.now();
   const random = new Random(options.seed);
@@ -190,6 +197,14 @@ async function soak(
     );
     const drained = await drain(db, new Apis(urls), random.fork('drain'), options.drainTimeoutMs);
     log(`drain: ${drained.open} turns still open after ${Math.round(drained.durationMs / 1000)} s`);
+    const webhooksDrained = await drainWebhooks(
+      db,
+      options.drainTimeoutMs,
+      random.fork('drain-webhooks'),
+    );
+    log(
+      `drain: ${webhooksDrained.pending} webhook deliveries still pending after ${Math.round(webhooksDrained.durationMs / 1000)} s`,
+    );
 
     const uncleanShutdowns: string[] = [];
     const stoppedPids = new Set<number>();
@@ -200,7 +215,16 @@ async function soak(
       if (exit.code !== 0)
         uncleanShutdowns.push(`${slot.name}: code ${exit.code} signal ${exit.signal}`);
     }
-    const check = await checkDatabase(db, ledger, { stoppedPids, missions: missionLedger });
+    const check = await checkDatabase(db, ledger, {
+      stoppedPids,
+      missions: missionLedger,
+      webhooks: {
+        webhook: 'soak',
+        events: webhookEvents,
+        receipts: receiver.receipts,
+        invalid: receiver.invalid,
+      },
+    });
     const unexpectedExits = slots.flatMap((slot) =>
       slot.unexpectedExits.map((exit) => `${slot.name}: code ${exit.code} signal ${exit.signal}`),
     );

@@ -7,6 +7,12 @@ import { checkGapless, checkOrder, checkTerminals } from './journal.js';
 import { checkExecutions, checkSchedules } from './missions.js';
 import { readMissionSnapshot } from './missionSnapshot.js';
 import { readSnapshot } from './snapshot.js';
+import {
+  checkWebhooks,
+  readDeliveries,
+  type WebhookEvidence,
+  type WebhookFigures,
+} from './webhooks.js';
 import { checkTools, checkPromises } from './tools.js';
 import { checkReplies, checkTranscript } from './transcript.js';
 
@@ -14,6 +20,8 @@ export { categories, type Category, type Violation } from './findings.js';
 
 export interface CheckResult {
   findings: Findings;
+  /** The webhook endpoint's figures, when one was checked. */
+  webhooks: WebhookFigures | null;
   /** What the snapshot held, for the figures. */
   totals: {
     sessions: number;
@@ -31,7 +39,8 @@ export interface CheckResult {
  * The soak's checker: reads the whole database in one snapshot and holds it to the
  * journal invariants (RUNTIME.md, PROTOCOL.md) and to what the clients were told
  * (`ledger`). `stoppedPids`: the processes stopped with SIGTERM, whose leases must all
- * have been released. `missions`: what the mission clients were told.
+ * have been released. `missions`: what the mission clients were told. `webhooks`: an
+ * endpoint and what its receiver got.
  */
 export async function checkDatabase(
   db: Db,
@@ -39,6 +48,7 @@ export async function checkDatabase(
   options: {
     stoppedPids?: Set<number>;
     missions?: MissionLedger;
+    webhooks?: WebhookEvidence;
   } = {},
 ): Promise<CheckResult> {
   const snapshot = await readSnapshot(db);
@@ -57,6 +67,14 @@ export async function checkDatabase(
   if (options.stoppedPids) checkAtRest(journal, options.stoppedPids, findings);
   checkExecutions(journal, missionSnapshot, missions, findings);
   checkSchedules(missionSnapshot, findings);
+  const webhooks = options.webhooks
+    ? checkWebhooks(
+        journal,
+        await readDeliveries(db, options.webhooks.webhook),
+        options.webhooks,
+        findings,
+      )
+    : null;
   for (const violation of [...ledger.violations, ...missions.violations]) {
     // What clients saw on the wire (a gap in a stream, a changed 202) counts as well.
     findings.add(
@@ -71,6 +89,7 @@ export async function checkDatabase(
   }
   return {
     findings,
+    webhooks,
     totals: {
       sessions: snapshot.sessions.length,
       turns: snapshot.turns.length,
