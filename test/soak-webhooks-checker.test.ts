@@ -85,8 +85,9 @@ describe('the soak checker on webhooks a server delivered', () => {
   it('finds nothing, and counts deliveries and POSTs', async () => {
     const result = await check();
     expect(result.findings.violations).toEqual([]);
-    // Per turn: the user's message and its done, both subscribed.
-    expect(result.webhooks?.deliveries).toBeGreaterThanOrEqual(6);
+    // Three user messages, and a done per reply (the two messages of one session may be
+    // answered by one reply).
+    expect(result.webhooks?.deliveries).toBeGreaterThanOrEqual(5);
     expect(result.webhooks?.receipts).toBeGreaterThanOrEqual(result.webhooks?.deliveries ?? 0);
   });
 

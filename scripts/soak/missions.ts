@@ -254,16 +254,40 @@ export async function drainExecutions(
   await db.query('update schedules set next_fire_at = null');
   const began = Date.now();
   let unblocked = 0;
-  let open: { execution_id: string; status: string }[] = [];
+  let open: { execution_id: string; status: string; session: string }[] = [];
   while (Date.now() - began < timeoutMs) {
     open = (
       await db
-        .query<{ execution_id: string; status: string }>(
-          'select execution_id, status from executions where ended_at is null order by execution_id',
+        .query<{ execution_id: string; status: string; session: string }>(
+          `select x.execution_id, x.status,
+                  s.state || (case when s.lease_token is null then '' else ', leased' end) ||
+                  '; open turns ' || coalesce((select string_agg(t.turn_id || ' ' || t.state, ', ')
+                      from turns t where t.session_id = s.session_id
+                       and t.state in ('queued', 'running')), 'none') as session
+             from executions x join sessions s on s.session_id = x.session_id
+            where x.ended_at is null order by x.execution_id`,
         )
-        .catch(() => ({ rows: [{ execution_id: '?', status: 'unreadable' }] }))
+        .catch(() => ({ rows: [{ execution_id: '?', status: 'unreadable', session: '?' }] }))
     ).rows;
     if (open.length === 0) break;
+    // A parked session holding an iteration is unparked, as an operator would.
+    const parked = await db
+      .query<{ session_id: string }>(
+        `select s.session_id from sessions s join executions x on x.session_id = s.session_id
+          where x.ended_at is null and s.state = 'parked' and s.input_count > s.input_cursor`,
+      )
+      .catch(() => ({ rows: [] }));
+    for (const session of parked.rows) {
+      await context.apis.send(
+        'POST',
+        `/api/v1/admin/sessions/${session.session_id}/unpark`,
+        {},
+        {
+          deadline: Date.now() + 10_000,
+          random,
+        },
+      );
+    }
     for (const execution of open) {
       if (execution.status !== 'blocked') continue;
       // The unblock moves it out of `blocked` in its own transaction: a later sighting is
@@ -285,6 +309,9 @@ export async function drainExecutions(
     open: open.length,
     unblocked,
     durationMs: Date.now() - began,
-    stuck: open.map((execution) => `execution ${execution.execution_id} ${execution.status}`),
+    stuck: open.map(
+      (execution) =>
+        `execution ${execution.execution_id} ${execution.status}; its session ${execution.session}`,
+    ),
   };
 }

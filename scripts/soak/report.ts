@@ -114,6 +114,7 @@ function missionRows(facts: RunFacts): [string, string | number][] {
     ],
     ['executions still open after the drain', drain.open],
     ...webhookRows(facts),
+    ...platformRows(facts),
   ];
 }
 
@@ -125,6 +126,18 @@ function webhookRows(facts: RunFacts): [string, string | number][] {
     [
       'webhook redeliveries accepted (after a later event)',
       `${figures.duplicates} (${figures.lateDuplicates})`,
+    ],
+  ];
+}
+
+function platformRows(facts: RunFacts): [string, string | number][] {
+  const figures = facts.check.platform;
+  if (!figures) return [];
+  return [
+    ['Telegram messages sent (acknowledged)', `${figures.updates} (${figures.acknowledged})`],
+    [
+      'Telegram replies posted twice (longest window)',
+      `${figures.duplicates} (${figures.longestWindowMs} ms)`,
     ],
   ];
 }

@@ -30,6 +30,7 @@ import { Random } from './random.js';
 import { describeViolations, failed, figuresTable } from './report.js';
 import { planChaos } from './schedule.js';
 import { SessionLoop } from './session.js';
+import { TelegramTraffic } from './platforms.js';
 import { drainWebhooks, WebhookReceiver, webhookConfig, webhookEvents } from './webhooks.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -63,6 +64,7 @@ async function main(argv: string[]): Promise<number> {
   chmodSync(directory, 0o755);
   const slots: Slot[] = [];
   const receiver = await new WebhookReceiver(new Random(options.seed).fork('webhooks')).start();
+  const telegram = await TelegramTraffic.start();
   let cluster: PrivateCluster | null = null;
   let db: Db | null = null;
   const abort = () => {
@@ -83,7 +85,9 @@ async function main(argv: string[]): Promise<number> {
       DATABASE_URL: cluster.url,
       PARLEY_CONFIG: writeParleyConfig(directory, {
         webhooks: webhookConfig(receiver.url, 'SOAK_WEBHOOK_SECRET'),
+        adapters: telegram.config(),
       }),
+      ...telegram.env(),
       SOAK_WEBHOOK_SECRET: receiver.secret,
       PARLEY_HOST: '127.0.0.1',
       PARLEY_DEMO_DELAY_MS: String(options.demoDelayMs),
@@ -99,7 +103,7 @@ async function main(argv: string[]): Promise<number> {
     await Promise.all(slots.map((slot) => slot.start()));
     log(`started ${slots.map((slot) => `${slot.name} (pid ${slot.pid})`).join(', ')}`);
     db = await openPostgres(cluster.url, 3);
-    return await soak(options, cluster, db, slots, receiver);
+    return await soak(options, cluster, db, slots, receiver, telegram);
   } finally {
     process.removeListener('SIGINT', abort);
     process.removeListener('SIGTERM', abort);
@@ -107,6 +111,7 @@ async function main(argv: string[]): Promise<number> {
     await db?.close().catch(() => {});
     await cluster?.stop();
     await receiver.close();
+    await telegram.close();
     if (options.keep) log(`kept ${directory} (PostgreSQL data, process logs)`);
     else rmSync(directory, { recursive: true, force: true });
   }
@@ -118,6 +123,7 @@ async function soak(
   db: Db,
   slots: Slot[],
   receiver: WebhookReceiver,
+  telegram: TelegramTraffic,
 ): Promise<number> {
   const began = Date.now();
   const random = new Random(options.seed);
@@ -181,6 +187,13 @@ async function soak(
       chaos,
       Promise.all(loops.map((loop) => loop.run())),
       missionClient,
+      telegram.run(
+        urls,
+        random.fork('telegram'),
+        Math.max(2, Math.round(options.sessions / 5)),
+        Math.max(3, Math.round(options.turns / 60)),
+        options.durationMs * 0.85,
+      ),
     ]);
     log(`chaos over after ${Math.round(chaosMs / 1000)} s; clients done; draining`);
 
@@ -224,6 +237,11 @@ async function soak(
         receipts: receiver.receipts,
         invalid: receiver.invalid,
       },
+      platform: {
+        platform: 'telegram',
+        updates: telegram.updates,
+        repliesTo: (update) => telegram.repliesTo(update),
+      },
     });
     const unexpectedExits = slots.flatMap((slot) =>
       slot.unexpectedExits.map((exit) => `${slot.name}: code ${exit.code} signal ${exit.signal}`),
@@ -243,6 +261,8 @@ async function soak(
       totalMs: Date.now() - began,
     };
     process.stdout.write(`\n${figuresTable(facts)}\n\n`);
+    // Not violations (Telegram has no idempotency key), but never hidden.
+    for (const line of check.platform?.details ?? []) process.stdout.write(`duplicate: ${line}\n`);
     if (!failed(facts)) {
       log(`PASS: nothing lost, doubled, reordered or left unfinished (seed ${options.seed})`);
       return 0;

@@ -6,6 +6,7 @@ import { Findings, Journal } from './findings.js';
 import { checkGapless, checkOrder, checkTerminals } from './journal.js';
 import { checkExecutions, checkSchedules } from './missions.js';
 import { readMissionSnapshot } from './missionSnapshot.js';
+import { checkPlatform, type PlatformEvidence, type PlatformFigures } from './platforms.js';
 import { readSnapshot } from './snapshot.js';
 import {
   checkWebhooks,
@@ -22,6 +23,8 @@ export interface CheckResult {
   findings: Findings;
   /** The webhook endpoint's figures, when one was checked. */
   webhooks: WebhookFigures | null;
+  /** The chat platform's figures, when one was checked. */
+  platform: PlatformFigures | null;
   /** What the snapshot held, for the figures. */
   totals: {
     sessions: number;
@@ -40,7 +43,8 @@ export interface CheckResult {
  * journal invariants (RUNTIME.md, PROTOCOL.md) and to what the clients were told
  * (`ledger`). `stoppedPids`: the processes stopped with SIGTERM, whose leases must all
  * have been released. `missions`: what the mission clients were told. `webhooks`: an
- * endpoint and what its receiver got.
+ * endpoint and what its receiver got. `platform`: the updates a fake platform sent, and its
+ * posts.
  */
 export async function checkDatabase(
   db: Db,
@@ -49,6 +53,7 @@ export async function checkDatabase(
     stoppedPids?: Set<number>;
     missions?: MissionLedger;
     webhooks?: WebhookEvidence;
+    platform?: PlatformEvidence;
   } = {},
 ): Promise<CheckResult> {
   const snapshot = await readSnapshot(db);
@@ -75,6 +80,7 @@ export async function checkDatabase(
         findings,
       )
     : null;
+  const platform = options.platform ? checkPlatform(journal, options.platform, findings) : null;
   for (const violation of [...ledger.violations, ...missions.violations]) {
     // What clients saw on the wire (a gap in a stream, a changed 202) counts as well.
     findings.add(
@@ -90,6 +96,7 @@ export async function checkDatabase(
   return {
     findings,
     webhooks,
+    platform,
     totals: {
       sessions: snapshot.sessions.length,
       turns: snapshot.turns.length,
