@@ -104,9 +104,14 @@ export class TelegramTraffic {
   /** The posts in the update's chat whose text is (or was edited into) its echo. */
   repliesTo(update: PlatformUpdate): { posted_at: number }[] {
     const reply = `You said: ${update.text}`;
-    return this.telegram
-      .inChat(update.chatId)
-      .filter((message) => message.history.some((text) => text.includes(reply)));
+    return (
+      this.telegram
+        .inChat(update.chatId)
+        // An edit may carry no text (a keyboard only): such an entry is no reply.
+        .filter((message) =>
+          message.history.some((text) => typeof text === 'string' && text.includes(reply)),
+        )
+    );
   }
 
   private async send(base: string, body: string): Promise<number> {
