@@ -2,6 +2,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { soakBudgets } from './budgets.js';
+import { soakMissions } from './missions.js';
+import { soakSchedules } from './schedules.js';
 
 /** Short leases, so that a killed or paused worker's sessions move within seconds. */
 export const leaseTtlMs = 3_000;
@@ -11,12 +13,14 @@ export const leaseTtlMs = 3_000;
  * 127.0.0.1, a short lease, small polls, and an agent whose `calculator` needs a person's
  * approval (so approvals happen under chaos) while `clock` runs freely (so allowed tools
  * do too), with a tool budget a `budget` round exceeds. `additions` adds MCP servers and
- * agent tools (the effect tools). Storage and port come from the environment
+ * agent tools (the effect tools); `extra` adds top-level keys (the webhook endpoint, whose
+ * receiver's port is the run's). Storage and port come from the environment
  * (DATABASE_URL, PARLEY_PORT).
  */
 export function writeParleyConfig(
   directory: string,
   additions: { mcpServers?: Record<string, unknown>; agentTools?: Record<string, unknown> } = {},
+  extra: Record<string, unknown> = {},
 ): string {
   const path = join(directory, 'parley.yaml');
   const config = {
@@ -39,6 +43,10 @@ export function writeParleyConfig(
         budgets: soakBudgets,
       },
     },
+    // Executions and schedules driven under the same chaos (missions.ts, schedules.ts).
+    missions: soakMissions,
+    schedules: soakSchedules,
+    ...extra,
   };
   writeFileSync(path, stringify(config));
   return path;

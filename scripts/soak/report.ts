@@ -2,6 +2,8 @@ import type { ChaosCounters } from './chaos.js';
 import { categories, type CheckResult, type Violation } from './checker/index.js';
 import type { DrainResult } from './drain.js';
 import type { Ledger } from './ledger.js';
+import type { MissionLedger } from './missionLedger.js';
+import type { ExecutionDrainResult } from './missions.js';
 import type { SoakOptions } from './options.js';
 
 export interface RunFacts {
@@ -9,6 +11,8 @@ export interface RunFacts {
   ledger: Ledger;
   chaos: ChaosCounters;
   drain: DrainResult;
+  /** Executions and schedules, when the run drove them (the PostgreSQL soak does). */
+  missions?: { ledger: MissionLedger; drain: ExecutionDrainResult };
   check: CheckResult;
   /** Lines in worker output saying a lease was lost and the turn abandoned (token gate). */
   leasesLost: number;
@@ -64,6 +68,7 @@ export function figuresTable(facts: RunFacts): string {
     ['rounds left to the drain (follow timeouts)', counters.followTimeouts],
     ['sessions unparked (clients / drain)', `${counters.unparks} / ${drain.unparked}`],
     ['requests approved by the drain', drain.answered],
+    ...missionRows(facts),
     ['unexpected process exits', facts.unexpectedExits.length],
     ['unclean shutdowns', facts.uncleanShutdowns.length],
     ['**lost**', check.findings.count('lost')],
@@ -85,6 +90,68 @@ export function figuresTable(facts: RunFacts): string {
     '| --- | --- |',
     ...rows.map(([name, value]) => `| ${name} | ${value} |`),
   ].join('\n');
+}
+
+function missionRows(facts: RunFacts): [string, string | number][] {
+  if (!facts.missions) return [];
+  const { ledger, drain } = facts.missions;
+  const counters = ledger.counters;
+  const kinds = new Map<string, number>();
+  for (const execution of ledger.executions.values()) {
+    kinds.set(execution.kind, (kinds.get(execution.kind) ?? 0) + 1);
+  }
+  const results = (kind: string) =>
+    ['cancelled', 'unblocked', 'duplicate', 'too_late']
+      .map(
+        (result) =>
+          `${result} ${ledger.commands.filter((command) => command.kind === kind && command.result === result).length}`,
+      )
+      .join(', ');
+  return [
+    ['executions dispatched (202)', ledger.executions.size],
+    ['… by kind', [...kinds].map(([kind, count]) => `${kind} ${count}`).join(', ')],
+    [
+      'dispatch retries / double sends / never acknowledged',
+      `${counters.dispatchRetries} / ${counters.doubleDispatches} / ${counters.unacknowledged}`,
+    ],
+    ['executions in the database (with threads and schedules)', facts.check.totals.executions],
+    [
+      'schedule fires recorded (started / queued / skipped)',
+      `${facts.check.totals.scheduleFires} (${Object.values(facts.check.totals.fireOutcomes).join(' / ')})`,
+    ],
+    ['execution cancels sent', `${counters.cancelsSent}: ${results('cancel')}`],
+    [
+      'unblocks sent (by the drain)',
+      `${counters.unblocksSent} (${drain.unblocked}): ${results('unblock')}, not blocked ${counters.notBlocked}`,
+    ],
+    ['executions still open after the drain', drain.open],
+    ...webhookRows(facts),
+    ...platformRows(facts),
+  ];
+}
+
+function webhookRows(facts: RunFacts): [string, string | number][] {
+  const figures = facts.check.webhooks;
+  if (!figures) return [];
+  return [
+    ['webhook deliveries / POSTs received', `${figures.deliveries} / ${figures.receipts}`],
+    [
+      'webhook redeliveries accepted (after a later event)',
+      `${figures.duplicates} (${figures.lateDuplicates})`,
+    ],
+  ];
+}
+
+function platformRows(facts: RunFacts): [string, string | number][] {
+  const figures = facts.check.platform;
+  if (!figures) return [];
+  return [
+    ['Telegram messages sent (acknowledged)', `${figures.updates} (${figures.acknowledged})`],
+    [
+      'Telegram replies posted twice (longest window)',
+      `${figures.duplicates} (${figures.longestWindowMs} ms)`,
+    ],
+  ];
 }
 
 function byKind(ledger: Ledger): string {
@@ -123,6 +190,7 @@ export function failed(facts: RunFacts): boolean {
     facts.check.findings.violations.length > 0 ||
     facts.unexpectedExits.length > 0 ||
     facts.uncleanShutdowns.length > 0 ||
-    facts.drain.open !== 0
+    facts.drain.open !== 0 ||
+    (facts.missions?.drain.open ?? 0) !== 0
   );
 }

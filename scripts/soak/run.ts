@@ -26,6 +26,8 @@ import {
 } from './effects.js';
 import { Apis } from './http.js';
 import { Ledger } from './ledger.js';
+import { MissionLedger } from './missionLedger.js';
+import { drainExecutions, runMissionClient } from './missions.js';
 import { OptionsError, parseOptions, usage, type SoakOptions } from './options.js';
 import { Pacer } from './pacer.js';
 import { leaseTtlMs, writeParleyConfig } from './parleyConfig.js';
@@ -35,6 +37,8 @@ import { Random } from './random.js';
 import { describeViolations, failed, figuresTable } from './report.js';
 import { planChaos } from './schedule.js';
 import { SessionLoop } from './session.js';
+import { TelegramTraffic } from './platforms.js';
+import { drainWebhooks, WebhookReceiver, webhookConfig, webhookEvents } from './webhooks.js';
 import { endedTimes, slotMarks, writeRunReport, type TimelineMark } from './timeline.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -76,6 +80,8 @@ async function main(argv: string[]): Promise<number> {
   // The postgres OS user must reach its data directory inside.
   chmodSync(directory, 0o755);
   const slots: Slot[] = [];
+  const receiver = await new WebhookReceiver(new Random(options.seed).fork('webhooks')).start();
+  const telegram = await TelegramTraffic.start();
   let cluster: PrivateCluster | null = null;
   let db: Db | null = null;
   let effectServer: EffectServer | null = null;
@@ -98,7 +104,12 @@ async function main(argv: string[]): Promise<number> {
     effectServer = await startEffectServer(effects);
     const env = childEnvironment({
       DATABASE_URL: cluster.url,
-      PARLEY_CONFIG: writeParleyConfig(directory, effectToolsConfig(effectServer.url)),
+      PARLEY_CONFIG: writeParleyConfig(directory, effectToolsConfig(effectServer.url), {
+        webhooks: webhookConfig(receiver.url, 'SOAK_WEBHOOK_SECRET'),
+        adapters: telegram.config(),
+      }),
+      ...telegram.env(),
+      SOAK_WEBHOOK_SECRET: receiver.secret,
       PARLEY_HOST: '127.0.0.1',
       PARLEY_DEMO_DELAY_MS: String(options.demoDelayMs),
       PARLEY_LOG_LEVEL: 'warn',
@@ -113,7 +124,7 @@ async function main(argv: string[]): Promise<number> {
     await Promise.all(slots.map((slot) => slot.start()));
     log(`started ${slots.map((slot) => `${slot.name} (pid ${slot.pid})`).join(', ')}`);
     db = await openPostgres(cluster.url, 3);
-    return await soak(options, cluster, db, slots, effects);
+    return await soak(options, cluster, db, slots, effects, receiver, telegram);
   } finally {
     process.removeListener('SIGINT', abort);
     process.removeListener('SIGTERM', abort);
@@ -121,6 +132,8 @@ async function main(argv: string[]): Promise<number> {
     await db?.close().catch(() => {});
     await effectServer?.close();
     await cluster?.stop();
+    await receiver.close();
+    await telegram.close();
     if (options.keep) log(`kept ${directory} (PostgreSQL data, process logs)`);
     else rmSync(directory, { recursive: true, force: true });
   }
@@ -132,6 +145,8 @@ async function soak(
   db: Db,
   slots: Slot[],
   effects: EffectLedger,
+  receiver: WebhookReceiver,
+  telegram: TelegramTraffic,
 ): Promise<number> {
   const began = Date.now();
   const random = new Random(options.seed);
@@ -139,6 +154,7 @@ async function soak(
   const apiSlots = slots.filter((slot) => slot.role === 'api');
   const urls = apiSlots.map((slot) => slot.url as string);
   const ledger = new Ledger();
+  const missionLedger = new MissionLedger();
   const actions = planChaos(options.seed, {
     durationMs: options.durationMs,
     workers: workers.length,
@@ -192,13 +208,49 @@ async function soak(
       chaosMs = Date.now() - began;
       return counters;
     });
-    const [counters] = await Promise.all([chaos, Promise.all(loops.map((loop) => loop.run()))]);
+    const missionClient = runMissionClient({
+      apis: new Apis(urls),
+      ledger: missionLedger,
+      random: random.fork('missions'),
+      count: executionsFor(options),
+      windowMs: options.durationMs * 0.85,
+      followTimeoutMs: 90_000,
+    });
+    const [counters] = await Promise.all([
+      chaos,
+      Promise.all(loops.map((loop) => loop.run())),
+      missionClient,
+      telegram.run(
+        urls,
+        random.fork('telegram'),
+        Math.max(2, Math.round(options.sessions / 5)),
+        Math.max(3, Math.round(options.turns / 60)),
+        options.durationMs * 0.85,
+      ),
+    ]);
     log(`chaos over after ${Math.round(chaosMs / 1000)} s; clients done; draining`);
 
     // Every process up again before the drain: nothing may stay paused or down.
     for (const slot of slots) await slot.ensureUp();
+    const executionsDrained = await drainExecutions(
+      db,
+      { apis: new Apis(urls), ledger: missionLedger },
+      random.fork('drain-executions'),
+      options.drainTimeoutMs,
+    );
+    log(
+      `drain: ${executionsDrained.open} executions still open after ${Math.round(executionsDrained.durationMs / 1000)} s`,
+    );
     const drained = await drain(db, new Apis(urls), random.fork('drain'), options.drainTimeoutMs);
     log(`drain: ${drained.open} turns still open after ${Math.round(drained.durationMs / 1000)} s`);
+    const webhooksDrained = await drainWebhooks(
+      db,
+      options.drainTimeoutMs,
+      random.fork('drain-webhooks'),
+    );
+    log(
+      `drain: ${webhooksDrained.pending} webhook deliveries still pending after ${Math.round(webhooksDrained.durationMs / 1000)} s`,
+    );
 
     const uncleanShutdowns: string[] = [];
     const stoppedPids = new Set<number>();
@@ -209,7 +261,22 @@ async function soak(
       if (exit.code !== 0)
         uncleanShutdowns.push(`${slot.name}: code ${exit.code} signal ${exit.signal}`);
     }
-    const check = await checkDatabase(db, ledger, { stoppedPids, effects });
+    const check = await checkDatabase(db, ledger, {
+      stoppedPids,
+      effects,
+      missions: missionLedger,
+      webhooks: {
+        webhook: 'soak',
+        events: webhookEvents,
+        receipts: receiver.receipts,
+        invalid: receiver.invalid,
+      },
+      platform: {
+        platform: 'telegram',
+        updates: telegram.updates,
+        repliesTo: (update) => telegram.repliesTo(update),
+      },
+    });
     const unexpectedExits = slots.flatMap((slot) =>
       slot.unexpectedExits.map((exit) => `${slot.name}: code ${exit.code} signal ${exit.signal}`),
     );
@@ -218,6 +285,7 @@ async function soak(
       ledger,
       chaos: counters,
       drain: drained,
+      missions: { ledger: missionLedger, drain: executionsDrained },
       check,
       leasesLost: workers.reduce((sum, slot) => sum + (slot.counts.get('leaseLost') ?? 0), 0),
       failedAttempts: clientApis.reduce((sum, apis) => sum + apis.failures, 0),
@@ -227,6 +295,8 @@ async function soak(
       totalMs: Date.now() - began,
     };
     process.stdout.write(`\n${figuresTable(facts)}\n\n`);
+    // Not violations (Telegram has no idempotency key), but never hidden.
+    for (const line of check.platform?.details ?? []) process.stdout.write(`duplicate: ${line}\n`);
     const written = writeRunReport(options.reportDir, facts, {
       marks: [...slotMarks(slots, began), ...postgresMarks],
       endedS: await endedTimes(db, began),
@@ -241,6 +311,7 @@ async function soak(
     }
     process.stdout.write(`${describeViolations(check.findings.violations)}\n`);
     for (const line of drained.stuck) process.stdout.write(`stuck: ${line}\n`);
+    for (const line of executionsDrained.stuck) process.stdout.write(`stuck: ${line}\n`);
     for (const line of [...unexpectedExits, ...uncleanShutdowns])
       process.stdout.write(`process: ${line}\n`);
     log(`FAIL (seed ${options.seed}); rerun with: npm run soak -- ${repeatFlags(options)} --keep`);
@@ -248,6 +319,11 @@ async function soak(
   } finally {
     clearInterval(ticker);
   }
+}
+
+/** Executions the mission client dispatches: one for every ten turns, at least four. */
+function executionsFor(options: SoakOptions): number {
+  return Math.max(4, Math.round(options.turns / 10));
 }
 
 async function leasesHeldBy(db: Db, pid: number): Promise<number> {

@@ -1,12 +1,22 @@
 import type { Db } from '../../../src/store/db.js';
 import type { EffectLedger } from '../effects.js';
 import { Ledger } from '../ledger.js';
+import { MissionLedger } from '../missionLedger.js';
 import { checkAcknowledged, checkAtRest } from './acknowledged.js';
 import { checkBudgets } from './budgets.js';
 import { checkEffects, type EffectTotals } from './effects.js';
 import { Findings, Journal } from './findings.js';
 import { checkGapless, checkOrder, checkTerminals } from './journal.js';
+import { checkExecutions, checkSchedules } from './missions.js';
+import { readMissionSnapshot } from './missionSnapshot.js';
+import { checkPlatform, type PlatformEvidence, type PlatformFigures } from './platforms.js';
 import { readSnapshot } from './snapshot.js';
+import {
+  checkWebhooks,
+  readDeliveries,
+  type WebhookEvidence,
+  type WebhookFigures,
+} from './webhooks.js';
 import { checkTools, checkPromises } from './tools.js';
 import { checkReplies, checkTranscript } from './transcript.js';
 
@@ -14,8 +24,21 @@ export { categories, type Category, type Violation } from './findings.js';
 
 export interface CheckResult {
   findings: Findings;
+  /** The webhook endpoint's figures, when one was checked. */
+  webhooks: WebhookFigures | null;
+  /** The chat platform's figures, when one was checked. */
+  platform: PlatformFigures | null;
   /** What the snapshot held, for the figures. */
-  totals: { sessions: number; turns: number; events: number; toolResults: number };
+  totals: {
+    sessions: number;
+    turns: number;
+    events: number;
+    toolResults: number;
+    executions: number;
+    scheduleFires: number;
+    /** Fires by outcome: `started`, `queued`, `skipped`. */
+    fireOutcomes: Record<string, number>;
+  };
   /** What the effect tools did, when their ledger was given. */
   effects: EffectTotals | null;
   /** Budget extension requests answered (by clients or the drain). */
@@ -27,13 +50,23 @@ export interface CheckResult {
  * journal invariants (RUNTIME.md, PROTOCOL.md) and to what the clients were told
  * (`ledger`). `stoppedPids`: the processes stopped with SIGTERM, whose leases must all
  * have been released; `effects`: the external ledger of the effect tools' side effects.
+ * `missions`: what the mission clients were told. `webhooks`: an endpoint and what its
+ * receiver got. `platform`: the updates a fake platform sent, and its posts.
  */
 export async function checkDatabase(
   db: Db,
   ledger: Ledger = new Ledger(),
-  options: { stoppedPids?: Set<number>; effects?: EffectLedger } = {},
+  options: {
+    stoppedPids?: Set<number>;
+    effects?: EffectLedger;
+    missions?: MissionLedger;
+    webhooks?: WebhookEvidence;
+    platform?: PlatformEvidence;
+  } = {},
 ): Promise<CheckResult> {
   const snapshot = await readSnapshot(db);
+  const missionSnapshot = await readMissionSnapshot(db);
+  const missions = options.missions ?? new MissionLedger();
   const journal = new Journal(snapshot);
   const findings = new Findings();
   checkGapless(journal, findings);
@@ -47,7 +80,18 @@ export async function checkDatabase(
   if (options.stoppedPids) checkAtRest(journal, options.stoppedPids, findings);
   const budgetExtensions = checkBudgets(journal, findings);
   const effects = options.effects ? checkEffects(journal, options.effects, findings) : null;
-  for (const violation of ledger.violations) {
+  checkExecutions(journal, missionSnapshot, missions, findings);
+  checkSchedules(missionSnapshot, findings);
+  const webhooks = options.webhooks
+    ? checkWebhooks(
+        journal,
+        await readDeliveries(db, options.webhooks.webhook),
+        options.webhooks,
+        findings,
+      )
+    : null;
+  const platform = options.platform ? checkPlatform(journal, options.platform, findings) : null;
+  for (const violation of [...ledger.violations, ...missions.violations]) {
     // What clients saw on the wire (a gap in a stream, a changed 202) counts as well.
     findings.add(
       violation.check.includes('doubled') || violation.check.includes('duplicate')
@@ -61,11 +105,21 @@ export async function checkDatabase(
   }
   return {
     findings,
+    webhooks,
+    platform,
     totals: {
       sessions: snapshot.sessions.length,
       turns: snapshot.turns.length,
       events: snapshot.events.length,
       toolResults: snapshot.events.filter((event) => event.type === 'tool_result').length,
+      executions: missionSnapshot.executions.length,
+      scheduleFires: missionSnapshot.fires.length,
+      fireOutcomes: Object.fromEntries(
+        ['started', 'queued', 'skipped'].map((outcome) => [
+          outcome,
+          missionSnapshot.fires.filter((fire) => fire.outcome === outcome).length,
+        ]),
+      ),
     },
     effects,
     budgetExtensions,

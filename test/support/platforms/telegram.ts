@@ -6,6 +6,8 @@ export interface TelegramMessage {
   text: string;
   reply_markup: any;
   history: string[];
+  /** When the fake received the post (epoch ms): the soak measures duplicate windows. */
+  posted_at: number;
 }
 
 /** The Bot API as Parley uses it: getMe, sendMessage, editMessageText, typing, callbacks. */
@@ -38,6 +40,7 @@ export class FakeTelegram {
           text: call.body.text,
           reply_markup: call.body.reply_markup,
           history: [call.body.text],
+          posted_at: Date.now(),
         };
         this.messages.push(message);
         return ok(wire(message));

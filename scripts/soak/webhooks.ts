@@ -1,0 +1,122 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+import type { Db } from '../../src/store/db.js';
+import { sleep } from './http.js';
+import type { Random } from './random.js';
+
+/** The journal events the soak's endpoint subscribes to: every message and every turn's end. */
+export const webhookEvents = ['message', 'done', 'cancelled', 'error'];
+
+/** One POST the receiver answered, in arrival order. */
+export interface Receipt {
+  /** The `webhook-id` header: one delivery, the same on every retry. */
+  id: string;
+  sessionId: string;
+  sequence: number;
+  type: string;
+  /** The body as sent: a duplicate must carry the same one. */
+  body: string;
+  /** What the receiver answered: 2xx means stored, anything else asks for a retry. */
+  status: number;
+}
+
+/**
+ * The soak's webhook receiver (docs/adapters.md, "Outbound webhooks"): a local HTTP server
+ * that verifies each POST's Standard Webhooks signature, records it, and answers 204 — or,
+ * for a seeded share of them, 503, or 204 only after a pause, so that retries and
+ * redeliveries happen besides those the chaos causes. What it recorded is the checker's
+ * evidence of what the endpoint was told.
+ */
+export class WebhookReceiver {
+  readonly receipts: Receipt[] = [];
+  /** POSTs whose signature did not verify (answered 400). */
+  readonly invalid: string[] = [];
+  readonly secret = `whsec_${randomBytes(32).toString('base64')}`;
+  private server: Server | null = null;
+  url = '';
+
+  constructor(private readonly random: Random) {}
+
+  async start(): Promise<this> {
+    const verifier = new Webhook(this.secret);
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        let payload: any;
+        try {
+          payload = verifier.verify(body, req.headers as Record<string, string>);
+        } catch {
+          this.invalid.push(body.slice(0, 200));
+          res.writeHead(400).end();
+          return;
+        }
+        const status = this.random.chance(0.1) ? 503 : 204;
+        this.receipts.push({
+          id: String(req.headers['webhook-id']),
+          sessionId: String(payload?.data?.session_id),
+          sequence: Number(payload?.data?.event?.sequence),
+          type: String(payload?.type),
+          body,
+          status,
+        });
+        const answer = () => res.writeHead(status).end();
+        if (this.random.chance(0.05)) setTimeout(answer, this.random.int(100, 1_500));
+        else answer();
+      });
+    });
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
+    return this;
+  }
+
+  async close(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      if (!this.server) return resolve();
+      this.server.closeAllConnections();
+      this.server.close(() => resolve());
+    });
+  }
+}
+
+/**
+ * The soak's endpoint in the configuration: every tenant's sessions, quick retries, and
+ * attempts enough that only a receiver that stays down could dead-letter a delivery.
+ */
+export function webhookConfig(url: string, secretEnv: string): Record<string, unknown> {
+  return {
+    soak: {
+      url,
+      events: webhookEvents,
+      tenants: '*',
+      secret_env: secretEnv,
+      max_attempts: 50,
+      retry_base_ms: 100,
+      timeout_ms: 5_000,
+    },
+  };
+}
+
+/** After the chaos: waits until no delivery is pending (delivered or dead-lettered). */
+export async function drainWebhooks(
+  db: Db,
+  timeoutMs: number,
+  random: Random,
+): Promise<{ pending: number; durationMs: number }> {
+  const began = Date.now();
+  let pending = -1;
+  while (Date.now() - began < timeoutMs) {
+    const found = await db
+      .query<{ pending: number }>(
+        `select count(*)::int as pending from webhook_deliveries where state = 'pending'`,
+      )
+      .catch(() => ({ rows: [{ pending: -1 }] }));
+    pending = found.rows[0]?.pending ?? -1;
+    if (pending === 0) break;
+    await sleep(random.int(300, 700));
+  }
+  return { pending, durationMs: Date.now() - began };
+}
