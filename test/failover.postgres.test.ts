@@ -1,6 +1,7 @@
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createConnection, createServer, type Socket } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, PrivateCluster } from '../scripts/soak/postgres.js';
@@ -43,6 +44,58 @@ describe('multi-host connection strings', () => {
       expect(rows[0]?.port).toBe(Number(url.port));
     } finally {
       await db.close();
+      await fresh.drop();
+    }
+  });
+
+  it('fail a statement whose server vanishes under it, and carry on', async () => {
+    const fresh = await freshStorage();
+    const target = new URL(fresh.storage.url as string);
+    // A TCP relay in front of the server: cutting it is the server's machine vanishing
+    // (the connection closes with no error message from PostgreSQL).
+    const sockets = new Set<Socket>();
+    const relay = createServer((inbound) => {
+      const outbound = createConnection({ host: target.hostname, port: Number(target.port) });
+      for (const socket of [inbound, outbound]) {
+        sockets.add(socket);
+        socket.on('error', () => {});
+        socket.on('close', () => sockets.delete(socket));
+      }
+      inbound.pipe(outbound).pipe(inbound);
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const through = new URL(target);
+    through.port = String((relay.address() as { port: number }).port);
+    const db = await openPostgres(through.toString(), 2);
+    try {
+      const sleeping = db.query('select pg_sleep(30)');
+      sleeping.catch(() => {});
+      await until(
+        () => sockets.size,
+        (count) => count >= 2,
+        'the connection through the relay',
+      );
+      const admin = new pg.Client({ connectionString: target.toString() });
+      await admin.connect();
+      await until(
+        async () =>
+          (
+            await admin.query(
+              `select 1 from pg_stat_activity where query = 'select pg_sleep(30)' and state = 'active'`,
+            )
+          ).rowCount,
+        (count) => count === 1,
+        'the statement to run',
+      ).finally(() => admin.end());
+      // The client sees its socket end mid-statement: the connection's 'error' event must
+      // not be an uncaught exception (it would end the process); the statement fails.
+      for (const socket of sockets) socket.end();
+      await expect(sleeping).rejects.toThrow(/terminated|ECONNRESET/i);
+      await expect(db.query('select 1 as one')).resolves.toMatchObject({ rows: [{ one: 1 }] });
+    } finally {
+      await db.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => relay.close(resolve));
       await fresh.drop();
     }
   });

@@ -104,24 +104,49 @@ export async function openPostgres(
   const verified = new WeakSet<pg.PoolClient>();
 
   /**
-   * A pooled connection to a writable server. Nothing has run on it yet, so a failure
-   * here is safe to retry: the resolver looks for the primary among the listed hosts,
-   * once per host at most, before the caller sees the error.
+   * A pooled connection to a writable server, until `release`. Nothing has run on it yet,
+   * so a failure here is safe to retry: the resolver looks for the primary among the
+   * listed hosts, once per host at most, before the caller sees the error.
+   *
+   * pg-pool stops listening for a client's errors while it is checked out: the server
+   * going away would otherwise be an unhandled 'error' event that kills the process. The
+   * error is recorded instead (the failed query rejects as well), and `release` then
+   * discards the client. A client that failed a query, or lost its server, is discarded.
    */
-  async function acquire(): Promise<pg.PoolClient> {
+  async function acquire(): Promise<{ client: pg.PoolClient; release: (error?: unknown) => void }> {
     for (let attempt = 0; ; attempt++) {
-      let client: pg.PoolClient | null = null;
+      const client = await pool.connect().catch(async (error: unknown) => {
+        if (attempt >= resolver.hosts.names.length || !isConnectionLoss(error)) throw error;
+        await resolver.resolve();
+        return null;
+      });
+      if (!client) continue;
+      let broken: Error | null = null;
+      const onError = (error: Error) => {
+        broken = error;
+      };
+      client.on('error', onError);
+      const release = (error?: unknown) => {
+        client.off('error', onError);
+        const cause = broken ?? error;
+        client.release(
+          cause === undefined || cause === null
+            ? undefined
+            : cause instanceof Error
+              ? cause
+              : new Error('the connection failed'),
+        );
+      };
       try {
-        client = await pool.connect();
         if (!verified.has(client)) {
           if (!(await acceptsWrites(client, resolver.hosts.attrs))) {
             throw new NotWritableError(`${resolver.name} does not accept writes`);
           }
           verified.add(client);
         }
-        return client;
+        return { client, release };
       } catch (error) {
-        client?.release(error instanceof Error ? error : new Error(String(error)));
+        release(error);
         if (attempt >= resolver.hosts.names.length || !isConnectionLoss(error)) throw error;
         await resolver.resolve();
       }
@@ -129,8 +154,7 @@ export async function openPostgres(
   }
 
   try {
-    const client = await acquire();
-    client.release();
+    (await acquire()).release();
   } catch (error) {
     await pool.end().catch(() => {});
     throw describeConnectFailure(error, connectTimeoutMs);
@@ -212,45 +236,37 @@ export async function openPostgres(
   return {
     engine: 'postgres',
     async query<Row>(statement: string | Statement, params?: unknown[]) {
-      const client = await acquire();
+      const { client, release } = await acquire();
       try {
         const result = await wrap(client).query<Row>(statement, params);
-        client.release();
+        release();
         return result;
       } catch (error) {
         // As pg-pool's own pool.query does: a connection that failed a query is discarded.
-        client.release(error instanceof Error ? error : new Error(String(error)));
+        release(error);
         throw error;
       }
     },
     async transaction(work) {
-      const client = await acquire();
-      // pg-pool stops listening for a client's errors while it is checked out: a server
-      // restart mid-transaction would otherwise be an unhandled 'error' event that kills
-      // the process. The failed query rejects as well; the client is then discarded.
-      let broken: Error | null = null;
-      const onError = (error: Error) => {
-        broken = error;
-      };
-      client.on('error', onError);
-      let lost: unknown = null;
+      const { client, release } = await acquire();
+      let failed: unknown = null;
       try {
         await client.query('begin');
         const result = await work(wrap(client));
         await client.query('commit');
         return result;
       } catch (error) {
-        if (isConnectionLoss(error)) lost = error;
-        if (!broken) {
-          await client.query('rollback').catch((failed: unknown) => {
-            broken = failed instanceof Error ? failed : new Error(String(failed));
+        // A connection lost or turned read-only by a failover is discarded; another
+        // failure rolls back and the connection goes back to the pool.
+        if (isConnectionLoss(error)) failed = error;
+        else {
+          await client.query('rollback').catch((rollbackFailed: unknown) => {
+            failed = rollbackFailed;
           });
         }
         throw error;
       } finally {
-        client.off('error', onError);
-        // A connection lost or turned read-only by a failover is discarded too.
-        client.release(broken ?? (lost instanceof Error ? lost : undefined));
+        release(failed ?? undefined);
       }
     },
     async listen(channel, onPayload) {
