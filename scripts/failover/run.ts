@@ -191,7 +191,7 @@ async function main(argv: string[]): Promise<number> {
       ...categories.map((category): [string, number] => [category, check.findings.count(category)]),
       ['Parley process exits nobody asked for', unexpectedExits.length],
       [
-        'formation after the run',
+        'states last reported to the monitor',
         [...states].map(([name, state]) => `${name} ${state}`).join(', '),
       ],
     ];
