@@ -75,7 +75,17 @@ export function isConnectionLoss(error: unknown): boolean {
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
   if (typeof code === 'string') {
     if (code.startsWith('08') || ['57P01', '57P02', '57P03', '25006'].includes(code)) return true;
-    if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH'].includes(code)) {
+    if (
+      [
+        'ECONNREFUSED',
+        'ECONNRESET',
+        'EPIPE',
+        'ETIMEDOUT',
+        'EHOSTUNREACH',
+        'ENOTFOUND',
+        'EAI_AGAIN',
+      ].includes(code)
+    ) {
       return true;
     }
   }
