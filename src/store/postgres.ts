@@ -1,5 +1,12 @@
 import pg from 'pg';
 import type { Db, Queryable, QueryResult, Statement } from './db.js';
+import {
+  acceptsWrites,
+  HostResolver,
+  isConnectionLoss,
+  NotWritableError,
+  parseHosts,
+} from './postgresHosts.js';
 
 const INT8 = 20;
 const NUMERIC = 1700;
@@ -49,6 +56,13 @@ export const defaultPostgresOptions = {
  * half-way — which would leave it committed locally but perhaps not replicated. The
  * connect timeout is set on each client, not on the pool: waiting for a free pooled
  * connection is bounded by the statements that hold them, not by it.
+ *
+ * High availability (docs/deployment.md): `url` may list several hosts, libpq-style
+ * (postgresHosts.ts). New connections go to the host last found writable; a connection
+ * that cannot be made, or reaches a standby, makes the resolver try every host and the
+ * caller gets a connection to the new primary. A connection lost mid-statement (the
+ * primary died) is discarded and its statement fails: its outcome is in doubt, and the
+ * callers' token gates and idempotency keys make their retries safe.
  */
 export async function openPostgres(
   url: string,
@@ -63,13 +77,21 @@ export async function openPostgres(
       ? { idle_in_transaction_session_timeout: settings.idleInTransactionTimeoutMs }
       : {}),
   };
+  const resolver = new HostResolver(parseHosts(url), connectTimeoutMs);
+  const listenResolver = settings.listenUrl
+    ? new HostResolver(parseHosts(settings.listenUrl, 'database.listen_url'), connectTimeoutMs)
+    : resolver;
   class DeadlineClient extends pg.Client {
     constructor(config?: pg.ClientConfig) {
-      super({ ...config, connectionTimeoutMillis: connectTimeoutMs });
+      // Each new connection goes to the host currently believed writable.
+      super({
+        ...config,
+        connectionString: resolver.url,
+        connectionTimeoutMillis: connectTimeoutMs,
+      });
     }
   }
   const pool = new pg.Pool({
-    connectionString: url,
     max: poolSize,
     types: { getTypeParser: typeParser },
     ...deadlines,
@@ -78,8 +100,61 @@ export async function openPostgres(
   pool.on('error', () => {
     // An idle client died (server restart); the pool replaces it on next use.
   });
+  // Connections checked to reach a writable server (only when target_session_attrs asks).
+  const verified = new WeakSet<pg.PoolClient>();
+
+  /**
+   * A pooled connection to a writable server, until `release`. Nothing has run on it yet,
+   * so a failure here is safe to retry: the resolver looks for the primary among the
+   * listed hosts, once per host at most, before the caller sees the error.
+   *
+   * pg-pool stops listening for a client's errors while it is checked out: the server
+   * going away would otherwise be an unhandled 'error' event that kills the process. The
+   * error is recorded instead (the failed query rejects as well), and `release` then
+   * discards the client. A client that failed a query, or lost its server, is discarded.
+   */
+  async function acquire(): Promise<{ client: pg.PoolClient; release: (error?: unknown) => void }> {
+    for (let attempt = 0; ; attempt++) {
+      const client = await pool.connect().catch(async (error: unknown) => {
+        if (attempt >= resolver.hosts.names.length || !isConnectionLoss(error)) throw error;
+        await resolver.resolve();
+        return null;
+      });
+      if (!client) continue;
+      let broken: Error | null = null;
+      const onError = (error: Error) => {
+        broken = error;
+      };
+      client.on('error', onError);
+      const release = (error?: unknown) => {
+        client.off('error', onError);
+        const cause = broken ?? error;
+        client.release(
+          cause === undefined || cause === null
+            ? undefined
+            : cause instanceof Error
+              ? cause
+              : new Error('the connection failed'),
+        );
+      };
+      try {
+        if (!verified.has(client)) {
+          if (!(await acceptsWrites(client, resolver.hosts.attrs))) {
+            throw new NotWritableError(`${resolver.name} does not accept writes`);
+          }
+          verified.add(client);
+        }
+        return { client, release };
+      } catch (error) {
+        release(error);
+        if (attempt >= resolver.hosts.names.length || !isConnectionLoss(error)) throw error;
+        await resolver.resolve();
+      }
+    }
+  }
+
   try {
-    await pool.query('select 1');
+    (await acquire()).release();
   } catch (error) {
     await pool.end().catch(() => {});
     throw describeConnectFailure(error, connectTimeoutMs);
@@ -90,7 +165,7 @@ export async function openPostgres(
 
   async function connectListener(): Promise<void> {
     const client = new pg.Client({
-      connectionString: settings.listenUrl ?? url,
+      connectionString: listenResolver.url,
       connectionTimeoutMillis: connectTimeoutMs,
     });
     client.on('notification', (message) => {
@@ -99,10 +174,26 @@ export async function openPostgres(
     client.on('error', () => {
       if (listenClient === client) listenClient = null;
       void client.end().catch(() => {});
-      if (!closed) setTimeout(() => void ensureListener().catch(() => {}), 1000).unref();
+      if (!closed) retryListener();
     });
-    await client.connect();
-    for (const channel of listeners.keys()) await client.query(`listen ${quoteIdent(channel)}`);
+    try {
+      await client.connect();
+      // LISTEN is refused during recovery: the listener belongs on the primary.
+      if (!(await acceptsWrites(client, listenResolver.hosts.attrs))) {
+        throw new NotWritableError(`${listenResolver.name} does not accept writes`);
+      }
+      for (const channel of listeners.keys()) await client.query(`listen ${quoteIdent(channel)}`);
+    } catch (error) {
+      await client.end().catch(() => {});
+      if (listenResolver.multiple && isConnectionLoss(error)) {
+        await listenResolver.resolve().catch(() => {});
+      }
+      throw error;
+    }
+    if (closed) {
+      await client.end().catch(() => {});
+      return;
+    }
     listenClient = client;
   }
 
@@ -113,6 +204,18 @@ export async function openPostgres(
       connecting = null;
     });
     return connecting;
+  }
+
+  // A lost listener is reconnected, every second, until it is back (or the store closes):
+  // in the meantime wake-ups come from polling only.
+  let retrying = false;
+  function retryListener(): void {
+    if (retrying || closed) return;
+    retrying = true;
+    setTimeout(() => {
+      retrying = false;
+      ensureListener().catch(() => retryListener());
+    }, 1000).unref();
   }
 
   const wrap = (target: pg.Pool | pg.PoolClient): Queryable => ({
@@ -129,37 +232,41 @@ export async function openPostgres(
       return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
     },
   });
-  const root = wrap(pool);
 
   return {
     engine: 'postgres',
-    query: <Row>(statement: string | Statement, params?: unknown[]) =>
-      root.query<Row>(statement, params),
+    async query<Row>(statement: string | Statement, params?: unknown[]) {
+      const { client, release } = await acquire();
+      try {
+        const result = await wrap(client).query<Row>(statement, params);
+        release();
+        return result;
+      } catch (error) {
+        // As pg-pool's own pool.query does: a connection that failed a query is discarded.
+        release(error);
+        throw error;
+      }
+    },
     async transaction(work) {
-      const client = await pool.connect();
-      // pg-pool stops listening for a client's errors while it is checked out: a server
-      // restart mid-transaction would otherwise be an unhandled 'error' event that kills
-      // the process. The failed query rejects as well; the client is then discarded.
-      let broken: Error | null = null;
-      const onError = (error: Error) => {
-        broken = error;
-      };
-      client.on('error', onError);
+      const { client, release } = await acquire();
+      let failed: unknown = null;
       try {
         await client.query('begin');
         const result = await work(wrap(client));
         await client.query('commit');
         return result;
       } catch (error) {
-        if (!broken) {
-          await client.query('rollback').catch((failed: unknown) => {
-            broken = failed instanceof Error ? failed : new Error(String(failed));
+        // A connection lost or turned read-only by a failover is discarded; another
+        // failure rolls back and the connection goes back to the pool.
+        if (isConnectionLoss(error)) failed = error;
+        else {
+          await client.query('rollback').catch((rollbackFailed: unknown) => {
+            failed = rollbackFailed;
           });
         }
         throw error;
       } finally {
-        client.off('error', onError);
-        client.release(broken ?? undefined);
+        release(failed ?? undefined);
       }
     },
     async listen(channel, onPayload) {
@@ -167,7 +274,10 @@ export async function openPostgres(
       const first = !set;
       if (!set) listeners.set(channel, (set = new Set()));
       set.add(onPayload);
-      await ensureListener();
+      await ensureListener().catch((error: unknown) => {
+        retryListener();
+        throw error;
+      });
       if (first && listenClient) await listenClient.query(`listen ${quoteIdent(channel)}`);
       return async () => {
         set.delete(onPayload);
