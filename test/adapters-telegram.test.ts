@@ -134,4 +134,32 @@ describe('Telegram through the Chat SDK', () => {
       telegram.inChat('5004').find((reply) => reply.message_id === offer!.message_id)?.text,
     ).toContain('✓ coffee');
   });
+
+  it('answers 500 when the SDK cannot read its state, so Telegram retries; the retry is one turn', async () => {
+    // The SDK reads whether the thread is followed before Parley's handler runs: a
+    // database that fails it (PostgreSQL restarting, say) must not be answered 200.
+    const update = message(5005, 42, 'while the database is away');
+    await server.db.query('alter table chat_state_subscriptions rename to chat_state_away');
+    let failed: { status: number };
+    try {
+      failed = await send(update);
+    } finally {
+      await server.db.query('alter table chat_state_away rename to chat_state_subscriptions');
+    }
+    expect(failed.status).toBe(500);
+    const none = await server.db.query(
+      `select 1 from messages where content = 'while the database is away'`,
+    );
+    expect(none.rowCount).toBe(0);
+    expect((await send(update)).status).toBe(200);
+    await until(
+      () => telegram.inChat('5005'),
+      (found) => found.some((reply) => /You said: while the database is away/.test(reply.text)),
+      'the reply to the retried update',
+    );
+    const stored = await server.db.query(
+      `select 1 from messages where content = 'while the database is away' and role = 'user'`,
+    );
+    expect(stored.rowCount).toBe(1);
+  });
 });

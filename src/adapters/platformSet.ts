@@ -85,10 +85,16 @@ export class PlatformSet {
     });
     try {
       const response = await inboundFailures.run(failures, async () => {
+        // The SDK's own steps before a handler (its state: is the thread followed?) fail
+        // outside it; without `propagateHandlerErrors` it logs them, and the platform
+        // would get a 200 for a message never stored.
         const answered = await this.chat.webhooks[name]?.(webRequest, {
           waitUntil: (task) => tasks.push(task),
+          propagateHandlerErrors: true,
         });
-        await Promise.allSettled(tasks);
+        for (const settled of await Promise.allSettled(tasks)) {
+          if (settled.status === 'rejected') failures.push(settled.reason);
+        }
         return answered;
       });
       if (failures.length > 0) return { kind: 'failed', error: failures[0] };
