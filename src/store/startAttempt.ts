@@ -16,9 +16,21 @@ export interface HistoryMessage {
   attachments: string[] | null;
 }
 
-const startStatement: Statement = {
-  name: 'start_attempt',
-  text: `
+/**
+ * The burst's turns become `running`. `turns` is found by its whole primary key: a plan
+ * made while the table is nearly empty (every fresh deployment) would otherwise match on
+ * `tenant` alone and filter the tenant's turns, on every call until the table is analysed.
+ * A one-turn burst (nearly all) names its turn; a folded burst's list goes in an unnamed
+ * statement, planned with its values on each call.
+ */
+const startedOne = `update turns t set state = 'running'
+        from bumped b
+       where t.tenant = $12 and t.turn_id = ($8::text[])[1] and t.state in ('queued', 'running')`;
+const startedMany = `update turns t set state = 'running'
+        from bumped b
+       where t.tenant = $12 and t.turn_id = any($8::text[]) and t.state in ('queued', 'running')`;
+
+const startText = (started: string) => `
     with bumped as (
       update sessions
          set last_sequence = last_sequence + jsonb_array_length($3::jsonb),
@@ -32,9 +44,7 @@ const startStatement: Statement = {
     ), inserted as (
       ${insertEventsSql('bumped', '$3')}
     ), started as (
-      update turns t set state = 'running'
-        from bumped b
-       where t.tenant = b.tenant and t.turn_id = any($8::text[]) and t.state in ('queued', 'running')
+      ${started}
     )
     select b.last_sequence,
            ${notifySql("'events'", 'b.session_id', 'b.last_sequence', '$4::text')} as notified,
@@ -58,8 +68,10 @@ const startStatement: Statement = {
                  order by m.sequence desc
                  limit $10) w
                where w.running - octet_length(w.content) < $11) h) as history
-      from bumped b`,
-};
+      from bumped b`;
+
+const startOne: Statement = { name: 'start_attempt', text: startText(startedOne) };
+const startMany = startText(startedMany);
 
 /**
  * Opens an attempt at answering a burst, in one statement: `attempt_reset` first if an
@@ -93,7 +105,7 @@ export async function startAttempt(
   }
   events.push(newEvent('turn_started', lead, { attempt: burst.attempt, turn_ids: burst.turnIds }));
   const started = await db.query<{ last_sequence: number; history: HistoryMessage[] }>(
-    startStatement,
+    burst.turnIds.length === 1 ? startOne : startMany,
     [
       lease.sessionId,
       lease.token,
@@ -106,6 +118,7 @@ export async function startAttempt(
       burst.historyBefore,
       burst.historyLimit,
       burst.historyBytes,
+      lease.tenant,
     ],
   );
   const row = started.rows[0];
