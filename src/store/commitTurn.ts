@@ -7,7 +7,7 @@ import { liveEvents, storedEventsJson } from './eventRows.js';
 import { holdsLease } from './startAttempt.js';
 import { LeaseLostError, type BurstRef, type Lease } from './types.js';
 import { insertUsageSql, sumUsage, usageEvents, usageJson, type Usage } from './usageRows.js';
-import { notifySql } from './wakeups.js';
+import { publishWakeup, wakeupSql } from './wakeups.js';
 
 /**
  * The burst's turns become `done`, found by the whole primary key (see startAttempt.ts: a
@@ -62,7 +62,7 @@ const commitText = (closed: string) => `
       ${insertUsageSql('bumped', '$16', '($6::text[])[1]')}
     )
     select b.last_sequence, b.pending,
-           ${notifySql("'events'", 'b.session_id', 'b.last_sequence', '$4::text')} as notified
+           ${wakeupSql("'events'", 'b.session_id', 'b.last_sequence', '$4::text')} as wakeup
       from bumped b`;
 
 const commitOne: Statement = { name: 'commit_turn', text: commitText(closedOne) };
@@ -134,7 +134,7 @@ export async function commitTurn(
   ];
   const effects = burst.effects;
   const commit = (q: Queryable) =>
-    q.query<{ last_sequence: number; pending: boolean }>(
+    q.query<{ last_sequence: number; pending: boolean; wakeup: string }>(
       burst.turnIds.length === 1 ? commitOne : commitMany,
       params,
     );
@@ -154,7 +154,11 @@ export async function commitTurn(
         })
       : await commit(db);
   const row = committed.rows[0];
-  if (row) return { sequence: row.last_sequence, pending: row.pending };
+  if (row) {
+    // After the transaction, when there was one: published only once committed.
+    publishWakeup(db, row.wakeup);
+    return { sequence: row.last_sequence, pending: row.pending };
+  }
   // Nothing applied: a cancel took the session row first (no `done` then), or the lease is gone.
   if (await holdsLease(db, lease)) return 'cancelled';
   throw new LeaseLostError(lease.sessionId);

@@ -1,9 +1,9 @@
 import { newEvent, type NewEvent } from '../protocol/events.js';
-import type { Queryable, Statement } from './db.js';
+import type { Db, Queryable, Statement } from './db.js';
 import { insertEventsSql } from './appendEvents.js';
 import { liveEvents, storedEventsJson } from './eventRows.js';
 import { LeaseLostError, type Lease } from './types.js';
-import { notifySql } from './wakeups.js';
+import { publishWakeup, wakeupSql } from './wakeups.js';
 
 /** A transcript message as the model's history sees it (raw reply where it differs). */
 export interface HistoryMessage {
@@ -47,7 +47,7 @@ const startText = (started: string) => `
       ${started}
     )
     select b.last_sequence,
-           ${notifySql("'events'", 'b.session_id', 'b.last_sequence', '$4::text')} as notified,
+           ${wakeupSql("'events'", 'b.session_id', 'b.last_sequence', '$4::text')} as wakeup,
            (select coalesce(json_agg(h order by h.sequence), '[]'::json) from (
               -- Newest first, while the text read so far stays within the budget ($11):
               -- the prompt builder keeps what fits the model's window.
@@ -83,7 +83,7 @@ const startMany = startText(startedMany);
  * that crashes right after this must still count toward parking.
  */
 export async function startAttempt(
-  db: Queryable,
+  db: Db,
   lease: Lease,
   burst: {
     turnIds: string[];
@@ -104,25 +104,29 @@ export async function startAttempt(
     events.push(newEvent('attempt_reset', lead, { attempt: burst.attempt - 1 }));
   }
   events.push(newEvent('turn_started', lead, { attempt: burst.attempt, turn_ids: burst.turnIds }));
-  const started = await db.query<{ last_sequence: number; history: HistoryMessage[] }>(
-    burst.turnIds.length === 1 ? startOne : startMany,
-    [
-      lease.sessionId,
-      lease.token,
-      storedEventsJson(events),
-      liveEvents(events),
-      burst.attempt,
-      lead,
-      burst.seenSequence,
-      burst.turnIds,
-      burst.historyBefore,
-      burst.historyLimit,
-      burst.historyBytes,
-      lease.tenant,
-    ],
-  );
+  const started = await db.query<{
+    last_sequence: number;
+    history: HistoryMessage[];
+    wakeup: string;
+  }>(burst.turnIds.length === 1 ? startOne : startMany, [
+    lease.sessionId,
+    lease.token,
+    storedEventsJson(events),
+    liveEvents(events),
+    burst.attempt,
+    lead,
+    burst.seenSequence,
+    burst.turnIds,
+    burst.historyBefore,
+    burst.historyLimit,
+    burst.historyBytes,
+    lease.tenant,
+  ]);
   const row = started.rows[0];
-  if (row) return { sequence: row.last_sequence, history: row.history };
+  if (row) {
+    publishWakeup(db, row.wakeup);
+    return { sequence: row.last_sequence, history: row.history };
+  }
   if (await holdsLease(db, lease)) return 'changed';
   throw new LeaseLostError(lease.sessionId);
 }
