@@ -65,7 +65,7 @@ const commitText = (closed: string) => `
            ${wakeupSql("'events'", 'b.session_id', 'b.last_sequence', '$4::text')} as wakeup
       from bumped b`;
 
-const commitOne: Statement = { name: 'commit_turn', text: commitText(closedOne) };
+export const commitTurnStatement: Statement = { name: 'commit_turn', text: commitText(closedOne) };
 const commitMany = commitText(closedMany);
 
 /**
@@ -135,7 +135,7 @@ export async function commitTurn(
   const effects = burst.effects;
   const commit = (q: Queryable) =>
     q.query<{ last_sequence: number; pending: boolean; wakeup: string }>(
-      burst.turnIds.length === 1 ? commitOne : commitMany,
+      burst.turnIds.length === 1 ? commitTurnStatement : commitMany,
       params,
     );
   const committed =

@@ -70,7 +70,10 @@ const startText = (started: string) => `
                where w.running - octet_length(w.content) < $11) h) as history
       from bumped b`;
 
-const startOne: Statement = { name: 'start_attempt', text: startText(startedOne) };
+export const startAttemptStatement: Statement = {
+  name: 'start_attempt',
+  text: startText(startedOne),
+};
 const startMany = startText(startedMany);
 
 /**
@@ -108,7 +111,7 @@ export async function startAttempt(
     last_sequence: number;
     history: HistoryMessage[];
     wakeup: string;
-  }>(burst.turnIds.length === 1 ? startOne : startMany, [
+  }>(burst.turnIds.length === 1 ? startAttemptStatement : startMany, [
     lease.sessionId,
     lease.token,
     storedEventsJson(events),
