@@ -37,7 +37,6 @@ describe("a turn's statements on a cold table", () => {
     });
   }
 
-
   it('start_attempt finds the turn by tenant and turn_id', async () => {
     const plan = await genericPlan(
       startAttemptStatement,
