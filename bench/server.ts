@@ -253,7 +253,7 @@ export async function startBenchServer(storage: {
 
 interface StatementInfo {
   key: string;
-  /** Does this statement write, judging by its text? (Counts commits outside transactions.) */
+  /** Does this statement commit something (a write, or a notification: both flush the WAL)? */
   writes: boolean;
 }
 
@@ -272,7 +272,7 @@ function statementInfo(cache: Map<string, StatementInfo>, statement: string | St
         typeof statement === 'string'
           ? text.replace(/\s+/g, ' ').trim().slice(0, 90)
           : statement.name,
-      writes: /\b(insert|update|delete)\b/i.test(text),
+      writes: /\b(insert|update|delete|pg_notify)\b/i.test(text),
     };
     cache.set(cacheKey, info);
   }
