@@ -30,6 +30,7 @@ async function main(): Promise<void> {
     stopWorker: () => server.stopWorker(),
     setModelDelay: (ms: number) => server.setModelDelay(ms),
     setReply: (text: string | null) => server.setReply(text),
+    observeDeltas: (on: boolean) => server.observeDeltas(on),
     counters: () => snapshot(server.counters),
     query: async (sql: string, params?: unknown[]) => (await server.raw.query(sql, params)).rows,
     floor: () => measureFloor(server.raw),

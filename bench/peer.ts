@@ -34,6 +34,8 @@ export interface PeerShapedRun {
   round_trips_per_turn: number;
   commits_per_turn: number;
   statements_per_turn: number;
+  /** Turns that waited for their conversation's previous turn (see above). */
+  waited_for_conversation: number;
 }
 
 export async function peerShapedRun(server: RemoteServer): Promise<PeerShapedRun> {
@@ -43,7 +45,9 @@ export async function peerShapedRun(server: RemoteServer): Promise<PeerShapedRun
     for (let thread = 0; thread < threads; thread++) jobs.push(thread);
   }
   const sessions = new Map<number, { sessionId: string; stream: SseStream }>();
-  const busy = new Set<number>();
+  /** A conversation's turn in flight, by conversation. */
+  const busy = new Map<number, Promise<void>>();
+  let waits = 0;
   const latencies: number[] = [];
   const tag = randomBytes(3).toString('hex');
   let next = 0;
@@ -54,8 +58,14 @@ export async function peerShapedRun(server: RemoteServer): Promise<PeerShapedRun
     Array.from({ length: concurrency }, async () => {
       while (next < jobs.length) {
         const thread = jobs[next++] as number;
-        if (busy.has(thread)) throw new Error(`conversation ${thread} would run twice at once`);
-        busy.add(thread);
+        // A conversation's next turn waits for its previous one: only when that one took
+        // longer than a turn of each of the other conversations (a very loaded machine).
+        while (busy.has(thread)) {
+          waits += 1;
+          await busy.get(thread);
+        }
+        let ended = () => {};
+        busy.set(thread, new Promise<void>((resolve) => (ended = resolve)));
         const turnId = `peer_${tag}_${thread}_${counter++}`;
         const known = sessions.get(thread);
         const sent = now();
@@ -87,6 +97,7 @@ export async function peerShapedRun(server: RemoteServer): Promise<PeerShapedRun
         if (end.event !== 'done') throw new Error(`turn ${turnId} ended with ${end.event}`);
         latencies.push(end.receivedAt - sent);
         busy.delete(thread);
+        ended();
       }
     }),
   );
@@ -105,6 +116,7 @@ export async function peerShapedRun(server: RemoteServer): Promise<PeerShapedRun
     round_trips_per_turn: round((after.roundTrips - before.roundTrips) / turns, 2),
     commits_per_turn: round((after.commits - before.commits) / turns, 2),
     statements_per_turn: round((after.queries - before.queries) / turns, 2),
+    waited_for_conversation: waits,
   };
 }
 

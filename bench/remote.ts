@@ -123,6 +123,11 @@ export class RemoteServer {
     return this.call('setReply', text);
   }
 
+  /** Note first deltas and text_delta commits (costly: the first-delta phase only). */
+  observeDeltas(on: boolean): Promise<void> {
+    return this.call('observeDeltas', on);
+  }
+
   /** The model's first delta per turn and text_delta commit times, on the client's clock. */
   async marks(
     turnIds: string[],

@@ -364,6 +364,15 @@ function medianOfRuns(results: FirstDeltaRun[]): FirstDeltaRun {
 }
 
 async function measureFirstDelta(server: RemoteServer) {
+  await server.observeDeltas(true);
+  try {
+    return await firstDeltaRuns(server);
+  } finally {
+    await server.observeDeltas(false);
+  }
+}
+
+async function firstDeltaRuns(server: RemoteServer) {
   await firstDeltaRun(server, 5); // warm-up
   const zero = [];
   for (let run = 0; run < runs; run++) {

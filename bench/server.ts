@@ -36,7 +36,8 @@ export interface Counters {
   roundTrips: number;
   /** Commits that wrote: transactions, and single statements that changed rows. */
   commits: number;
-  /** Statement text (whitespace collapsed, first 90 characters) → executions. */
+  /** A named statement's name, or an unnamed one's text (whitespace collapsed, first 90
+   * characters) → executions. */
   byStatement: Map<string, number>;
 }
 
@@ -56,6 +57,8 @@ export interface BenchServer {
   setModelDelay(ms: number): void;
   /** A fixed reply instead of the demo's echo (null: back to the echo), streamed word by word. */
   setReply(text: string | null): void;
+  /** Notes first deltas and text_delta commits (the first-delta phase only: it costs). */
+  observeDeltas(on: boolean): void;
   startWorker(): void;
   stopWorker(): Promise<void>;
   close(): Promise<void>;
@@ -160,7 +163,13 @@ export async function startBenchServer(storage: {
     byStatement: new Map(),
   };
   const deltaCommitted = new Map<string, number>();
-  const db = countingDb(raw, counters, (key) => deltaCommitted.set(key, epochNow()));
+  let observing = false;
+  const db = countingDb(
+    raw,
+    counters,
+    () => observing,
+    (key) => deltaCommitted.set(key, epochNow()),
+  );
 
   const log = createLogger({ level: 'warn', destination: process.stderr });
   const wakeups = new Wakeups(db);
@@ -178,11 +187,12 @@ export async function startBenchServer(storage: {
     }
     return registry;
   };
-  const resolveModel = (provider: string, modelId: string) =>
-    observeModel(
-      reply === null ? registryFor(delayMs)(provider, modelId) : fixedReplyModel(reply),
-      (marker) => modelFirstDelta.set(marker, epochNow()),
-    );
+  const resolveModel = (provider: string, modelId: string) => {
+    const model = reply === null ? registryFor(delayMs)(provider, modelId) : fixedReplyModel(reply);
+    return observing
+      ? observeModel(model, (marker) => modelFirstDelta.set(marker, epochNow()))
+      : model;
+  };
 
   const app: FastifyInstance = await buildApp({
     db,
@@ -214,6 +224,9 @@ export async function startBenchServer(storage: {
     setReply(text) {
       reply = text;
     },
+    observeDeltas(on) {
+      observing = on;
+    },
     startWorker() {
       if (worker) return;
       generation += 1;
@@ -238,15 +251,32 @@ export async function startBenchServer(storage: {
   };
 }
 
-function statementKey(statement: string | Statement): string {
-  const text = typeof statement === 'string' ? statement : statement.text;
-  return text.replace(/\s+/g, ' ').trim().slice(0, 90);
+interface StatementInfo {
+  key: string;
+  /** Does this statement commit something (a write, or a notification: both flush the WAL)? */
+  writes: boolean;
 }
 
-/** Does this single statement (outside a transaction) write, judging by its text? */
-function writes(statement: string | Statement): boolean {
-  const text = typeof statement === 'string' ? statement : statement.text;
-  return /\b(insert|update|delete)\b/i.test(text);
+/**
+ * What the counters need of a statement, computed once per distinct statement: a named
+ * statement is keyed by its name, an unnamed one by its text, so a turn costs a map look-up
+ * per statement rather than a regex over its SQL.
+ */
+function statementInfo(cache: Map<string, StatementInfo>, statement: string | Statement) {
+  const cacheKey = typeof statement === 'string' ? statement : statement.name;
+  let info = cache.get(cacheKey);
+  if (!info) {
+    const text = typeof statement === 'string' ? statement : statement.text;
+    info = {
+      key:
+        typeof statement === 'string'
+          ? text.replace(/\s+/g, ' ').trim().slice(0, 90)
+          : statement.name,
+      writes: /\b(insert|update|delete|pg_notify)\b/i.test(text),
+    };
+    cache.set(cacheKey, info);
+  }
+  return info;
 }
 
 /**
@@ -286,23 +316,27 @@ function deltaKeys(params: unknown[] | undefined, result: QueryResult<unknown>):
 /**
  * Counts every statement the application issues (`query`, inside or outside a
  * transaction), every transaction, round trips (BEGIN and COMMIT are issued by the engine
- * adapters: a transaction costs two more) and commits that wrote.
+ * adapters: a transaction costs two more) and commits that wrote. While `observing()`, it
+ * also notes when each journaled text_delta committed.
  */
-function countingDb(inner: Db, counters: Counters, onDeltaCommitted: (key: string) => void): Db {
-  const count = (statement: string | Statement) => {
-    counters.queries += 1;
-    const key = statementKey(statement);
-    counters.byStatement.set(key, (counters.byStatement.get(key) ?? 0) + 1);
-  };
+function countingDb(
+  inner: Db,
+  counters: Counters,
+  observing: () => boolean,
+  onDeltaCommitted: (key: string) => void,
+): Db {
+  const statements = new Map<string, StatementInfo>();
   const wrap = (target: Queryable, deltas: string[] | null): Queryable => ({
     async query<Row>(statement: string | Statement, params?: unknown[]): Promise<QueryResult<Row>> {
-      count(statement);
+      const info = statementInfo(statements, statement);
+      counters.queries += 1;
+      counters.byStatement.set(info.key, (counters.byStatement.get(info.key) ?? 0) + 1);
       counters.roundTrips += 1;
       const result = await target.query<Row>(statement, params);
-      const keys = deltaKeys(params, result);
+      const keys = observing() ? deltaKeys(params, result) : [];
       if (deltas) deltas.push(...keys);
       else {
-        if (writes(statement) && applied(result)) counters.commits += 1;
+        if (info.writes && applied(result)) counters.commits += 1;
         for (const key of keys) onDeltaCommitted(key);
       }
       return result;

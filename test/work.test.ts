@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../src/log.js';
 import type { Db } from '../src/store/db.js';
 import { notifyWakeup, Wakeups } from '../src/store/wakeups.js';
@@ -59,6 +59,42 @@ describe('the engine (src/work)', () => {
     );
     await loop.stop();
     expect(rounds).toBe(2);
+  });
+
+  it('wakes once per sleep: repeated wake-ups do not abort an aborted signal again', async () => {
+    let rounds = 0;
+    let aborts = -1;
+    let loop: ReturnType<typeof startTimedLoop> | null = null;
+    const abort = vi.spyOn(AbortController.prototype, 'abort');
+    try {
+      loop = startTimedLoop({
+        name: 'test',
+        log,
+        pollMs: never,
+        minSleepMs: 1,
+        round: async () => {
+          rounds += 1;
+          await new Promise((resolve) => setImmediate(resolve));
+          if (rounds === 1) {
+            abort.mockClear();
+            for (let i = 0; i < 5; i++) loop?.wake();
+            aborts = abort.mock.calls.length;
+          }
+          return {};
+        },
+      });
+      await until(
+        () => rounds,
+        (n) => n >= 2,
+        'the second round',
+      );
+      await loop.stop();
+    } finally {
+      abort.mockRestore();
+    }
+    expect(rounds).toBe(2);
+    // Only the first of the round's five wake-ups aborted its signal.
+    expect(aborts).toBe(1);
   });
 
   it('holds a claim loop to its capacity, claims again as handlers end, and drains on stop', async () => {

@@ -10,7 +10,7 @@ import { liveEvents } from './eventRows.js';
 import { expirePendingRequests } from './expireRequests.js';
 import type { SessionRow } from './types.js';
 import { viewerParams, visibleSql, type Viewer } from './visibility.js';
-import { notifySql } from './wakeups.js';
+import { publishWakeup, wakeupSql } from './wakeups.js';
 
 export interface AdmitTurnInput {
   tenant: string;
@@ -128,10 +128,10 @@ const admitStatement: Statement = {
       select b.tenant, b.session_id, b.last_sequence, 'message', $3, '{}'::jsonb, $7 from bumped b
     ), woken as (
       select b.last_sequence, b.triggers,
-             ${notifySql("case when b.triggers then 'input' else 'events' end", 'b.session_id', 'b.last_sequence', '$10::text')} as notified
+             ${wakeupSql("case when b.triggers then 'input' else 'events' end", 'b.session_id', 'b.last_sequence', '$10::text')} as wakeup
         from bumped b
     )
-    select w.last_sequence, w.triggers, w.notified,
+    select w.last_sequence, w.triggers, w.wakeup,
            k.session_id as known_session, k.fingerprint as known_fingerprint,
            k.admitted_sequence as known_sequence, k.state as known_state, k.agent as known_agent,
            f.session_id as found_session, f.agent as found_agent
@@ -144,6 +144,8 @@ const admitStatement: Statement = {
 interface AdmitRow {
   last_sequence: number | null;
   triggers: boolean | null;
+  /** The wake-up to publish (the admission applied). */
+  wakeup: string | null;
   known_session: string | null;
   known_fingerprint: string | null;
   known_sequence: number | null;
@@ -179,6 +181,7 @@ async function admitToSession(
   ]);
   const row = result.rows[0] as AdmitRow;
   if (row.last_sequence !== null) {
+    publishWakeup(db, row.wakeup);
     return {
       session_id: sessionId,
       turn_id: input.turnId,

@@ -7,11 +7,17 @@ import { liveEvents, storedEventsJson } from './eventRows.js';
 import { holdsLease } from './startAttempt.js';
 import { LeaseLostError, type BurstRef, type Lease } from './types.js';
 import { insertUsageSql, sumUsage, usageEvents, usageJson, type Usage } from './usageRows.js';
-import { notifySql } from './wakeups.js';
+import { publishWakeup, wakeupSql } from './wakeups.js';
 
-const commitStatement: Statement = {
-  name: 'commit_turn',
-  text: `
+/**
+ * The burst's turns become `done`, found by the whole primary key (see startAttempt.ts: a
+ * plan made on a nearly empty `turns` would scan the tenant's turns): a one-turn burst by
+ * its turn, a folded burst's list in an unnamed statement, planned on each call.
+ */
+const closedOne = 't.tenant = $17 and t.turn_id = ($6::text[])[1]';
+const closedMany = 't.tenant = $17 and t.turn_id = any($6::text[])';
+
+const commitText = (closed: string) => `
     with bumped as (
       update sessions
          set last_sequence = last_sequence + jsonb_array_length($3::jsonb),
@@ -51,14 +57,16 @@ const commitStatement: Statement = {
              output_tokens = t.output_tokens + case when t.turn_id = ($6::text[])[1] then $14 else 0 end,
              cost_usd = t.cost_usd + case when t.turn_id = ($6::text[])[1] then $15 else 0 end
         from bumped b
-       where t.tenant = b.tenant and t.turn_id = any($6::text[])
+       where ${closed}
     ), billed as (
       ${insertUsageSql('bumped', '$16', '($6::text[])[1]')}
     )
     select b.last_sequence, b.pending,
-           ${notifySql("'events'", 'b.session_id', 'b.last_sequence', '$4::text')} as notified
-      from bumped b`,
-};
+           ${wakeupSql("'events'", 'b.session_id', 'b.last_sequence', '$4::text')} as wakeup
+      from bumped b`;
+
+export const commitTurnStatement: Statement = { name: 'commit_turn', text: commitText(closedOne) };
+const commitMany = commitText(closedMany);
 
 /**
  * Completes a burst in ONE token-gated statement (RUNTIME.md, "finish"): the last text of
@@ -122,10 +130,14 @@ export async function commitTurn(
     totals.output_tokens,
     totals.cost_usd,
     usageJson(burst.usage),
+    lease.tenant,
   ];
   const effects = burst.effects;
   const commit = (q: Queryable) =>
-    q.query<{ last_sequence: number; pending: boolean }>(commitStatement, params);
+    q.query<{ last_sequence: number; pending: boolean; wakeup: string }>(
+      burst.turnIds.length === 1 ? commitTurnStatement : commitMany,
+      params,
+    );
   const committed =
     effects && effects.list.length > 0
       ? await db.transaction(async (tx) => {
@@ -142,7 +154,11 @@ export async function commitTurn(
         })
       : await commit(db);
   const row = committed.rows[0];
-  if (row) return { sequence: row.last_sequence, pending: row.pending };
+  if (row) {
+    // After the transaction, when there was one: published only once committed.
+    publishWakeup(db, row.wakeup);
+    return { sequence: row.last_sequence, pending: row.pending };
+  }
   // Nothing applied: a cancel took the session row first (no `done` then), or the lease is gone.
   if (await holdsLease(db, lease)) return 'cancelled';
   throw new LeaseLostError(lease.sessionId);

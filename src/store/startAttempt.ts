@@ -1,9 +1,9 @@
 import { newEvent, type NewEvent } from '../protocol/events.js';
-import type { Queryable, Statement } from './db.js';
+import type { Db, Queryable, Statement } from './db.js';
 import { insertEventsSql } from './appendEvents.js';
 import { liveEvents, storedEventsJson } from './eventRows.js';
 import { LeaseLostError, type Lease } from './types.js';
-import { notifySql } from './wakeups.js';
+import { publishWakeup, wakeupSql } from './wakeups.js';
 
 /** A transcript message as the model's history sees it (raw reply where it differs). */
 export interface HistoryMessage {
@@ -16,9 +16,21 @@ export interface HistoryMessage {
   attachments: string[] | null;
 }
 
-const startStatement: Statement = {
-  name: 'start_attempt',
-  text: `
+/**
+ * The burst's turns become `running`. `turns` is found by its whole primary key: a plan
+ * made while the table is nearly empty (every fresh deployment) would otherwise match on
+ * `tenant` alone and filter the tenant's turns, on every call until the table is analysed.
+ * A one-turn burst (nearly all) names its turn; a folded burst's list goes in an unnamed
+ * statement, planned with its values on each call.
+ */
+const startedOne = `update turns t set state = 'running'
+        from bumped b
+       where t.tenant = $12 and t.turn_id = ($8::text[])[1] and t.state in ('queued', 'running')`;
+const startedMany = `update turns t set state = 'running'
+        from bumped b
+       where t.tenant = $12 and t.turn_id = any($8::text[]) and t.state in ('queued', 'running')`;
+
+const startText = (started: string) => `
     with bumped as (
       update sessions
          set last_sequence = last_sequence + jsonb_array_length($3::jsonb),
@@ -32,12 +44,10 @@ const startStatement: Statement = {
     ), inserted as (
       ${insertEventsSql('bumped', '$3')}
     ), started as (
-      update turns t set state = 'running'
-        from bumped b
-       where t.tenant = b.tenant and t.turn_id = any($8::text[]) and t.state in ('queued', 'running')
+      ${started}
     )
     select b.last_sequence,
-           ${notifySql("'events'", 'b.session_id', 'b.last_sequence', '$4::text')} as notified,
+           ${wakeupSql("'events'", 'b.session_id', 'b.last_sequence', '$4::text')} as wakeup,
            (select coalesce(json_agg(h order by h.sequence), '[]'::json) from (
               -- Newest first, while the text read so far stays within the budget ($11):
               -- the prompt builder keeps what fits the model's window.
@@ -58,8 +68,13 @@ const startStatement: Statement = {
                  order by m.sequence desc
                  limit $10) w
                where w.running - octet_length(w.content) < $11) h) as history
-      from bumped b`,
+      from bumped b`;
+
+export const startAttemptStatement: Statement = {
+  name: 'start_attempt',
+  text: startText(startedOne),
 };
+const startMany = startText(startedMany);
 
 /**
  * Opens an attempt at answering a burst, in one statement: `attempt_reset` first if an
@@ -71,7 +86,7 @@ const startStatement: Statement = {
  * that crashes right after this must still count toward parking.
  */
 export async function startAttempt(
-  db: Queryable,
+  db: Db,
   lease: Lease,
   burst: {
     turnIds: string[];
@@ -92,24 +107,29 @@ export async function startAttempt(
     events.push(newEvent('attempt_reset', lead, { attempt: burst.attempt - 1 }));
   }
   events.push(newEvent('turn_started', lead, { attempt: burst.attempt, turn_ids: burst.turnIds }));
-  const started = await db.query<{ last_sequence: number; history: HistoryMessage[] }>(
-    startStatement,
-    [
-      lease.sessionId,
-      lease.token,
-      storedEventsJson(events),
-      liveEvents(events),
-      burst.attempt,
-      lead,
-      burst.seenSequence,
-      burst.turnIds,
-      burst.historyBefore,
-      burst.historyLimit,
-      burst.historyBytes,
-    ],
-  );
+  const started = await db.query<{
+    last_sequence: number;
+    history: HistoryMessage[];
+    wakeup: string;
+  }>(burst.turnIds.length === 1 ? startAttemptStatement : startMany, [
+    lease.sessionId,
+    lease.token,
+    storedEventsJson(events),
+    liveEvents(events),
+    burst.attempt,
+    lead,
+    burst.seenSequence,
+    burst.turnIds,
+    burst.historyBefore,
+    burst.historyLimit,
+    burst.historyBytes,
+    lease.tenant,
+  ]);
   const row = started.rows[0];
-  if (row) return { sequence: row.last_sequence, history: row.history };
+  if (row) {
+    publishWakeup(db, row.wakeup);
+    return { sequence: row.last_sequence, history: row.history };
+  }
   if (await holdsLease(db, lease)) return 'changed';
   throw new LeaseLostError(lease.sessionId);
 }

@@ -5,8 +5,16 @@ import { wireEvent } from './eventRows.js';
 /**
  * Wake-ups: "session S has events up to N" (RUNTIME.md). They only wake readers and
  * workers; losing one delays, never loses, because both also poll. The same SQL runs on
- * both engines: `pg_notify` inside the writing statement is delivered at commit, by
- * PGlite in-process and by PostgreSQL to every process's one LISTEN connection.
+ * both engines: `pg_notify` is delivered at commit, by PGlite in-process and by PostgreSQL
+ * to every process's one LISTEN connection.
+ *
+ * Most writers notify inside the writing statement. The statements of every turn
+ * (admission, `start_attempt`, `commit_turn`) instead return their wake-up's payload, and
+ * the process publishes it once the statement has committed (`publishWakeup`), batched:
+ * PostgreSQL holds one cluster-wide lock from a notifying commit's queue insert through its
+ * WAL flush, so notifying commits queue behind each other. Published only after the
+ * commit, a wake-up never announces what is not durable; a crash between the two loses
+ * only the wake-up.
  *
  * A wake-up may carry the events it announces (when they fit in a notification), so that
  * a process's SSE readers do not have to read the journal for them.
@@ -37,8 +45,63 @@ export interface Wakeup {
  * transaction's `now()`, the default of `events.at`, truncated as `eventRowColumns` does.
  */
 export function notifySql(kind: string, session: string, sequence: string, live: string): string {
-  return `pg_notify('${wakeupChannel}', ${kind} || ':' || ${session} || ':' || ${sequence}
-           || ':' || floor(extract(epoch from now()) * 1000)::bigint || coalesce(':' || ${live}, ''))`;
+  return `pg_notify('${wakeupChannel}', ${wakeupSql(kind, session, sequence, live)})`;
+}
+
+/** A wake-up's payload as SQL (arguments as `notifySql`), for `publishWakeup` to send. */
+export function wakeupSql(kind: string, session: string, sequence: string, live: string): string {
+  return `${kind} || ':' || ${session} || ':' || ${sequence}
+           || ':' || floor(extract(epoch from now()) * 1000)::bigint || coalesce(':' || ${live}, '')`;
+}
+
+const publishStatement = {
+  name: 'publish_wakeups',
+  text: `select pg_notify('${wakeupChannel}', payload) from unnest($1::text[]) as payload`,
+};
+
+/**
+ * Sends the wake-ups published during one event-loop turn in one statement, and one such
+ * statement at a time: they leave in the order they were published. A failed send is not
+ * retried (everyone polls).
+ */
+class WakeupPublisher {
+  private pending: string[] = [];
+  private sending = false;
+
+  constructor(private readonly db: Queryable) {}
+
+  publish(payload: string): void {
+    this.pending.push(payload);
+    if (this.sending) return;
+    this.sending = true;
+    setImmediate(() => void this.send());
+  }
+
+  private async send(): Promise<void> {
+    while (this.pending.length > 0) {
+      const batch = this.pending;
+      this.pending = [];
+      try {
+        await this.db.query(publishStatement, [batch]);
+      } catch {
+        // The database is unreachable or closed: those wake-ups are lost, polls cover them.
+      }
+    }
+    this.sending = false;
+  }
+}
+
+const publishers = new WeakMap<Queryable, WakeupPublisher>();
+
+/**
+ * Publishes a wake-up whose payload a statement returned (`wakeupSql`). Call it only once
+ * that statement has committed: after it returned, or after its transaction did.
+ */
+export function publishWakeup(db: Queryable, payload: string | null | undefined): void {
+  if (!payload) return;
+  let publisher = publishers.get(db);
+  if (!publisher) publishers.set(db, (publisher = new WakeupPublisher(db)));
+  publisher.publish(payload);
 }
 
 export async function notifyWakeup(

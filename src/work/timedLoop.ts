@@ -67,7 +67,11 @@ export function startTimedLoop(options: {
     }
   })();
   return {
-    wake: () => wake.abort(),
+    // abort() builds its reason before it checks whether the signal is already aborted:
+    // every input wake-up would pay for a DOMException.
+    wake: () => {
+      if (!wake.signal.aborted) wake.abort();
+    },
     stop: async () => {
       stopped.abort();
       await loop;
