@@ -34,6 +34,11 @@ export interface Db extends Queryable {
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Subscribes to NOTIFY on `channel`; returns the unsubscribe function. */
   listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  /**
+   * Hands notifications to this process's listeners without a statement: the embedded
+   * engine's notifications never leave the process anyway (PostgreSQL has none).
+   */
+  notifyLocally?(channel: string, payloads: string[]): void;
   close(): Promise<void>;
 }
 

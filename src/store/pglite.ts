@@ -65,6 +65,7 @@ export async function openPglite(
     },
   });
   const root = wrap(pglite, false);
+  const listeners = new Map<string, Set<(payload: string) => void>>();
   return {
     engine: 'pglite',
     query: <Row>(statement: string | Statement, params?: unknown[]) =>
@@ -72,9 +73,21 @@ export async function openPglite(
     transaction: (work) => pglite.transaction((tx) => work(wrap(tx as unknown as Queryable, true))),
     async listen(channel, onPayload) {
       const unlisten = await pglite.listen(channel, onPayload);
+      let local = listeners.get(channel);
+      if (!local) listeners.set(channel, (local = new Set()));
+      local.add(onPayload);
       return async () => {
+        local.delete(onPayload);
         if (!pglite.closed) await unlisten();
       };
+    },
+    notifyLocally(channel, payloads) {
+      // Delivered on a later turn of the event loop, as PGlite delivers a NOTIFY.
+      setImmediate(() => {
+        for (const payload of payloads) {
+          for (const onPayload of listeners.get(channel) ?? []) onPayload(payload);
+        }
+      });
     },
     async close() {
       if (!pglite.closed) await pglite.close();

@@ -14,7 +14,8 @@ import { wireEvent } from './eventRows.js';
  * PostgreSQL holds one cluster-wide lock from a notifying commit's queue insert through its
  * WAL flush, so notifying commits queue behind each other. Published only after the
  * commit, a wake-up never announces what is not durable; a crash between the two loses
- * only the wake-up.
+ * only the wake-up. On PGlite, whose notifications never leave the process, they go to the
+ * process's listeners directly, without a statement (`Db.notifyLocally`).
  *
  * A wake-up may carry the events it announces (when they fit in a notification), so that
  * a process's SSE readers do not have to read the journal for them.
@@ -68,7 +69,7 @@ class WakeupPublisher {
   private pending: string[] = [];
   private sending = false;
 
-  constructor(private readonly db: Queryable) {}
+  constructor(private readonly db: Queryable & Pick<Db, 'notifyLocally'>) {}
 
   publish(payload: string): void {
     this.pending.push(payload);
@@ -81,6 +82,10 @@ class WakeupPublisher {
     while (this.pending.length > 0) {
       const batch = this.pending;
       this.pending = [];
+      if (this.db.notifyLocally) {
+        this.db.notifyLocally(wakeupChannel, batch);
+        continue;
+      }
       try {
         await this.db.query(publishStatement, [batch]);
       } catch {
@@ -91,13 +96,16 @@ class WakeupPublisher {
   }
 }
 
-const publishers = new WeakMap<Queryable, WakeupPublisher>();
+const publishers = new WeakMap<Queryable & Pick<Db, 'notifyLocally'>, WakeupPublisher>();
 
 /**
  * Publishes a wake-up whose payload a statement returned (`wakeupSql`). Call it only once
  * that statement has committed: after it returned, or after its transaction did.
  */
-export function publishWakeup(db: Queryable, payload: string | null | undefined): void {
+export function publishWakeup(
+  db: Queryable & Pick<Db, 'notifyLocally'>,
+  payload: string | null | undefined,
+): void {
   if (!payload) return;
   let publisher = publishers.get(db);
   if (!publisher) publishers.set(db, (publisher = new WakeupPublisher(db)));
