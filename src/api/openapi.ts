@@ -2,7 +2,6 @@ import type { FastifyInstance } from 'fastify';
 import { errorCodes } from '../errors.js';
 import { platformPaths } from './openapiPlatforms.js';
 import { providerPaths } from './openapiProviders.js';
-import { missionPaths, missionSchemas } from './openapiMissions.js';
 import { z } from 'zod';
 import { route, routeOptions, typed, type RouteContract } from './contract.js';
 import { generateDocument } from './openapiGenerate.js';
@@ -18,6 +17,12 @@ import { modelContracts } from './models.js';
 import { usageContracts } from './usage.js';
 import { fileContracts } from './files.js';
 import { memoryContracts } from './memories.js';
+import { missionContracts } from './missions.js';
+import { executionContracts } from './executions.js';
+import { scheduleContracts } from './schedules.js';
+import { checkpointContracts } from './checkpoints.js';
+import { personalContracts } from './personal.js';
+import { definitionContracts } from './definitions.js';
 
 export const openapiContracts = {
   document: route({
@@ -44,6 +49,13 @@ const contracts: RouteContract[] = [
   usageContracts,
   fileContracts,
   memoryContracts,
+  missionContracts,
+  executionContracts,
+  scheduleContracts,
+  checkpointContracts,
+  personalContracts,
+  definitionContracts.agent,
+  definitionContracts.mission,
 ].flatMap((group) => Object.values(group));
 const generated = generateDocument(contracts);
 
@@ -51,7 +63,6 @@ const generated = generateDocument(contracts);
 const handWrittenPaths: Record<string, Record<string, object>> = {
   ...providerPaths,
   ...platformPaths,
-  ...missionPaths,
 };
 
 /** Both sources' operations, path by path: a generated operation replaces a written one. */
@@ -87,7 +98,6 @@ export const openapiDocument = {
           message: { type: 'string' },
         },
       },
-      ...missionSchemas,
       ...generated.schemas,
     },
   },
