@@ -9,7 +9,6 @@ import { checkpoint, rewindAnswer } from '../protocol/missions.js';
 import { page, session } from '../protocol/rest.js';
 import { route, routeOptions, typed } from './contract.js';
 import type { ApiDeps } from './deps.js';
-import { wireSession } from './sessions.js';
 import { text } from './validate.js';
 
 const sequence = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
@@ -83,7 +82,7 @@ export function checkpointRoutes(app: FastifyInstance, deps: ApiDeps): void {
     });
     const created = await getSession(deps.db, tenant, forked);
     if (!created) throw new ParleyError('session_not_found', 'no such session');
-    return reply.status(201).send(wireSession(created));
+    return reply.status(201).send(created);
   });
 
   api.post(contracts.rewind.url, routeOptions(contracts.rewind), async (request) => {

@@ -7,7 +7,6 @@ import { archivePersonalSession } from '../store/archivePersonalSession.js';
 import { personalSession } from '../store/personalSession.js';
 import { route, routeOptions, typed } from './contract.js';
 import { agentsOf, type ApiDeps } from './deps.js';
-import { wireSession } from './sessions.js';
 import { pathId } from './validate.js';
 
 export const personalContracts = {
@@ -47,7 +46,7 @@ export function personalRoutes(app: FastifyInstance, deps: ApiDeps): void {
     });
     const found = await getSession(deps.db, tenant, sessionId);
     if (!found) throw new ParleyError('session_not_found', 'no such session');
-    return reply.status(created ? 201 : 200).send(wireSession(found));
+    return reply.status(created ? 201 : 200).send(found);
   });
 
   api.post(contracts.archive.url, routeOptions(contracts.archive), async (request) => {
