@@ -57,11 +57,9 @@ function definitionContractsOf<const Url extends string>(
       method: 'PUT',
       url,
       summary: `Set the tenant's own definition of a${kind === 'agent' ? 'n agent' : ' mission'} (admin): customized, or created`,
-      body: z
-        .record(z.string(), z.unknown())
-        .meta({
-          description: `a${kind === 'agent' ? 'n agent' : ' mission'} in the configuration file's shape`,
-        }),
+      body: z.record(z.string(), z.unknown()).meta({
+        description: `a${kind === 'agent' ? 'n agent' : ' mission'} in the configuration file's shape`,
+      }),
       // The definition is checked by the checks start-up applies to the file, after the
       // privilege layer (operator-only keys): the handler does both, in that order.
       handlerValidates: true,

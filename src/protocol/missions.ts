@@ -128,11 +128,9 @@ export const checkpoint = z
       .int()
       .meta({ description: 'transcript messages up to and including its reply' }),
     usage: usageTotals,
-    rewound: z
-      .boolean()
-      .meta({
-        description: "a later rewind went back before it: the next turns' history leaves it out",
-      }),
+    rewound: z.boolean().meta({
+      description: "a later rewind went back before it: the next turns' history leaves it out",
+    }),
     at: timestamp,
   })
   .meta({ id: 'Checkpoint' });
