@@ -2,6 +2,7 @@ import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
+  rawBodies,
   route,
   routeOptions,
   serializerCompiler,
@@ -73,6 +74,47 @@ describe('route contracts', () => {
     });
     expect(operation.responses['400'].content['application/json'].schema).toEqual({
       $ref: '#/components/schemas/Error',
+    });
+  });
+
+  it('takes a raw body as bytes, never parsed, and documents it as binary of its types', async () => {
+    const upload = route({
+      method: 'POST',
+      url: '/blobs',
+      summary: 'Store a blob',
+      rawBody: { contentTypes: ['image/png', 'application/json'] },
+      responses: { '201': z.object({ bytes: z.number().int(), buffer: z.boolean() }) },
+    });
+    const app = Fastify();
+    app.setValidatorCompiler(validatorCompiler);
+    app.setSerializerCompiler(serializerCompiler(true));
+    installErrorHandler(app);
+    await app.register(async (scope) => {
+      rawBodies(scope, 1024);
+      typed(scope).post(upload.url, routeOptions(upload), async (request, reply) => {
+        const body = request.body as Buffer;
+        return reply.status(201).send({ bytes: body.byteLength, buffer: Buffer.isBuffer(body) });
+      });
+    });
+    await app.ready();
+    // Not JSON, though it says so: the route gets the bytes as they came.
+    const sent = await app.inject({
+      method: 'POST',
+      url: '/blobs',
+      headers: { 'content-type': 'application/json' },
+      payload: '{not json',
+    });
+    expect(sent.statusCode).toBe(201);
+    expect(sent.json()).toEqual({ bytes: 9, buffer: true });
+    await app.close();
+
+    const operation = generateDocument([upload]).paths['/blobs']?.post as any;
+    expect(operation.requestBody).toEqual({
+      required: true,
+      content: {
+        'image/png': { schema: { type: 'string', format: 'binary' } },
+        'application/json': { schema: { type: 'string', format: 'binary' } },
+      },
     });
   });
 });

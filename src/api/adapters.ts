@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { PlatformName } from '../config/platformTypes.js';
 import { ParleyError } from '../errors.js';
+import { rawBodies, route, routeOptions, type RouteContract } from './contract.js';
 import type { ApiDeps } from './deps.js';
 
 /** Each platform's inbound endpoint, as the platform's console asks for it. */
@@ -12,6 +13,30 @@ export const adapterPaths: Record<PlatformName, string> = {
   teams: '/adapters/teams/messages',
 };
 
+/** A platform's inbound endpoint: its own format, signed by it, answered its way. */
+function adapterContract(platform: PlatformName): RouteContract {
+  return route({
+    method: 'POST',
+    url: adapterPaths[platform],
+    summary: `Inbound events of ${platform} (the platform's own format)`,
+    description:
+      "No API key: the platform's signature or token is checked on the raw body before anything is parsed. The answer is the platform's (a challenge, a PONG, an invoke response).",
+    public: true,
+    rawBody: { contentTypes: ['*/*'], description: "the platform's event, as it signed it" },
+    responses: { '200': { description: "The platform's answer" } },
+    errors: {
+      '400': 'invalid_request (the platform refused the event as not valid)',
+      '401': 'invalid_signature',
+      '404': 'not_found (the adapter is not configured)',
+      '500': 'platform_event_failed (not stored: the platform should retry)',
+    },
+  });
+}
+
+export const adapterContracts = Object.fromEntries(
+  (Object.keys(adapterPaths) as PlatformName[]).map((name) => [name, adapterContract(name)]),
+) as Record<PlatformName, RouteContract>;
+
 /**
  * The chat platforms' inbound endpoints. They carry no API key (`public`): each is
  * authenticated by its platform's signature or token, checked on the raw body before
@@ -21,14 +46,12 @@ export const adapterPaths: Record<PlatformName, string> = {
  */
 export function adapterRoutes(app: FastifyInstance, deps: ApiDeps): void {
   void app.register(async (scope) => {
-    scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser(
-      '*',
-      { parseAs: 'buffer', bodyLimit: deps.config.server.bodyLimitBytes },
-      (_request, body, done) => done(null, body),
-    );
-    for (const [name, path] of Object.entries(adapterPaths) as [PlatformName, string][]) {
-      scope.post(path, { config: { public: true } }, async (request, reply) => {
+    rawBodies(scope, deps.config.server.bodyLimitBytes);
+    for (const [name, contract] of Object.entries(adapterContracts) as [
+      PlatformName,
+      RouteContract,
+    ][]) {
+      scope.post(contract.url, routeOptions(contract), async (request, reply) => {
         const platforms = deps.platforms;
         if (!platforms?.clients.has(name)) {
           throw new ParleyError('not_found', `the ${name} adapter is not configured`);

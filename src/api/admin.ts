@@ -10,7 +10,6 @@ import { hasRole } from './principal.js';
 import { session } from '../protocol/rest.js';
 import { retainedTables } from '../retention/prune.js';
 import { route, routeOptions, typed } from './contract.js';
-import { wireSession } from './sessions.js';
 import { pathId } from './validate.js';
 
 const pruneBody = z
@@ -101,7 +100,7 @@ export async function adminPlugin(app: FastifyInstance, deps: ApiDeps): Promise<
     }
     const unparked = await getSession(deps.db, tenant, session.session_id);
     if (!unparked) throw new ParleyError('session_not_found', 'no such session');
-    return wireSession(unparked);
+    return unparked;
   });
 
   // One age for every rule asked for (older than it goes), the principal's tenant only

@@ -3,11 +3,47 @@ import { ParleyError } from '../errors.js';
 import { newAttachmentId } from '../ids.js';
 import { createAttachment } from '../store/createAttachment.js';
 import { readAttachments } from '../store/readAttachments.js';
+import { z } from 'zod';
+import { rawBodies, route, routeOptions, typed } from './contract.js';
 import type { ApiDeps } from './deps.js';
 import { bytesMatch, imageTypes, isImageType } from './imageTypes.js';
 import { pathId } from './validate.js';
 
-type SessionParams = { Params: { sessionId: string } };
+const binary = { type: 'string', format: 'binary' };
+
+export const attachmentContracts = {
+  upload: route({
+    method: 'POST',
+    url: '/api/v1/chat/sessions/:sessionId/attachments',
+    summary: 'Upload an image (raw body; png, jpeg, webp or gif; magic bytes checked)',
+    rawBody: { contentTypes: imageTypes },
+    responses: {
+      '201': z.object({
+        attachment_id: z.string(),
+        media_type: z.string(),
+        bytes: z.number().int(),
+      }),
+    },
+    errors: {
+      '400': 'invalid_request (empty)',
+      '404': 'session_not_found',
+      '413': 'payload_too_large (limits.attachment_bytes)',
+      '415': 'unsupported_media_type (type not allowed, or bytes not of it)',
+    },
+  }),
+  download: route({
+    method: 'GET',
+    url: '/api/v1/chat/sessions/:sessionId/attachments/:attachmentId',
+    summary: 'The stored image, to its tenant only',
+    responses: {
+      '200': {
+        description: 'The image bytes with their media type',
+        content: Object.fromEntries(imageTypes.map((type) => [type, { schema: binary }])),
+      },
+    },
+    errors: { '404': 'not_found' },
+  }),
+};
 
 /**
  * Attachments (vision): `POST /api/v1/chat/sessions/{id}/attachments` takes the raw image
@@ -20,20 +56,17 @@ type SessionParams = { Params: { sessionId: string } };
 export function attachmentRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const limit = deps.config.limits.attachmentBytes;
   void app.register(async (scope) => {
-    scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser(
-      '*',
-      { parseAs: 'buffer', bodyLimit: limit },
-      (_request, body, done) => done(null, body),
-    );
-
-    scope.post<SessionParams>(
-      '/api/v1/chat/sessions/:sessionId/attachments',
+    rawBodies(scope, limit);
+    const api = typed(scope);
+    const { upload, download } = attachmentContracts;
+    api.post(
+      upload.url,
       {
+        ...routeOptions(upload),
         bodyLimit: limit,
         // Before the body is read: a wrong type costs no upload (nor, by the session
         // check, does a session the principal may not see).
-        preParsing: async (request: FastifyRequest<SessionParams>) => {
+        preParsing: async (request: FastifyRequest) => {
           declaredType(request);
         },
       },
@@ -63,10 +96,12 @@ export function attachmentRoutes(app: FastifyInstance, deps: ApiDeps): void {
       },
     );
 
-    scope.get<{ Params: { sessionId: string; attachmentId: string } }>(
-      '/api/v1/chat/sessions/:sessionId/attachments/:attachmentId',
+    api.get(
+      download.url,
       // A session the principal may not see: as missing as the attachment.
-      { config: { missingSession: { code: 'not_found', message: 'no such attachment' } } },
+      routeOptions(download, {
+        missingSession: { code: 'not_found', message: 'no such attachment' },
+      }),
       async (request, reply) => {
         const [found] = await readAttachments(
           deps.db,

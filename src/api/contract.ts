@@ -31,6 +31,12 @@ export interface RouteContract {
   handlerValidates?: boolean;
   /** The body may be left out altogether (every field optional). */
   bodyOptional?: boolean;
+  /**
+   * A raw request body instead of JSON (an image; a platform's signed payload): the
+   * content types it is sent as, documented as binary. The route reads it as bytes, never
+   * parsed: it is registered in a scope that takes every body raw (`rawBodies`).
+   */
+  rawBody?: { contentTypes: readonly string[]; description?: string };
   /** Extra documented parameters Fastify does not validate (a header, say). */
   parameters?: object[];
   /** Status → a JSON body's schema, or a response without a JSON schema (SSE, 204). */
@@ -105,6 +111,19 @@ export function routeOptions<C extends RouteContract>(
     schema: schemaOf(contract),
     config: { ...(contract.public ? { public: true } : {}), ...config },
   };
+}
+
+/**
+ * Makes every route of this (encapsulated) scope take its body as raw bytes, whatever its
+ * content type, up to `bodyLimit`: the scope of contracts with a `rawBody`. The JSON
+ * routes outside the scope keep the app's JSON parser; the route checks the type itself
+ * (before the body is read, in `preParsing`, where it can).
+ */
+export function rawBodies(scope: FastifyInstance, bodyLimit: number): void {
+  scope.removeAllContentTypeParsers();
+  scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (_request, body, done) =>
+    done(null, body),
+  );
 }
 
 /** `app` with handlers typed from their contracts' schemas. */

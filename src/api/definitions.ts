@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { namespaceOf, type Directory } from '../agents/directory.js';
 import { ConfigError } from '../config/errors.js';
 import { missionName } from '../config/schema.js';
@@ -7,9 +7,86 @@ import { ParleyError } from '../errors.js';
 import type { DefinitionKind } from '../store/definitions.js';
 import { deleteDefinition } from '../store/deleteDefinition.js';
 import { putDefinition } from '../store/putDefinition.js';
+import { z } from 'zod';
+import { definitionOrigin } from '../protocol/missions.js';
+import { timestamp } from '../protocol/rest.js';
+import { route, routeOptions, typed } from './contract.js';
 import type { ApiDeps } from './deps.js';
 import { hasRole } from './principal.js';
 import { pathId, storableJson } from './validate.js';
+
+/** A definition as an admin sees it: where it comes from, and the definition itself. */
+const definitionView = z
+  .object({
+    name: z.string(),
+    namespace: z.string(),
+    ...definitionOrigin,
+    updated_at: timestamp,
+    updated_by: z.string().nullable(),
+    refused: z.string().nullable().meta({
+      description:
+        "why this tenant's stored definition is not used (it no longer passes the operator's checks); null when it is",
+    }),
+    definition: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .meta({ description: "the configuration file's shape, defaults applied" }),
+  })
+  .meta({ id: 'Definition' });
+
+const invalidDefinition =
+  'invalid_definition (names the key; a number above its tenant ceiling names the ceiling), or invalid_request';
+const notAdminOrOperatorKey =
+  'forbidden (not an admin), or operator_only_key: a key only the operator sets (`key`: its path in the definition)';
+
+/** The three routes of one kind of definition, at `/api/v1/{kind}s/:name`. */
+function definitionContractsOf<const Url extends string>(
+  kind: DefinitionKind,
+  url: Url,
+  missing: string,
+) {
+  return {
+    get: route({
+      method: 'GET',
+      url,
+      summary: `A${kind === 'agent' ? 'n agent' : ' mission'}'s definition (admin)`,
+      responses: { '200': definitionView },
+      errors: { '403': 'forbidden', '404': missing },
+    }),
+    put: route({
+      method: 'PUT',
+      url,
+      summary: `Set the tenant's own definition of a${kind === 'agent' ? 'n agent' : ' mission'} (admin): customized, or created`,
+      body: z.record(z.string(), z.unknown()).meta({
+        description: `a${kind === 'agent' ? 'n agent' : ' mission'} in the configuration file's shape`,
+      }),
+      // The definition is checked by the checks start-up applies to the file, after the
+      // privilege layer (operator-only keys): the handler does both, in that order.
+      handlerValidates: true,
+      responses: { '200': definitionView },
+      errors: { '400': invalidDefinition, '403': notAdminOrOperatorKey },
+    }),
+    delete: route({
+      method: 'DELETE',
+      url,
+      summary: "Delete the tenant's own definition (admin): the shipped one is restored",
+      responses: {
+        '200': z.union([
+          definitionView.extend({ restored: z.literal(true) }),
+          z.object({ name: z.string(), deleted: z.literal(true) }).meta({
+            description: 'a definition the tenant created: gone',
+          }),
+        ]),
+      },
+      errors: { '403': 'forbidden', '404': missing, '409': 'not_customized' },
+    }),
+  };
+}
+
+export const definitionContracts = {
+  agent: definitionContractsOf('agent', '/api/v1/agents/:name', 'unknown_agent'),
+  mission: definitionContractsOf('mission', '/api/v1/missions/:name', 'mission_not_found'),
+};
 
 const notFound = {
   agent: (name: string) => new ParleyError('unknown_agent', `no agent named "${name}"`),
@@ -37,15 +114,16 @@ export async function definitionsPlugin(app: FastifyInstance, deps: ApiDeps): Pr
       throw new ParleyError('forbidden', 'this needs the admin role');
     }
   });
+  const api = typed(app);
   for (const kind of ['agent', 'mission'] as const) {
-    const path = `/api/v1/${kind}s/:name`;
-    app.get<{ Params: { name: string } }>(path, async (request) => {
+    const contracts = definitionContracts[kind];
+    api.get(contracts.get.url, routeOptions(contracts.get), async (request) => {
       const name = nameOf(kind, request.params.name);
       const view = describe(directory, kind, request.principal.tenant, name);
       if (!view) throw notFound[kind](name);
       return view;
     });
-    app.put<{ Params: { name: string } }>(path, async (request) => {
+    api.put(contracts.put.url, routeOptions(contracts.put), async (request) => {
       const name = nameOf(kind, request.params.name);
       const { tenant, user } = request.principal;
       if (!storableJson(request.body)) {
@@ -77,9 +155,11 @@ export async function definitionsPlugin(app: FastifyInstance, deps: ApiDeps): Pr
         updatedBy: user,
       });
       await directory.refresh();
-      return describe(directory, kind, tenant, name);
+      const view = describe(directory, kind, tenant, name);
+      if (!view) throw notFound[kind](name);
+      return view;
     });
-    app.delete<{ Params: { name: string } }>(path, async (request, reply: FastifyReply) => {
+    api.delete(contracts.delete.url, routeOptions(contracts.delete), async (request) => {
       const name = nameOf(kind, request.params.name);
       const tenant = request.principal.tenant;
       const outcome = await deleteDefinition(deps.db, { kind, tenant, name });
@@ -91,11 +171,10 @@ export async function definitionsPlugin(app: FastifyInstance, deps: ApiDeps): Pr
         );
       }
       await directory.refresh();
-      return reply.send(
-        outcome === 'restored'
-          ? { ...describe(directory, kind, tenant, name), restored: true }
-          : { name, deleted: true },
-      );
+      if (outcome !== 'restored') return { name, deleted: true as const };
+      const view = describe(directory, kind, tenant, name);
+      if (!view) throw notFound[kind](name);
+      return { ...view, restored: true as const };
     });
   }
 }

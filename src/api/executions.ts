@@ -12,24 +12,14 @@ import { findVisibleSession } from '../store/findVisibleSession.js';
 import type { ApiDeps } from './deps.js';
 import { hasRole } from './principal.js';
 import { viewerOf } from './sessionAccess.js';
-import { pathId, text, validate } from './validate.js';
-
-const statuses = [
-  'starting',
-  'running',
-  'success',
-  'interrupted',
-  'cancelled',
-  'timeout',
-  'error',
-  'waiting',
-  'blocked',
-  'limit_reached',
-] as const;
+import { page } from '../protocol/rest.js';
+import { execution, executionCommandAnswer, executionStatus } from '../protocol/missions.js';
+import { route, routeOptions, typed } from './contract.js';
+import { pathId, text } from './validate.js';
 
 const listQuery = z.object({
   mission: text().min(1).max(128).optional(),
-  status: z.enum(statuses).optional(),
+  status: executionStatus.optional(),
   user: text().min(1).max(128).optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
   cursor: z.string().max(500).optional(),
@@ -40,8 +30,58 @@ const cancelBody = z.object({ command_id: commandId }).strict();
 // command_id makes a retry idempotent, like cancel's; a client that sends none gets one
 // made here (its retry is then a second command: `409 execution_not_blocked`).
 const unblockBody = z
-  .object({ command_id: commandId.optional(), note: text().max(4000).optional() })
+  .object({
+    command_id: commandId.optional().meta({
+      description:
+        'idempotency key, as for cancel; without one the server makes one and a retry is a second command',
+    }),
+    note: text().max(4000).optional(),
+  })
   .strict();
+
+export const executionContracts = {
+  list: route({
+    method: 'GET',
+    url: '/api/v1/executions',
+    summary: "The tenant's executions, newest first",
+    querystring: listQuery,
+    responses: { '200': page(execution) },
+    errors: { '400': 'invalid_request, invalid_cursor' },
+  }),
+  detail: route({
+    method: 'GET',
+    url: '/api/v1/executions/:executionId',
+    summary: "An execution's projection",
+    responses: { '200': execution },
+    errors: { '404': 'execution_not_found' },
+  }),
+  cancel: route({
+    method: 'POST',
+    url: '/api/v1/executions/:executionId/cancel',
+    summary: 'Cancel an execution (durable, idempotent by command_id; its running turn too)',
+    body: cancelBody,
+    responses: { '200': executionCommandAnswer },
+    errors: {
+      '400': 'invalid_request',
+      '404': 'execution_not_found',
+      '409': 'command_conflict',
+    },
+  }),
+  unblock: route({
+    method: 'POST',
+    url: '/api/v1/executions/:executionId/unblock',
+    summary: 'Let a blocked loop go on; the note reaches its next iteration and evaluation',
+    body: unblockBody,
+    bodyOptional: true,
+    responses: { '200': executionCommandAnswer },
+    errors: {
+      '400': 'invalid_request',
+      '403': 'forbidden (not where its interruptions go)',
+      '404': 'execution_not_found',
+      '409': 'execution_not_blocked, command_conflict',
+    },
+  }),
+};
 
 /**
  * Whether a principal is the one an execution's interruptions go to (`interrupt_to`; by
@@ -82,8 +122,10 @@ export function executionRoutes(app: FastifyInstance, deps: ApiDeps): void {
     return execution;
   };
 
-  app.get('/api/v1/executions', async (request) => {
-    const query = validate(listQuery, request.query);
+  const api = typed(app);
+  const contracts = executionContracts;
+  api.get(contracts.list.url, routeOptions(contracts.list), async (request) => {
+    const query = request.query;
     let cursor = null;
     if (query.cursor !== undefined) {
       const [createdAt, executionId] = decodeCursor(query.cursor) ?? [];
@@ -106,44 +148,35 @@ export function executionRoutes(app: FastifyInstance, deps: ApiDeps): void {
     });
   });
 
-  app.get<{ Params: { executionId: string } }>(
-    '/api/v1/executions/:executionId',
-    async (request) => {
-      const executionId = pathId(request.params.executionId, 'execution_id');
-      return toExecutionProjection(await visibleExecution(request.principal, executionId));
-    },
-  );
+  api.get(contracts.detail.url, routeOptions(contracts.detail), async (request) => {
+    const executionId = pathId(request.params.executionId, 'execution_id');
+    return toExecutionProjection(await visibleExecution(request.principal, executionId));
+  });
 
-  app.post<{ Params: { executionId: string } }>(
-    '/api/v1/executions/:executionId/cancel',
-    async (request) => {
-      const executionId = pathId(request.params.executionId, 'execution_id');
-      const body = validate(cancelBody, request.body);
-      await visibleExecution(request.principal, executionId);
-      return cancelExecution(deps.db, {
-        tenant: request.principal.tenant,
-        executionId,
-        commandId: body.command_id,
-      });
-    },
-  );
+  api.post(contracts.cancel.url, routeOptions(contracts.cancel), async (request) => {
+    const executionId = pathId(request.params.executionId, 'execution_id');
+    const body = request.body;
+    await visibleExecution(request.principal, executionId);
+    return cancelExecution(deps.db, {
+      tenant: request.principal.tenant,
+      executionId,
+      commandId: body.command_id,
+    });
+  });
 
-  app.post<{ Params: { executionId: string } }>(
-    '/api/v1/executions/:executionId/unblock',
-    async (request) => {
-      const executionId = pathId(request.params.executionId, 'execution_id');
-      const body = validate(unblockBody, request.body);
-      const principal = request.principal;
-      const execution = await visibleExecution(principal, executionId);
-      if (!isRoutedTo(principal, execution) && principal.user !== execution.user_name) {
-        throw new ParleyError('forbidden', "this execution's interruptions go to someone else");
-      }
-      return unblockExecution(deps.db, {
-        tenant: principal.tenant,
-        executionId,
-        commandId: body.command_id ?? newUnblockCommandId(),
-        note: body.note ?? null,
-      });
-    },
-  );
+  api.post(contracts.unblock.url, routeOptions(contracts.unblock), async (request) => {
+    const executionId = pathId(request.params.executionId, 'execution_id');
+    const body = request.body;
+    const principal = request.principal;
+    const execution = await visibleExecution(principal, executionId);
+    if (!isRoutedTo(principal, execution) && principal.user !== execution.user_name) {
+      throw new ParleyError('forbidden', "this execution's interruptions go to someone else");
+    }
+    return unblockExecution(deps.db, {
+      tenant: principal.tenant,
+      executionId,
+      commandId: body.command_id ?? newUnblockCommandId(),
+      note: body.note ?? null,
+    });
+  });
 }

@@ -8,7 +8,13 @@ import { checkMissionInput } from '../missions/input.js';
 import { createExecution } from '../store/createExecution.js';
 import { toExecutionProjection } from '../store/getExecution.js';
 import { agentsOf, missionsOf, type ApiDeps } from './deps.js';
-import { pathId, storableJson, validate } from './validate.js';
+import {
+  execution as executionSchema,
+  mission as missionSchema,
+  priority,
+} from '../protocol/missions.js';
+import { route, routeOptions, typed } from './contract.js';
+import { pathId, storableJson } from './validate.js';
 
 const inputObject = z
   .record(z.string(), z.unknown())
@@ -18,7 +24,9 @@ const dispatchBody = z
   .object({
     execution_id: z.string().regex(clientKeyPattern, 'must be 1-128 characters of A-Z a-z 0-9 _ -'),
     agent: z.string().min(1).max(128).optional(),
-    input: inputObject.optional(),
+    input: inputObject
+      .optional()
+      .meta({ description: "checked against the mission's input_schema" }),
     threads: z
       .array(
         z
@@ -28,12 +36,35 @@ const dispatchBody = z
       .min(1)
       .max(32)
       .optional(),
-    priority: z.enum(['low', 'normal', 'high', 'urgent']).optional(),
+    priority: priority.optional(),
     timeout_seconds: z.number().positive().max(31_536_000).optional(),
   })
   .strict();
 
 const listQuery = z.object({ namespace: z.string().max(64).optional() });
+
+export const missionContracts = {
+  list: route({
+    method: 'GET',
+    url: '/api/v1/missions',
+    summary: "The tenant's missions (never their prompts)",
+    querystring: listQuery,
+    responses: { '200': z.object({ items: z.array(missionSchema) }) },
+    errors: { '400': 'invalid_request' },
+  }),
+  dispatch: route({
+    method: 'POST',
+    url: '/api/v1/missions/:name/executions',
+    summary: 'Dispatch an execution; 202 once durable; idempotent by execution_id',
+    body: dispatchBody,
+    responses: { '202': executionSchema },
+    errors: {
+      '400': 'invalid_request, invalid_input',
+      '404': 'mission_not_found, unknown_agent',
+      '409': 'execution_conflict',
+    },
+  }),
+};
 
 /** What any principal of the tenant may know about a mission (never its prompts). */
 export function describeMission(mission: MissionConfig) {
@@ -57,8 +88,10 @@ export function describeMission(mission: MissionConfig) {
  * An unknown mission and another tenant's are the same 404.
  */
 export function missionRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  app.get('/api/v1/missions', async (request) => {
-    const query = validate(listQuery, request.query);
+  const api = typed(app);
+  const contracts = missionContracts;
+  api.get(contracts.list.url, routeOptions(contracts.list), async (request) => {
+    const query = request.query;
     const missions = missionsOf(deps)
       .list(request.principal.tenant)
       .filter((mission) => query.namespace === undefined || mission.namespace === query.namespace);
@@ -76,53 +109,50 @@ export function missionRoutes(app: FastifyInstance, deps: ApiDeps): void {
     };
   });
 
-  app.post<{ Params: { name: string } }>(
-    '/api/v1/missions/:name/executions',
-    async (request, reply) => {
-      const name = pathId(request.params.name, 'name');
-      const body = validate(dispatchBody, request.body);
-      const principal = request.principal;
-      const mission = missionsOf(deps).get(principal.tenant, name);
-      if (!mission) throw new ParleyError('mission_not_found', `no mission named "${name}"`);
-      const agents = agentsOf(deps);
-      const known = (agent: string, field: string) => {
-        if (!agents.get(principal.tenant, agent)) {
-          throw new ParleyError('unknown_agent', `${field}: no agent named "${agent}"`, { field });
-        }
-        return agent;
-      };
-      const agent = known(body.agent ?? mission.agent, 'agent');
-      const input = body.input ?? {};
-      const checked = (value: Record<string, unknown>, field: string) => {
-        const problem = checkMissionInput(mission.inputSchema, value);
-        if (problem) throw new ParleyError('invalid_input', `${field}: ${problem}`, { field });
-        return value;
-      };
-      checked(input, 'input');
-      const threads =
-        body.threads?.map((thread, index) => ({
-          agent: known(thread.agent ?? agent, `threads.${index}.agent`),
-          input: checked(thread.input ?? input, `threads.${index}.input`),
-        })) ?? null;
-      const { execution } = await createExecution(
-        deps.db,
-        dispatchOf(
-          mission,
-          {
-            tenant: principal.tenant,
-            executionId: body.execution_id,
-            user: principal.user,
-            agent,
-            input,
-            threads,
-            priority: body.priority ?? null,
-            timeoutSeconds: body.timeout_seconds ?? null,
-          },
-          (name) => agents.get(principal.tenant, name)?.visibility ?? 'tenant',
-        ),
-      );
-      // A retry of a known dispatch answers like the first one did (202, same execution).
-      return reply.status(202).send(toExecutionProjection(execution));
-    },
-  );
+  api.post(contracts.dispatch.url, routeOptions(contracts.dispatch), async (request, reply) => {
+    const name = pathId(request.params.name, 'name');
+    const body = request.body;
+    const principal = request.principal;
+    const mission = missionsOf(deps).get(principal.tenant, name);
+    if (!mission) throw new ParleyError('mission_not_found', `no mission named "${name}"`);
+    const agents = agentsOf(deps);
+    const known = (agent: string, field: string) => {
+      if (!agents.get(principal.tenant, agent)) {
+        throw new ParleyError('unknown_agent', `${field}: no agent named "${agent}"`, { field });
+      }
+      return agent;
+    };
+    const agent = known(body.agent ?? mission.agent, 'agent');
+    const input = body.input ?? {};
+    const checked = (value: Record<string, unknown>, field: string) => {
+      const problem = checkMissionInput(mission.inputSchema, value);
+      if (problem) throw new ParleyError('invalid_input', `${field}: ${problem}`, { field });
+      return value;
+    };
+    checked(input, 'input');
+    const threads =
+      body.threads?.map((thread, index) => ({
+        agent: known(thread.agent ?? agent, `threads.${index}.agent`),
+        input: checked(thread.input ?? input, `threads.${index}.input`),
+      })) ?? null;
+    const { execution } = await createExecution(
+      deps.db,
+      dispatchOf(
+        mission,
+        {
+          tenant: principal.tenant,
+          executionId: body.execution_id,
+          user: principal.user,
+          agent,
+          input,
+          threads,
+          priority: body.priority ?? null,
+          timeoutSeconds: body.timeout_seconds ?? null,
+        },
+        (name) => agents.get(principal.tenant, name)?.visibility ?? 'tenant',
+      ),
+    );
+    // A retry of a known dispatch answers like the first one did (202, same execution).
+    return reply.status(202).send(toExecutionProjection(execution));
+  });
 }

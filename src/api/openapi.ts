@@ -1,8 +1,5 @@
 import type { FastifyInstance } from 'fastify';
 import { errorCodes } from '../errors.js';
-import { platformPaths } from './openapiPlatforms.js';
-import { providerPaths } from './openapiProviders.js';
-import { missionPaths, missionSchemas } from './openapiMissions.js';
 import { z } from 'zod';
 import { route, routeOptions, typed, type RouteContract } from './contract.js';
 import { generateDocument } from './openapiGenerate.js';
@@ -18,6 +15,15 @@ import { modelContracts } from './models.js';
 import { usageContracts } from './usage.js';
 import { fileContracts } from './files.js';
 import { memoryContracts } from './memories.js';
+import { missionContracts } from './missions.js';
+import { executionContracts } from './executions.js';
+import { scheduleContracts } from './schedules.js';
+import { checkpointContracts } from './checkpoints.js';
+import { personalContracts } from './personal.js';
+import { definitionContracts } from './definitions.js';
+import { webhookContracts } from './webhooks.js';
+import { adapterContracts } from './adapters.js';
+import { attachmentContracts } from './attachments.js';
 
 export const openapiContracts = {
   document: route({
@@ -29,7 +35,7 @@ export const openapiContracts = {
   }),
 };
 
-/** The routes whose document is generated from their contracts (contract.ts). */
+/** Every route's contract (contract.ts): the document is generated from them. */
 const contracts: RouteContract[] = [
   sessionContracts,
   turnContracts,
@@ -44,28 +50,18 @@ const contracts: RouteContract[] = [
   usageContracts,
   fileContracts,
   memoryContracts,
+  missionContracts,
+  executionContracts,
+  scheduleContracts,
+  checkpointContracts,
+  personalContracts,
+  definitionContracts.agent,
+  definitionContracts.mission,
+  webhookContracts,
+  adapterContracts,
+  attachmentContracts,
 ].flatMap((group) => Object.values(group));
 const generated = generateDocument(contracts);
-
-/** Paths of the routes not yet declared with a contract, written by hand. */
-const handWrittenPaths: Record<string, Record<string, object>> = {
-  ...providerPaths,
-  ...platformPaths,
-  ...missionPaths,
-};
-
-/** Both sources' operations, path by path: a generated operation replaces a written one. */
-function mergePaths(
-  ...sources: Record<string, Record<string, object>>[]
-): Record<string, Record<string, object>> {
-  const merged: Record<string, Record<string, object>> = {};
-  for (const source of sources) {
-    for (const [path, operations] of Object.entries(source)) {
-      merged[path] = { ...merged[path], ...operations };
-    }
-  }
-  return merged;
-}
 
 /** The machine-readable contract (PROTOCOL.md), served at GET /api/v1/openapi.json. */
 export const openapiDocument = {
@@ -87,12 +83,11 @@ export const openapiDocument = {
           message: { type: 'string' },
         },
       },
-      ...missionSchemas,
       ...generated.schemas,
     },
   },
   security: [{ bearer: [] }],
-  paths: mergePaths(handWrittenPaths, generated.paths),
+  paths: generated.paths,
 };
 
 export function openapiRoutes(app: FastifyInstance): void {

@@ -8,6 +8,7 @@ export interface GeneratedDocument {
 }
 
 const errorRef = { $ref: '#/components/schemas/Error' };
+const binary = { type: 'string', format: 'binary' };
 const successText: Record<string, string> = { '200': 'OK', '201': 'Created', '202': 'Accepted' };
 
 /** `/x/:sessionId` → `/x/{session_id}`: the document's spelling of a route's URL. */
@@ -83,6 +84,19 @@ export function generateDocument(contracts: readonly RouteContract[]): Generated
       ...(contract.description ? { description: contract.description } : {}),
       ...(contract.public ? { security: [] } : {}),
       ...(parameters.length > 0 ? { parameters } : {}),
+      ...(contract.rawBody
+        ? {
+            requestBody: {
+              required: true,
+              ...(contract.rawBody.description
+                ? { description: contract.rawBody.description }
+                : {}),
+              content: Object.fromEntries(
+                contract.rawBody.contentTypes.map((type) => [type, { schema: binary }]),
+              ),
+            },
+          }
+        : {}),
       ...(contract.body
         ? {
             requestBody: {

@@ -10,8 +10,7 @@ import { listMessages } from '../store/listMessages.js';
 import { decodeCursor, listSessions } from '../store/listSessions.js';
 import { updateSessionAccess } from '../store/updateSessionAccess.js';
 import { workspaceDir } from '../tools/shell/workspace.js';
-import { page, session, transcriptMessage, type SessionProjection } from '../protocol/rest.js';
-import type { SessionProjection as StoredProjection } from '../store/getSession.js';
+import { page, session, transcriptMessage } from '../protocol/rest.js';
 import { route, routeOptions, typed } from './contract.js';
 import { agentsOf, type ApiDeps } from './deps.js';
 import { mayManage, viewerOf } from './sessionAccess.js';
@@ -101,11 +100,6 @@ export const sessionContracts = {
   }),
 };
 
-/** The store's projection on the wire: its state is one of the protocol's. */
-export function wireSession(stored: StoredProjection): SessionProjection {
-  return stored as SessionProjection;
-}
-
 /**
  * PROTOCOL.md §1: create, list (cursor), detail projection, transcript (backward cursor);
  * and, Parley's own, change who sees a session (PATCH) and delete it (DELETE). Every
@@ -137,7 +131,7 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
     );
     const created = await getSession(deps.db, tenant, sessionId);
     if (!created) throw new ParleyError('session_not_found', 'no such session');
-    return reply.status(201).send(wireSession(created));
+    return reply.status(201).send(created);
   });
 
   api.get(contracts.list.url, routeOptions(contracts.list), async (request) => {
@@ -161,13 +155,13 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
       limit: query.limit,
       cursor,
     });
-    return { items: listed.items.map(wireSession), next_cursor: listed.next_cursor };
+    return { items: listed.items, next_cursor: listed.next_cursor };
   });
 
   api.get(contracts.detail.url, routeOptions(contracts.detail), async (request) => {
     const found = await getSession(deps.db, request.principal.tenant, request.session.session_id);
     if (!found) throw new ParleyError('session_not_found', 'no such session');
-    return wireSession(found);
+    return found;
   });
 
   api.patch(contracts.update.url, routeOptions(contracts.update), async (request) => {
@@ -185,7 +179,7 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
     });
     const found = updated ? await getSession(deps.db, tenant, request.session.session_id) : null;
     if (!found) throw new ParleyError('session_not_found', 'no such session');
-    return wireSession(found);
+    return found;
   });
 
   api.delete(contracts.delete.url, routeOptions(contracts.delete), async (request, reply) => {

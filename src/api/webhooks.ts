@@ -2,12 +2,57 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { WebhookConfig } from '../config/platformTypes.js';
 import { webhookStatus } from '../store/webhookStatus.js';
+import { timestamp } from '../protocol/rest.js';
+import { route, routeOptions, typed } from './contract.js';
 import type { ApiDeps } from './deps.js';
-import { validate } from './validate.js';
 
 const statusQuery = z.object({
   dead_limit: z.coerce.number().int().min(0).max(500).default(20),
 });
+
+const endpointStatus = z.object({
+  name: z.string(),
+  scope: z.enum(['tenant', 'all']).meta({
+    description:
+      "tenant: the endpoint names this tenant; all: it receives every tenant's events (an endpoint of the operator's)",
+  }),
+  url: z.string().nullable().meta({
+    description:
+      "without query or credentials; null for an endpoint of every tenant (its address is the operator's)",
+  }),
+  events: z.array(z.string()),
+  pending: z.number().int(),
+  delivered: z.number().int(),
+  dead: z.number().int(),
+  oldest_pending_at: timestamp.nullable(),
+  last_error: z.string().nullable(),
+});
+
+const deadLetter = z.object({
+  delivery_id: z.string(),
+  webhook: z.string(),
+  session_id: z.string(),
+  sequence: z.number().int(),
+  event_type: z.string(),
+  attempts: z.number().int(),
+  last_status: z.number().int().nullable(),
+  last_error: z.string().nullable(),
+  created_at: timestamp,
+});
+
+export const webhookContracts = {
+  status: route({
+    method: 'GET',
+    url: '/api/v1/admin/webhooks',
+    summary:
+      "Outbound webhooks' deliveries by state and the latest dead letters, for the principal's tenant (admin role): the endpoints that name the tenant, and those of every tenant without their address",
+    querystring: statusQuery,
+    responses: {
+      '200': z.object({ items: z.array(endpointStatus), dead_letters: z.array(deadLetter) }),
+    },
+    errors: { '400': 'invalid_request', '403': 'forbidden' },
+  }),
+};
 
 /** An endpoint's address without its query or credentials (either may carry a secret). */
 function shownUrl(url: string): string {
@@ -62,19 +107,20 @@ export function webhooksVisibleTo(
  * `parley webhooks status` prints.
  */
 export function adminWebhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  app.get('/api/v1/admin/webhooks', async (request) => {
-    const query = validate(statusQuery, request.query);
+  const status = webhookContracts.status;
+  typed(app).get(status.url, routeOptions(status), async (request) => {
+    const query = request.query;
     const visible = webhooksVisibleTo(Object.values(deps.config.webhooks), {
       tenant: request.principal.tenant,
       operator: request.principal.operator,
     });
-    const status = await webhookStatus(
+    const found = await webhookStatus(
       deps.db,
       request.principal.tenant,
       visible.map(({ webhook }) => webhook.name),
       query.dead_limit,
     );
-    const counts = new Map(status.counts.map((row) => [row.webhook, row]));
+    const counts = new Map(found.counts.map((row) => [row.webhook, row]));
     return {
       items: visible.map(({ webhook, scope, url }) => {
         const row = counts.get(webhook.name);
@@ -90,7 +136,7 @@ export function adminWebhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
           last_error: row?.last_attempt_error ?? null,
         };
       }),
-      dead_letters: status.dead.map((dead) => ({
+      dead_letters: found.dead.map((dead) => ({
         ...dead,
         created_at: dead.created_at.toISOString(),
       })),

@@ -17,4 +17,12 @@ export type {
   TranscriptMessage,
   Visibility,
 } from '../protocol/rest.js';
+export type {
+  Checkpoint,
+  Execution,
+  ExecutionCommandAnswer,
+  Mission,
+  RewindAnswer,
+  Schedule,
+} from '../protocol/missions.js';
 export type { InboxItem } from '../protocol/inbox.js';

@@ -1,4 +1,5 @@
 import type { Visibility } from '../config/types.js';
+import type { PendingInput, SessionState } from '../protocol/rest.js';
 import type { Queryable } from './db.js';
 import type { SessionRow } from './types.js';
 
@@ -11,11 +12,11 @@ export interface SessionProjection {
   visibility: Visibility;
   /** Users who see a `room` besides its owner (kept, but unused, in other visibilities). */
   members: string[];
-  state: string;
+  state: SessionState;
   latest_sequence: number;
   earliest_sequence: number;
   current_turn: { turn_id: string; state: string } | null;
-  pending_input: Record<string, unknown> | null;
+  pending_input: PendingInput | null;
   queued_turns: number;
   usage: { input_tokens: number; output_tokens: number; cost_usd: number };
   created_at: string;
@@ -25,7 +26,7 @@ export interface SessionProjection {
 type ProjectionRow = SessionRow & {
   head_turn_id: string | null;
   head_turn_state: string | null;
-  pending_input: Record<string, unknown> | null;
+  pending_input: PendingInput | null;
 };
 
 /**
@@ -97,7 +98,7 @@ export function toProjection(row: ProjectionRow): SessionProjection {
  * A `running` session whose lease expired has no live worker (it died): show it as
  * waiting for one, which is what it is, rather than as running.
  */
-function effectiveState(row: SessionRow): string {
+function effectiveState(row: SessionRow): SessionState {
   const leaseLive = row.lease_expires_at !== null && row.lease_expires_at.getTime() > Date.now();
   if (row.state !== 'running' || leaseLive) return row.state;
   return row.input_count > row.input_cursor ? 'queued' : 'idle';
