@@ -133,8 +133,9 @@ async function serve(
     { api: role !== 'worker', worker: role !== 'api' },
     log,
   );
-  for (const line of describeStartup(config, running, role)) process.stdout.write(`${line}\n`);
-  await new Promise<void>((resolve) => {
+  // The handlers first, then the lines that say the process is ready: a supervisor may
+  // signal it the moment it reads them, and an unhandled SIGTERM kills the process at once.
+  const stopped = new Promise<void>((resolve) => {
     const shutdown = (signal: string) => {
       process.stdout.write(`parley ${role}: ${signal} received, releasing leases and stopping\n`);
       running.stop().then(resolve, (error: unknown) => {
@@ -145,6 +146,8 @@ async function serve(
     process.once('SIGTERM', () => shutdown('SIGTERM'));
     process.once('SIGINT', () => shutdown('SIGINT'));
   });
+  for (const line of describeStartup(config, running, role)) process.stdout.write(`${line}\n`);
+  await stopped;
   process.stdout.write(`parley ${role}: stopped\n`);
   return 0;
 }
