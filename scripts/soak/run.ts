@@ -38,7 +38,13 @@ import { describeViolations, failed, figuresTable } from './report.js';
 import { planChaos } from './schedule.js';
 import { SessionLoop } from './session.js';
 import { TelegramTraffic } from './platforms.js';
-import { drainWebhooks, WebhookReceiver, webhookConfig, webhookEvents } from './webhooks.js';
+import {
+  drainReplies,
+  drainWebhooks,
+  WebhookReceiver,
+  webhookConfig,
+  webhookEvents,
+} from './webhooks.js';
 import { endedTimes, slotMarks, writeRunReport, type TimelineMark } from './timeline.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -250,6 +256,15 @@ async function soak(
     );
     log(
       `drain: ${webhooksDrained.pending} webhook deliveries still pending after ${Math.round(webhooksDrained.durationMs / 1000)} s`,
+    );
+
+    const repliesDrained = await drainReplies(
+      db,
+      options.drainTimeoutMs,
+      random.fork('drain-replies'),
+    );
+    log(
+      `drain: ${repliesDrained.pending} platform replies still pending after ${Math.round(repliesDrained.durationMs / 1000)} s`,
     );
 
     const uncleanShutdowns: string[] = [];

@@ -101,8 +101,29 @@ export function webhookConfig(url: string, secretEnv: string): Record<string, un
 }
 
 /** After the chaos: waits until no delivery is pending (delivered or dead-lettered). */
-export async function drainWebhooks(
+export function drainWebhooks(db: Db, timeoutMs: number, random: Random) {
+  return drainPending(
+    db,
+    `select count(*)::int as pending from webhook_deliveries where state = 'pending'`,
+    timeoutMs,
+    random,
+  );
+}
+
+/** Waits until every platform reply is posted (or dead-lettered): the replies' outbox. */
+export function drainReplies(db: Db, timeoutMs: number, random: Random) {
+  return drainPending(
+    db,
+    `select count(*)::int as pending from adapter_replies
+      where state = 'pending' and version > delivered_version`,
+    timeoutMs,
+    random,
+  );
+}
+
+async function drainPending(
   db: Db,
+  countSql: string,
   timeoutMs: number,
   random: Random,
 ): Promise<{ pending: number; durationMs: number }> {
@@ -110,9 +131,7 @@ export async function drainWebhooks(
   let pending = -1;
   while (Date.now() - began < timeoutMs) {
     const found = await db
-      .query<{ pending: number }>(
-        `select count(*)::int as pending from webhook_deliveries where state = 'pending'`,
-      )
+      .query<{ pending: number }>(countSql)
       .catch(() => ({ rows: [{ pending: -1 }] }));
     pending = found.rows[0]?.pending ?? -1;
     if (pending === 0) break;

@@ -103,17 +103,23 @@ class Step {
   async stop(status: 'cancelled' | 'timeout'): Promise<void> {
     const { execution } = this;
     const actor = { user: `execution:${execution.execution_id}`, tenant: execution.tenant };
-    if (execution.spec.threads === null && execution.iteration > 0) {
-      const turnId = iterationTurnId(execution.execution_id, execution.iteration);
+    // The current iteration's turn, and the next one's: a step admits the next iteration
+    // before it saves it (two commits), so a stop between them finds that turn admitted
+    // but not counted, and it must not run on after the execution ended.
+    const iterations = [execution.iteration, execution.iteration + 1];
+    for (const iteration of execution.spec.threads === null ? iterations : []) {
+      if (iteration === 0) continue;
+      const turnId = iterationTurnId(execution.execution_id, iteration);
       const outcome = await readTurnOutcome(this.deps.db, execution.session_id, turnId);
       if (outcome.kind === 'pending' || outcome.kind === 'waiting') {
         // The ordinary cancel: the drain loop stops the turn cooperatively, pending
         // requests expire, and the turn ends with `cancelled`.
+        const next = iteration > execution.iteration ? '.next' : '';
         await cancelTurn(this.deps.db, {
           tenant: execution.tenant,
           sessionId: execution.session_id,
           turnId,
-          commandId: `exec.${execution.execution_id}.${status}`,
+          commandId: `exec.${execution.execution_id}.${status}${next}`,
           actor,
         });
       }

@@ -47,6 +47,7 @@ export interface ScheduleRow {
 export interface IterationTurnRow {
   turn_id: string;
   session_id: string;
+  state: string;
   created_at: number;
 }
 
@@ -89,7 +90,7 @@ export async function readMissionSnapshot(db: Db): Promise<MissionSnapshot> {
       'select name, definition from schedules order by name',
     );
     const iterationTurns = await tx.query<IterationTurnRow>(
-      `select turn_id, session_id, ${epoch('created_at')} from turns
+      `select turn_id, session_id, state, ${epoch('created_at')} from turns
         where turn_id like 'exec.%' order by turn_id`,
     );
     const prompts = await tx.query<PromptRow>(
