@@ -25,6 +25,7 @@ beforeAll(async () => {
         loop_delay_seconds: 3600,
       },
       approval: { prompt: '/tool calculator {"expression": "6*7"}', timeout_seconds: 1 },
+      asking: { prompt: '/tool calculator {"expression": "6*7"}' },
       research: { prompt: 'Research {{topic}}.' },
       typed: {
         prompt: 'Report on {{region}}.',
@@ -241,6 +242,55 @@ describe('executions', () => {
     expect(events.find((event) => event.type === 'input_resolved')).toMatchObject({
       expired: 'cancelled',
     });
+  });
+
+  it('cancels the next iteration too when a step admitted it but had not counted it', async () => {
+    const { body } = await dispatch('asking');
+    const running = await untilStatus(body.execution_id, ['running']);
+    expect(running.iteration).toBe(1);
+    const sessionId = running.session_id as string;
+    await until(
+      () => journal(sessionId),
+      (found) => found.some((event) => event.type === 'input_required'),
+      'the first iteration to ask for an approval',
+    );
+    // A step admits the next iteration, then saves it; it died in between (the row still
+    // says iteration 1) and the execution is cancelled now.
+    const { admitTurn } = await import('../src/store/admitTurn.js');
+    const { trustedViewer } = await import('../src/store/visibility.js');
+    const next = `exec.${body.execution_id}.2`;
+    await admitTurn(server.db, {
+      tenant: 'default',
+      author: 'local',
+      viewer: trustedViewer,
+      turnId: next,
+      sessionId,
+      agent: null,
+      defaultAgent: 'default',
+      greetings: new Map([['default', null]]),
+      visibilities: new Map([['default', 'tenant']]),
+      message: '/tool calculator {"expression": "1+1"}',
+      option: null,
+      attachments: [],
+      triggers: new Map([['default', true]]),
+      pendingInput: new Map([['default', 'queue']]),
+    });
+    const cancel = await request(
+      server.url,
+      'POST',
+      `/api/v1/executions/${body.execution_id}/cancel`,
+      { command_id: `cancel_${body.execution_id}` },
+    );
+    expect(cancel.status).toBe(200);
+    await untilStatus(body.execution_id, ['cancelled']);
+    const events = await until(
+      () => journal(sessionId),
+      (found) => found.some((event) => event.type === 'cancelled' && event.turn_ids.includes(next)),
+      'the uncounted iteration to be cancelled too',
+    );
+    expect(events.some((event) => event.type === 'done' && event.turn_ids.includes(next))).toBe(
+      false,
+    );
   });
 
   it('cancels while waiting for the delay, durably and idempotently', async () => {
