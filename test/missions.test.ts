@@ -246,7 +246,8 @@ describe('executions', () => {
 
   it('cancels the next iteration too when a step admitted it but had not counted it', async () => {
     const { body } = await dispatch('asking');
-    const running = await untilStatus(body.execution_id, ['running']);
+    // Running its first iteration, or already `interrupted` by that turn's approval.
+    const running = await untilStatus(body.execution_id, ['running', 'interrupted']);
     expect(running.iteration).toBe(1);
     const sessionId = running.session_id as string;
     await until(
