@@ -16,6 +16,14 @@ describe('soak presets and engines', () => {
     expect(parseOptions([], { PARLEY_SOAK_ENGINE: 'pglite' })).toMatchObject({ engine: 'pglite' });
   });
 
+  it('--without-platforms (or its variable) leaves the platform traffic out', () => {
+    expect(parseOptions([], {})).toMatchObject({ withoutPlatforms: false });
+    expect(parseOptions(['--without-platforms'], {})).toMatchObject({ withoutPlatforms: true });
+    expect(parseOptions([], { PARLEY_SOAK_WITHOUT_PLATFORMS: '1' })).toMatchObject({
+      withoutPlatforms: true,
+    });
+  });
+
   it('refuses an unknown engine, and --short with --long', () => {
     expect(() => parseOptions(['--engine', 'sqlite'], {})).toThrow(OptionsError);
     expect(() => parseOptions(['--short', '--long'], {})).toThrow(OptionsError);

@@ -226,13 +226,15 @@ async function soak(
       chaos,
       Promise.all(loops.map((loop) => loop.run())),
       missionClient,
-      telegram.run(
-        urls,
-        random.fork('telegram'),
-        Math.max(2, Math.round(options.sessions / 5)),
-        Math.max(3, Math.round(options.turns / 60)),
-        options.durationMs * 0.85,
-      ),
+      options.withoutPlatforms
+        ? Promise.resolve()
+        : telegram.run(
+            urls,
+            random.fork('telegram'),
+            Math.max(2, Math.round(options.sessions / 5)),
+            Math.max(3, Math.round(options.turns / 60)),
+            options.durationMs * 0.85,
+          ),
     ]);
     log(`chaos over after ${Math.round(chaosMs / 1000)} s; clients done; draining`);
 
@@ -286,11 +288,15 @@ async function soak(
         receipts: receiver.receipts,
         invalid: receiver.invalid,
       },
-      platform: {
-        platform: 'telegram',
-        updates: telegram.updates,
-        repliesTo: (update) => telegram.repliesTo(update),
-      },
+      ...(options.withoutPlatforms
+        ? {}
+        : {
+            platform: {
+              platform: 'telegram',
+              updates: telegram.updates,
+              repliesTo: (update) => telegram.repliesTo(update),
+            },
+          }),
     });
     const unexpectedExits = slots.flatMap((slot) =>
       slot.unexpectedExits.map((exit) => `${slot.name}: code ${exit.code} signal ${exit.signal}`),
