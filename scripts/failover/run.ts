@@ -12,7 +12,6 @@
  * Needs Debian's postgresql-15-auto-failover and pg-auto-failover-cli; not part of CI.
  * Options: --turns N (default 120), --sessions N (default 12), --keep (keep the data).
  */
-import { spawn } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -22,6 +21,7 @@ import type { Db } from '../../src/store/db.js';
 import { openPostgres } from '../../src/store/postgres.js';
 import { categories, checkDatabase } from '../soak/checker/index.js';
 import { drain } from '../soak/drain.js';
+import { childEnvironment, migrate } from '../soak/children.js';
 import { Apis, sleep } from '../soak/http.js';
 import { Ledger } from '../soak/ledger.js';
 import { Pacer } from '../soak/pacer.js';
@@ -276,34 +276,6 @@ async function watchPromotion(url: string, killedAt: number, after: number): Pro
 
 function seconds(ms: number | null): string {
   return ms === null ? 'never' : `${(ms / 1000).toFixed(1)} s`;
-}
-
-function childEnvironment(extra: Record<string, string>): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [name, value] of Object.entries(process.env)) {
-    if (value === undefined || name.startsWith('PARLEY_') || name === 'DATABASE_URL') continue;
-    if (name === 'NODE_OPTIONS') continue;
-    env[name] = value;
-  }
-  return { ...env, ...extra };
-}
-
-function migrate(env: Record<string, string>): Promise<void> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, ['dist/cli/main.js', 'migrate'], {
-      cwd: root,
-      env,
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (chunk: string) => (stderr += chunk));
-    child.once('exit', (code) =>
-      code === 0
-        ? resolvePromise()
-        : reject(new Error(`parley migrate failed (${code}): ${stderr}`)),
-    );
-  });
 }
 
 main(process.argv.slice(2)).then(

@@ -38,21 +38,7 @@ export async function drain(
         `select session_id, request_id, expected_sequence from input_requests where state = 'pending'`,
       )
       .catch(() => ({ rows: [] }));
-    for (const request of waiting.rows) {
-      if (tried.has(request.request_id)) continue;
-      tried.add(request.request_id);
-      const answer = await apis.send(
-        'POST',
-        `/api/v1/chat/sessions/${request.session_id}/inputs/${request.request_id}`,
-        {
-          expected_sequence: request.expected_sequence,
-          approved: true,
-          response: { reason: 'drain' },
-        },
-        { deadline: Date.now() + 10_000, random },
-      );
-      if (answer?.status === 200) result.answered += 1;
-    }
+    result.answered += await approveWaiting(waiting.rows, tried, apis, random);
     const parked = await db
       .query<{ session_id: string }>(
         `select session_id from sessions where state = 'parked' and input_count > input_cursor`,
@@ -116,4 +102,33 @@ async function openTurns(db: Db): Promise<number> {
     )
     .catch(() => ({ rows: [{ open: -1 }] }));
   return found.rows[0]?.open ?? -1;
+}
+
+/**
+ * Approves each waiting request once (`tried` remembers them across rounds), as a person
+ * would whose client moved on; returns how many answers were acknowledged with 200.
+ */
+export async function approveWaiting(
+  requests: { session_id: string; request_id: string; expected_sequence: number }[],
+  tried: Set<string>,
+  apis: Apis,
+  random: Random,
+): Promise<number> {
+  let answered = 0;
+  for (const request of requests) {
+    if (tried.has(request.request_id)) continue;
+    tried.add(request.request_id);
+    const answer = await apis.send(
+      'POST',
+      `/api/v1/chat/sessions/${request.session_id}/inputs/${request.request_id}`,
+      {
+        expected_sequence: request.expected_sequence,
+        approved: true,
+        response: { reason: 'drain' },
+      },
+      { deadline: Date.now() + 10_000, random },
+    );
+    if (answer?.status === 200) answered += 1;
+  }
+  return answered;
 }

@@ -5,7 +5,7 @@ import type { Db } from '../../src/store/db.js';
 import { openPglite } from '../../src/store/pglite.js';
 import type { ChaosCounters } from './chaos.js';
 import { checkDatabase } from './checker/index.js';
-import type { DrainResult } from './drain.js';
+import { approveWaiting, type DrainResult } from './drain.js';
 import { EffectLedger, effectToolsConfig, startEffectServer } from './effects.js';
 import { Apis, sleep } from './http.js';
 import { Ledger } from './ledger.js';
@@ -284,21 +284,7 @@ async function drainEmbedded(
       break;
     }
     await slot.start();
-    for (const request of seen.waiting) {
-      if (tried.has(request.request_id)) continue;
-      tried.add(request.request_id);
-      const answer = await apis.send(
-        'POST',
-        `/api/v1/chat/sessions/${request.session_id}/inputs/${request.request_id}`,
-        {
-          expected_sequence: request.expected_sequence,
-          approved: true,
-          response: { reason: 'drain' },
-        },
-        { deadline: Date.now() + 10_000, random },
-      );
-      if (answer?.status === 200) result.answered += 1;
-    }
+    result.answered += await approveWaiting(seen.waiting, tried, apis, random);
     for (const session of seen.parked) {
       const answer = await apis.send(
         'POST',

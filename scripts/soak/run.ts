@@ -7,7 +7,6 @@
  * against the journal invariants and against what the clients were told. Figures go to
  * stdout; the exit code is non-zero on any violation.
  */
-import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -16,6 +15,7 @@ import type { Db } from '../../src/store/db.js';
 import { openPostgres } from '../../src/store/postgres.js';
 import { runChaos } from './chaos.js';
 import { checkDatabase } from './checker/index.js';
+import { childEnvironment, migrate } from './children.js';
 import { drain } from './drain.js';
 import { runEmbedded } from './embedded.js';
 import {
@@ -358,35 +358,6 @@ async function leasesHeldBy(db: Db, pid: number): Promise<number> {
   } catch {
     return -1;
   }
-}
-
-/** The parent's environment minus anything that could steer a child's storage or config. */
-function childEnvironment(extra: Record<string, string>): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [name, value] of Object.entries(process.env)) {
-    if (value === undefined || name.startsWith('PARLEY_') || name === 'DATABASE_URL') continue;
-    if (name === 'NODE_OPTIONS') continue;
-    env[name] = value;
-  }
-  return { ...env, ...extra };
-}
-
-function migrate(env: Record<string, string>): Promise<void> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, ['dist/cli/main.js', 'migrate'], {
-      cwd: root,
-      env,
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (chunk: string) => (stderr += chunk));
-    child.once('exit', (code) =>
-      code === 0
-        ? resolvePromise()
-        : reject(new Error(`parley migrate failed (${code}): ${stderr}`)),
-    );
-  });
 }
 
 function repeatFlags(options: SoakOptions): string {
