@@ -283,7 +283,9 @@ describe('executions', () => {
       { command_id: `cancel_${body.execution_id}` },
     );
     expect(cancel.status).toBe(200);
-    await untilStatus(body.execution_id, ['cancelled']);
+    const cancelled = await untilStatus(body.execution_id, ['cancelled']);
+    // The admitted turn is counted: the row never says fewer iterations than its turns.
+    expect(cancelled.iteration).toBe(2);
     const events = await until(
       () => journal(sessionId),
       (found) => found.some((event) => event.type === 'cancelled' && event.turn_ids.includes(next)),

@@ -106,11 +106,15 @@ class Step {
     // The current iteration's turn, and the next one's: a step admits the next iteration
     // before it saves it (two commits), so a stop between them finds that turn admitted
     // but not counted, and it must not run on after the execution ended.
+    // That turn counts as an iteration either way (it ran, or it is cancelled now), so the
+    // row's iteration never stays behind the turns its session holds.
     const iterations = [execution.iteration, execution.iteration + 1];
+    let counted = execution.iteration;
     for (const iteration of execution.spec.threads === null ? iterations : []) {
       if (iteration === 0) continue;
       const turnId = iterationTurnId(execution.execution_id, iteration);
       const outcome = await readTurnOutcome(this.deps.db, execution.session_id, turnId);
+      if (outcome.kind !== 'missing') counted = Math.max(counted, iteration);
       if (outcome.kind === 'pending' || outcome.kind === 'waiting') {
         // The ordinary cancel: the drain loop stops the turn cooperatively, pending
         // requests expire, and the turn ends with `cancelled`.
@@ -137,6 +141,7 @@ class Step {
     await this.save({
       ...this.state,
       status,
+      iteration: counted,
       loop_status: this.state.loop_status === null ? null : 'idle',
       result:
         status === 'timeout'

@@ -201,13 +201,7 @@ function checkIterations(
     if (!turn.turn_id.startsWith(prefix)) continue;
     const number = Number(turn.turn_id.slice(prefix.length));
     if (!Number.isInteger(number)) continue; // an agent's answer turn (exec.<id>.<request_id>)
-    // A step admits the next iteration before saving it: a cancel or timeout between the
-    // two leaves that one turn admitted but uncounted, and the stop cancels it.
-    const stoppedBetween =
-      number === row.iteration + 1 &&
-      (row.status === 'cancelled' || row.status === 'timeout') &&
-      turn.state === 'cancelled';
-    if (number > row.iteration && !stoppedBetween) {
+    if (number > row.iteration) {
       findings.add(
         'doubled',
         'iterations once, in order',
