@@ -46,6 +46,19 @@ export class FakeTelegram {
         return ok(wire(message));
       })
       .on(`POST ${base}/editMessageText`, (call) => {
+        // This Bot API has no rich messages (sendRichMessage is not found either): an
+        // edit carrying one is refused as Telegram refuses an unsupported field, so the
+        // adapter falls back to text. Accepting it would record an edit without text.
+        if (call.body.rich_message !== undefined) {
+          return {
+            status: 400,
+            json: {
+              ok: false,
+              error_code: 400,
+              description: 'Bad Request: rich message unsupported',
+            },
+          };
+        }
         const message = this.messages.find(
           (candidate) =>
             candidate.chat_id === String(call.body.chat_id) &&
