@@ -50,6 +50,7 @@ export const errorCodes = {
   internal_error: 500,
   platform_event_failed: 500,
   not_ready: 503,
+  storage_unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof errorCodes;

@@ -1,17 +1,32 @@
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ParleyError } from '../errors.js';
+import { isStorageUnavailable } from '../store/postgresHosts.js';
+
+/** Seconds a client is asked to wait before retrying while the database is unavailable. */
+const storageRetryAfterSeconds = 1;
 
 /**
  * Every error leaves as `{"error": code, "message": ...}` from the one registry, whoever
  * raised it: a route, Fastify's router (a bad URL, an over-long parameter), its body
  * parser, or Node's HTTP parser before Fastify saw the request (a slow or oversized
- * request). Nothing of the request is echoed back. Anything unexpected is a generic 500
- * whose details go only to the log.
+ * request). Nothing of the request is echoed back. A database that cannot be reached or
+ * written for now is a 503 `storage_unavailable` with `Retry-After`; anything else
+ * unexpected is a generic 500 whose details go only to the log.
  */
 export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | ParleyError, request, reply) => {
-    const parley = error instanceof ParleyError ? error : fromFastify(error);
+    const unavailable = !(error instanceof ParleyError) && isStorageUnavailable(error);
+    const parley =
+      error instanceof ParleyError
+        ? error
+        : unavailable
+          ? new ParleyError('storage_unavailable', 'the database is unavailable; retry shortly')
+          : fromFastify(error);
+    // A database restart or failover. A commit whose answer was lost may have happened:
+    // the request is to be sent again unchanged (writes are idempotent by their client
+    // keys, turn_id and command_id), which applies it once either way.
+    if (unavailable) void reply.header('retry-after', String(storageRetryAfterSeconds));
     if (parley.status >= 500) {
       request.log.error(
         { err: { message: error.message, code: (error as FastifyError).code } },

@@ -65,6 +65,22 @@ export class NotWritableError extends Error {
   readonly code = 'PARLEY_NOT_WRITABLE';
 }
 
+/** Every listed host was tried and none accepts writes (a failover in progress, say). */
+export class NoWritableHostError extends Error {
+  readonly code = 'PARLEY_NO_WRITABLE_HOST';
+}
+
+/**
+ * The database cannot be reached or written for now, as opposed to a statement that
+ * failed: a lost connection, no writable host, or the pool's wait for a connection timed
+ * out. What a request meets during a restart or a failover; it is worth retrying.
+ */
+export function isStorageUnavailable(error: unknown): boolean {
+  if (error instanceof NoWritableHostError || isConnectionLoss(error)) return true;
+  const { message } = (error ?? {}) as { message?: unknown };
+  return typeof message === 'string' && /timeout exceeded when trying to connect/i.test(message);
+}
+
 /**
  * Errors after which a connection is worth nothing: the server went away or restarted
  * (a failover), or it has become read-only (a demoted primary). The connection is then
@@ -130,9 +146,12 @@ export class HostResolver {
     const failures: string[] = [];
     for (let step = 0; step < count; step++) {
       const index = (this.current + step) % count;
+      // The connect and the probe's one query are both bounded: a host that accepts TCP
+      // but never answers must not hold up the search for the primary.
       const client = new pg.Client({
         connectionString: this.hosts.urlFor(index),
         connectionTimeoutMillis: this.connectTimeoutMs,
+        query_timeout: this.connectTimeoutMs,
       });
       client.on('error', () => {});
       try {
@@ -148,7 +167,7 @@ export class HostResolver {
         await client.end().catch(() => {});
       }
     }
-    throw new Error(`no PostgreSQL host accepts writes (${failures.join('; ')})`);
+    throw new NoWritableHostError(`no PostgreSQL host accepts writes (${failures.join('; ')})`);
   }
 }
 
