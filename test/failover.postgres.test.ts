@@ -6,6 +6,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, PrivateCluster } from '../scripts/soak/postgres.js';
 import type { Db } from '../src/store/db.js';
+import type { Config } from '../src/config/types.js';
+import { describeStore } from '../src/store/open.js';
 import { openPostgres } from '../src/store/postgres.js';
 import { isConnectionLoss, parseHosts } from '../src/store/postgresHosts.js';
 import { freshStorage } from './support/db.js';
@@ -30,6 +32,16 @@ describe('multi-host connection strings', () => {
     expect(parseHosts('postgres://u@h/db').attrs).toBe('any');
     expect(() => parseHosts('postgres://h1,h2/db?target_session_attrs=standby')).toThrow(
       /storage\.url: target_session_attrs=standby/,
+    );
+  });
+
+  it('name every listed host, never the credentials, where a process says what it uses', () => {
+    const config = (url: string) => ({ storage: { url, dataDir: '' } }) as unknown as Config;
+    expect(describeStore(config('postgres://u:secret@h1:5432,h2:5433/db?sslmode=disable'))).toBe(
+      'PostgreSQL at h1:5432,h2:5433/db (the host that accepts writes)',
+    );
+    expect(describeStore(config('postgres://u:secret@h1:5432/db'))).toBe(
+      'PostgreSQL at h1:5432/db',
     );
   });
 

@@ -5,6 +5,7 @@ import {
   type LoopStatus,
   type NewEvent,
 } from '../protocol/events.js';
+import type { Execution } from '../protocol/missions.js';
 import type { Queryable } from './db.js';
 
 /**
@@ -64,24 +65,6 @@ export interface ExecutionRow {
   ended_at: Date | null;
 }
 
-/** The projection, with exactly seed 003's names. */
-export interface ExecutionProjection {
-  execution_id: string;
-  mission: string;
-  agent: string;
-  user: string;
-  session_id: string;
-  status: ExecutionStatus;
-  loop_status: LoopStatus | null;
-  iteration: number;
-  max_iterations: number;
-  next_run_at: string | null;
-  loop_decision: LoopDecision | null;
-  result: unknown;
-  created_at: string;
-  updated_at: string;
-}
-
 /** Statuses after which nothing more happens. */
 export const endedStatuses: readonly ExecutionStatus[] = [
   'success',
@@ -95,7 +78,8 @@ export function isEnded(status: ExecutionStatus): boolean {
   return endedStatuses.includes(status);
 }
 
-export function toExecutionProjection(row: ExecutionRow): ExecutionProjection {
+/** The row as the API shows it (`Execution`, src/protocol/missions.ts). */
+export function toExecutionProjection(row: ExecutionRow): Execution {
   return {
     execution_id: row.execution_id,
     mission: row.mission,

@@ -1,9 +1,6 @@
 import type { Queryable } from './db.js';
-import {
-  toExecutionProjection,
-  type ExecutionProjection,
-  type ExecutionRow,
-} from './getExecution.js';
+import type { Execution } from '../protocol/missions.js';
+import { toExecutionProjection, type ExecutionRow } from './getExecution.js';
 import { encodeCursor } from './listSessions.js';
 import { viewerParams, visibleSql, type Viewer } from './visibility.js';
 
@@ -25,7 +22,7 @@ export async function listExecutions(
     limit: number;
     cursor: { createdAt: string; executionId: string } | null;
   },
-): Promise<{ items: ExecutionProjection[]; next_cursor: string | null }> {
+): Promise<{ items: Execution[]; next_cursor: string | null }> {
   const params: unknown[] = [
     tenant,
     options.mission,

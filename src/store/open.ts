@@ -3,6 +3,7 @@ import type { Db } from './db.js';
 import { migrate } from './migrate.js';
 import { openPglite } from './pglite.js';
 import { openPostgres } from './postgres.js';
+import { parseHosts } from './postgresHosts.js';
 
 /** Opens the configured engine: PostgreSQL when `storage.url` is set, else embedded PGlite. */
 export async function openStore(config: Config, options: { migrate?: boolean } = {}): Promise<Db> {
@@ -25,8 +26,14 @@ export async function openStore(config: Config, options: { migrate?: boolean } =
 export function describeStore(config: Config): string {
   if (!config.storage.url) return `embedded PGlite in ${config.storage.dataDir}`;
   try {
-    const url = new URL(config.storage.url);
-    return `PostgreSQL at ${url.hostname}${url.port ? `:${url.port}` : ''}${url.pathname}`;
+    // Host names and the database only: never the credentials.
+    const hosts = parseHosts(config.storage.url);
+    if (hosts.names[0] === '(unparsed)') return 'PostgreSQL';
+    const database = new URL(hosts.urlFor(0)).pathname;
+    const listed = hosts.names.join(',');
+    return hosts.names.length > 1
+      ? `PostgreSQL at ${listed}${database} (the host that accepts writes)`
+      : `PostgreSQL at ${listed}${database}`;
   } catch {
     return 'PostgreSQL';
   }
