@@ -1,7 +1,6 @@
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createConnection, createServer, type Socket } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, PrivateCluster } from '../scripts/soak/postgres.js';
@@ -11,6 +10,7 @@ import { describeStore } from '../src/store/open.js';
 import { openPostgres } from '../src/store/postgres.js';
 import { isConnectionLoss, parseHosts } from '../src/store/postgresHosts.js';
 import { freshStorage } from './support/db.js';
+import { startRelay } from './support/relay.js';
 import { until } from './support/poll.js';
 
 /**
@@ -65,20 +65,9 @@ describe('multi-host connection strings', () => {
     const target = new URL(fresh.storage.url as string);
     // A TCP relay in front of the server: cutting it is the server's machine vanishing
     // (the connection closes with no error message from PostgreSQL).
-    const sockets = new Set<Socket>();
-    const relay = createServer((inbound) => {
-      const outbound = createConnection({ host: target.hostname, port: Number(target.port) });
-      for (const socket of [inbound, outbound]) {
-        sockets.add(socket);
-        socket.on('error', () => {});
-        socket.on('close', () => sockets.delete(socket));
-      }
-      inbound.pipe(outbound).pipe(inbound);
-    });
-    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-    const through = new URL(target);
-    through.port = String((relay.address() as { port: number }).port);
-    const db = await openPostgres(through.toString(), 2);
+    const relay = await startRelay(target);
+    const { sockets } = relay;
+    const db = await openPostgres(relay.url, 2);
     try {
       const sleeping = db.query('select pg_sleep(30)');
       sleeping.catch(() => {});
@@ -101,13 +90,12 @@ describe('multi-host connection strings', () => {
       ).finally(() => admin.end());
       // The client sees its socket end mid-statement: the connection's 'error' event must
       // not be an uncaught exception (it would end the process); the statement fails.
-      for (const socket of sockets) socket.end();
+      relay.cut();
       await expect(sleeping).rejects.toThrow(/terminated|ECONNRESET/i);
       await expect(db.query('select 1 as one')).resolves.toMatchObject({ rows: [{ one: 1 }] });
     } finally {
       await db.close();
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => relay.close(resolve));
+      await relay.close();
       await fresh.drop();
     }
   });

@@ -1,4 +1,3 @@
-import { createConnection, createServer, type Socket } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProcess, type Running } from '../src/cli/start.js';
@@ -6,6 +5,7 @@ import { createLogger } from '../src/log.js';
 import { isStorageUnavailable, NoWritableHostError } from '../src/store/postgresHosts.js';
 import { testConfig } from './support/config.js';
 import { freshStorage } from './support/db.js';
+import { startRelay, type Relay } from './support/relay.js';
 import { request } from './support/server.js';
 
 /**
@@ -16,18 +16,7 @@ import { request } from './support/server.js';
  * refuses new ones.
  */
 describe('the database unavailable for a while', () => {
-  const sockets = new Set<Socket>();
-  let down = false;
-  const relay = createServer((inbound) => {
-    if (down) return void inbound.destroy();
-    const outbound = createConnection({ host: target.hostname, port: Number(target.port) });
-    for (const socket of [inbound, outbound]) {
-      sockets.add(socket);
-      socket.on('error', () => {});
-      socket.on('close', () => sockets.delete(socket));
-    }
-    inbound.pipe(outbound).pipe(inbound);
-  });
+  let relay: Relay;
   let target: URL;
   let fresh: Awaited<ReturnType<typeof freshStorage>>;
   let running: Running;
@@ -36,10 +25,8 @@ describe('the database unavailable for a while', () => {
   beforeAll(async () => {
     fresh = await freshStorage();
     target = new URL(fresh.storage.url as string);
-    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-    const through = new URL(target);
-    through.port = String((relay.address() as { port: number }).port);
-    const config = testConfig({ ...fresh.storage, url: through.toString() });
+    relay = await startRelay(target);
+    const config = testConfig({ ...fresh.storage, url: relay.url });
     running = await startProcess(
       config,
       { api: true, worker: false },
@@ -50,10 +37,9 @@ describe('the database unavailable for a while', () => {
   });
 
   afterAll(async () => {
-    down = false;
+    relay.down = false;
     await running?.stop();
-    for (const socket of sockets) socket.destroy();
-    await new Promise((resolve) => relay.close(resolve));
+    await relay?.close();
     await fresh?.drop();
   });
 
@@ -65,8 +51,8 @@ describe('the database unavailable for a while', () => {
     });
     expect(first.status).toBe(202);
 
-    down = true;
-    for (const socket of sockets) socket.destroy();
+    relay.down = true;
+    relay.cut();
     const refused = await request(url, 'POST', '/api/v1/chat/turns', admission);
     expect(refused.status).toBe(503);
     expect(refused.body).toEqual({
@@ -84,7 +70,7 @@ describe('the database unavailable for a while', () => {
       await direct.end();
     }
 
-    down = false;
+    relay.down = false;
     const again = await request(url, 'POST', '/api/v1/chat/turns', admission);
     expect(again.status).toBe(202);
     expect(again.body.turn_id).toBe('while-down');
