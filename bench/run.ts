@@ -31,7 +31,7 @@ import { measureProviderPath, PacedProvider } from './providerPath.js';
 import { measureToolLoop } from './toolLoop.js';
 import { benchMissions, missionsTable, type MissionsFigures } from './missions.js';
 import { freshDatabase, postgresAdminUrl, type FreshDatabase } from './database.js';
-import { formatJson, revision } from './output.js';
+import { formatJson, revision, writeBenchCharts } from './output.js';
 
 const runs = Number(process.env.PARLEY_BENCH_RUNS ?? 3);
 const engines = (process.env.PARLEY_BENCH_ENGINES ?? 'pglite,postgres').split(',');
@@ -981,12 +981,13 @@ async function main(): Promise<void> {
   const out = process.env.PARLEY_BENCH_OUT ?? join(root, 'bench', 'results', 'latest.json');
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, await formatJson(out, report));
+  const charts = writeBenchCharts(out, report);
   process.stdout.write(
     `\nParley benchmark — ${machine.cpus} CPUs (${machine.cpu_model}), Node ${machine.node}, ${runs} runs each, demo model at 0 ms delay; load average ${machine.load_average_1m_before} before, ${machine.load_average_1m_after} after\n\n`,
   );
   process.stdout.write(`${table(results)}\n${missionsTable(missions)}\n\n`);
   process.stdout.write(
-    `total ${fmt(report.total_seconds)} s; raw results in ${out}; method in docs/benchmarks.md\n`,
+    `total ${fmt(report.total_seconds)} s; raw results in ${out}, charts in ${charts.join(', ')}; method in docs/benchmarks.md\n`,
   );
   closeClient();
   await pacedProvider.close();
