@@ -35,6 +35,7 @@ import { peerReplyText, peerShapedLoad, runPeerOnce, type PeerShapedLoad } from 
 import { now } from './remote.js';
 import { fmt, median, round } from './stats.js';
 import { formatJson, revision } from './output.js';
+import { scalingModel } from './scalingModel.js';
 
 const numberList = (name: string, fallback: string) =>
   (process.env[name] ?? fallback).split(',').map((value) => {
@@ -267,62 +268,6 @@ function summarise(cell: Cell) {
 
 type Summary = ReturnType<typeof summarise>;
 
-/**
- * The model (docs/benchmarks.md): turns/s ≈ the least of
- * - cores × 1000 / CPU ms per turn of every process on the machine;
- * - the commit ceiling / commits per turn;
- * - workers × max_parallel_turns / the unloaded turn's seconds (and the load's own
- *   concurrency / the same, for a closed-loop client);
- * - each Node process is one thread: workers × 1000 / worker CPU ms per turn, and the
- *   same for the API processes.
- * Figures from the widest cell; the projection leaves the load client off the server
- * (it runs elsewhere) and assumes PostgreSQL's CPU per turn stays what it is here.
- */
-function model(widest: Summary, ceiling: Record<string, number>, commitsPerTurn: number) {
-  const cpu = widest.cpu_ms_per_turn;
-  const single = widest.single_turn_p50_ms / 1000;
-  const commitCeiling = Math.max(...Object.values(ceiling));
-  const serverCpu = cpu.postgres === null ? null : cpu.parley + cpu.postgres;
-  const terms = (cores: number, workers: number, apis: number, withClient: boolean) => {
-    const cpuMs = cpu.all === null || serverCpu === null ? null : withClient ? cpu.all : serverCpu;
-    const found = {
-      cpu: cpuMs === null ? null : round((cores * 1000) / cpuMs, 1),
-      commits: round(commitCeiling / commitsPerTurn, 1),
-      parallel_turns: round((workers * maxParallelTurns) / single, 1),
-      worker_threads: round((workers * 1000) / cpu.worker, 1),
-      api_threads: round((apis * 1000) / cpu.api, 1),
-    };
-    const bound = Object.entries(found)
-      .filter((entry): entry is [string, number] => entry[1] !== null)
-      .sort((a, b) => a[1] - b[1])[0] as [string, number];
-    return { terms: found, turns_per_s: bound[1], binding: bound[0] };
-  };
-  const projection = [8, 32].map((cores) => {
-    // Processes sized to the CPU term: enough workers and APIs that neither thread term binds.
-    const cpuBound = serverCpu === null ? null : (cores * 1000) / serverCpu;
-    const workers = cpuBound === null ? widest.workers : Math.ceil((cpuBound * cpu.worker) / 1000);
-    const apis = cpuBound === null ? widest.apis : Math.ceil((cpuBound * cpu.api) / 1000);
-    return { cores, workers, apis, ...terms(cores, workers, apis, false) };
-  });
-  return {
-    inputs: {
-      cell: `${widest.workers} workers × ${widest.apis} APIs`,
-      cpu_ms_per_turn: cpu,
-      single_turn_ms: widest.single_turn_p50_ms,
-      commit_ceiling_per_s: commitCeiling,
-      commits_per_turn: commitsPerTurn,
-      max_parallel_turns: maxParallelTurns,
-      load_concurrency: load.concurrency,
-    },
-    this_machine: {
-      cores: cpus().length,
-      ...terms(cpus().length, widest.workers, widest.apis, true),
-      load_concurrency_bound: round(load.concurrency / single, 1),
-    },
-    projection,
-  };
-}
-
 /** The peer's turns/s to draw beside Parley's, and where it came from. */
 function peerFromLatest(): { turns_per_s: number; source: string } | null {
   const path = join(root, 'bench', 'results', 'latest.json');
@@ -433,7 +378,13 @@ async function main(): Promise<void> {
       },
       commit_ceiling_per_s: ceiling,
       cells: summaries,
-      model: model(widest, ceiling, commitsPerTurn),
+      model: scalingModel(summaries, widest, {
+        cores: cpus().length,
+        commitCeiling: ceiling,
+        commitsPerTurn,
+        maxParallelTurns,
+        loadConcurrency: load.concurrency,
+      }),
       peer,
       total_seconds: round((now() - started) / 1000, 1),
     };
