@@ -25,21 +25,31 @@ export const peerReplyText =
 
 export const peerPlan = { threads: 100, turnsPerThread: 10, concurrency: 8 };
 
-export interface PeerShapedRun {
+/** Where a load's conversations go: each conversation's POSTs and SSE stream use one API. */
+export interface LoadTarget {
+  urlFor(conversation: number): URL;
+}
+
+export interface PeerShapedLoad {
   turns: number;
   seconds: number;
   turns_per_s: number;
   latency_p50_ms: number;
   latency_p99_ms: number;
-  round_trips_per_turn: number;
-  commits_per_turn: number;
-  statements_per_turn: number;
   /** Turns that waited for their conversation's previous turn (see above). */
   waited_for_conversation: number;
 }
 
-export async function peerShapedRun(server: RemoteServer): Promise<PeerShapedRun> {
-  const { threads, turnsPerThread, concurrency } = peerPlan;
+/**
+ * The peer-shaped load itself, against any set of APIs: `plan.threads` conversations ×
+ * `plan.turnsPerThread` turns, `plan.concurrency` at a time, in the peer's order. Wall time
+ * runs from the first POST to the last `done`.
+ */
+export async function peerShapedLoad(
+  target: LoadTarget,
+  plan: { threads: number; turnsPerThread: number; concurrency: number } = peerPlan,
+): Promise<PeerShapedLoad> {
+  const { threads, turnsPerThread, concurrency } = plan;
   const jobs: number[] = [];
   for (let round = 0; round < turnsPerThread; round++) {
     for (let thread = 0; thread < threads; thread++) jobs.push(thread);
@@ -52,60 +62,60 @@ export async function peerShapedRun(server: RemoteServer): Promise<PeerShapedRun
   const tag = randomBytes(3).toString('hex');
   let next = 0;
   let counter = 0;
-  const before = await server.counters();
   const started = now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < jobs.length) {
-        const thread = jobs[next++] as number;
-        // A conversation's next turn waits for its previous one: only when that one took
-        // longer than a turn of each of the other conversations (a very loaded machine).
-        while (busy.has(thread)) {
-          waits += 1;
-          await busy.get(thread);
-        }
-        let ended = () => {};
-        busy.set(thread, new Promise<void>((resolve) => (ended = resolve)));
-        const turnId = `peer_${tag}_${thread}_${counter++}`;
-        const known = sessions.get(thread);
-        const sent = now();
-        const mark = known?.stream.frames.length ?? 0;
-        const admitted = await requestJson(server.url, 'POST', '/api/v1/chat/turns', {
-          ...(known ? { session_id: known.sessionId } : {}),
-          turn_id: turnId,
-          message: peerUserText,
-        });
-        if (admitted.status !== 202) {
-          throw new Error(
-            `admission answered ${admitted.status}: ${JSON.stringify(admitted.body)}`,
+  try {
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < jobs.length) {
+          const thread = jobs[next++] as number;
+          const url = target.urlFor(thread);
+          // A conversation's next turn waits for its previous one: only when that one took
+          // longer than a turn of each of the other conversations (a very loaded machine).
+          while (busy.has(thread)) {
+            waits += 1;
+            await busy.get(thread);
+          }
+          let ended = () => {};
+          busy.set(thread, new Promise<void>((resolve) => (ended = resolve)));
+          const turnId = `peer_${tag}_${thread}_${counter++}`;
+          const known = sessions.get(thread);
+          const sent = now();
+          const mark = known?.stream.frames.length ?? 0;
+          const admitted = await requestJson(url, 'POST', '/api/v1/chat/turns', {
+            ...(known ? { session_id: known.sessionId } : {}),
+            turn_id: turnId,
+            message: peerUserText,
+          });
+          if (admitted.status !== 202) {
+            throw new Error(
+              `admission answered ${admitted.status}: ${JSON.stringify(admitted.body)}`,
+            );
+          }
+          let conversation = known;
+          if (!conversation) {
+            const sessionId = admitted.body.session_id as string;
+            conversation = { sessionId, stream: await SseStream.open(url, sessionId) };
+            sessions.set(thread, conversation);
+          }
+          const end = await conversation.stream.waitFor(
+            (frame: Frame) =>
+              ['done', 'error', 'cancelled'].includes(frame.event) &&
+              Array.isArray(frame.data.turn_ids) &&
+              frame.data.turn_ids.includes(turnId),
+            mark,
+            60_000,
           );
+          if (end.event !== 'done') throw new Error(`turn ${turnId} ended with ${end.event}`);
+          latencies.push(end.receivedAt - sent);
+          busy.delete(thread);
+          ended();
         }
-        let conversation = known;
-        if (!conversation) {
-          const sessionId = admitted.body.session_id as string;
-          conversation = { sessionId, stream: await SseStream.open(server.url, sessionId) };
-          sessions.set(thread, conversation);
-        }
-        const end = await conversation.stream.waitFor(
-          (frame: Frame) =>
-            ['done', 'error', 'cancelled'].includes(frame.event) &&
-            Array.isArray(frame.data.turn_ids) &&
-            frame.data.turn_ids.includes(turnId),
-          mark,
-          60_000,
-        );
-        if (end.event !== 'done') throw new Error(`turn ${turnId} ended with ${end.event}`);
-        latencies.push(end.receivedAt - sent);
-        busy.delete(thread);
-        ended();
-      }
-    }),
-  );
+      }),
+    );
+  } finally {
+    for (const { stream } of sessions.values()) stream.close();
+  }
   const seconds = (now() - started) / 1000;
-  // Let the worker finish what follows the last done before counting.
-  await new Promise((resolve) => setTimeout(resolve, 100));
-  const after = await server.counters();
-  for (const { stream } of sessions.values()) stream.close();
   const turns = jobs.length;
   return {
     turns,
@@ -113,10 +123,29 @@ export async function peerShapedRun(server: RemoteServer): Promise<PeerShapedRun
     turns_per_s: round(turns / seconds, 1),
     latency_p50_ms: round(percentile(latencies, 50)),
     latency_p99_ms: round(percentile(latencies, 99)),
+    waited_for_conversation: waits,
+  };
+}
+
+export interface PeerShapedRun extends PeerShapedLoad {
+  round_trips_per_turn: number;
+  commits_per_turn: number;
+  statements_per_turn: number;
+}
+
+/** The peer-shaped load against the bench server, with its statements counted. */
+export async function peerShapedRun(server: RemoteServer): Promise<PeerShapedRun> {
+  const before = await server.counters();
+  const load = await peerShapedLoad({ urlFor: () => server.url });
+  // Let the worker finish what follows the last done before counting.
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const after = await server.counters();
+  const { turns } = load;
+  return {
+    ...load,
     round_trips_per_turn: round((after.roundTrips - before.roundTrips) / turns, 2),
     commits_per_turn: round((after.commits - before.commits) / turns, 2),
     statements_per_turn: round((after.queries - before.queries) / turns, 2),
-    waited_for_conversation: waits,
   };
 }
 

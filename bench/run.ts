@@ -16,13 +16,11 @@
  * - PARLEY_BENCH_PG_SYNCHRONOUS_COMMIT (diagnosis only, e.g. "off"): set on the fresh
  *   PostgreSQL database, to separate the disk's fsync cost from Parley's own cost.
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { closeClient, requestJson, SseStream, type Frame } from './http.js';
 import { now, RemoteServer } from './remote.js';
 import type { CounterSnapshot } from './server.js';
@@ -32,6 +30,8 @@ import { measureReplyBytes } from './replyBytes.js';
 import { measureProviderPath, PacedProvider } from './providerPath.js';
 import { measureToolLoop } from './toolLoop.js';
 import { benchMissions, missionsTable, type MissionsFigures } from './missions.js';
+import { freshDatabase, postgresAdminUrl, type FreshDatabase } from './database.js';
+import { formatJson, revision, writeBenchCharts } from './output.js';
 
 const runs = Number(process.env.PARLEY_BENCH_RUNS ?? 3);
 const engines = (process.env.PARLEY_BENCH_ENGINES ?? 'pglite,postgres').split(',');
@@ -703,57 +703,29 @@ async function benchPglite() {
   }
 }
 
-function postgresAdminUrl(): { url: string } | { skipped: string } {
-  if (process.env.PARLEY_BENCH_DATABASE_URL) return { url: process.env.PARLEY_BENCH_DATABASE_URL };
-  try {
-    const url = execFileSync('bash', ['scripts/ensure-postgres.sh'], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'pipe'],
-    }).trim();
-    if (!url) return { skipped: 'scripts/ensure-postgres.sh printed no URL' };
-    return { url };
-  } catch (error) {
-    const status = (error as { status?: number }).status;
-    return {
-      skipped:
-        status === 3
-          ? 'no PostgreSQL on this machine (scripts/ensure-postgres.sh exited 3); set PARLEY_BENCH_DATABASE_URL'
-          : `scripts/ensure-postgres.sh failed (exit ${status ?? '?'}); set PARLEY_BENCH_DATABASE_URL`,
-    };
-  }
-}
-
 async function benchPostgres() {
   const admin = postgresAdminUrl();
   if ('skipped' in admin) return { skipped: admin.skipped };
-  const name = `parley_bench_${randomBytes(5).toString('hex')}`;
-  const client = new pg.Client({ connectionString: admin.url });
+  let database: FreshDatabase;
   try {
-    await client.connect();
-    await client.query(`create database ${name}`);
+    database = await freshDatabase(
+      admin.url,
+      'parley_bench',
+      synchronousCommit === null ? {} : { synchronous_commit: synchronousCommit },
+    );
   } catch (error) {
-    await client.end().catch(() => {});
     return { skipped: `cannot create a database on the PostgreSQL server: ${String(error)}` };
   }
-  if (synchronousCommit !== null) {
-    await client.query(`alter database ${name} set synchronous_commit = ${synchronousCommit}`);
-  }
-  await client.end();
-  const url = new URL(admin.url);
-  url.pathname = `/${name}`;
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-bench-'));
   const peerDir = process.env.PARLEY_BENCH_PEER_DIR;
   try {
     return await benchEngine(
-      { url: url.toString(), dataDir },
+      { url: database.url, dataDir },
       peerDir ? { dir: peerDir, adminUrl: admin.url } : null,
     );
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
-    const dropper = new pg.Client({ connectionString: admin.url });
-    await dropper.connect();
-    await dropper.query(`drop database if exists ${name} with (force)`);
-    await dropper.end();
+    await database.drop();
   }
 }
 
@@ -932,38 +904,6 @@ function table(results: { pglite: Outcome; postgres: Outcome }): string {
   return lines.join('\n');
 }
 
-/** Formatted as the repository's Prettier would (so `npm run lint` passes on the file). */
-async function formatJson(path: string, value: unknown): Promise<string> {
-  const text = `${JSON.stringify(value, null, 2)}\n`;
-  try {
-    const prettier = await import('prettier');
-    const options = (await prettier.resolveConfig(path)) ?? {};
-    return await prettier.format(text, { ...options, parser: 'json' });
-  } catch {
-    return text;
-  }
-}
-
-/** The commit measured, and whether src/ differed from it (PARLEY_BENCH_REVISION overrides). */
-function revision(root: string): { commit: string | null; src_modified: boolean | null } {
-  if (process.env.PARLEY_BENCH_REVISION) {
-    return { commit: process.env.PARLEY_BENCH_REVISION, src_modified: false };
-  }
-  try {
-    const git = (...args: string[]) =>
-      execFileSync('git', ['-C', root, ...args], {
-        encoding: 'utf8',
-        stdio: ['ignore', 'pipe', 'ignore'],
-      }).trim();
-    return {
-      commit: git('rev-parse', 'HEAD'),
-      src_modified: git('status', '--porcelain', '--', 'src').length > 0,
-    };
-  } catch {
-    return { commit: null, src_modified: null };
-  }
-}
-
 /** The provider-path phase's local OpenAI-style server, started before the servers under test. */
 let pacedProvider: PacedProvider | null = null;
 
@@ -1041,12 +981,13 @@ async function main(): Promise<void> {
   const out = process.env.PARLEY_BENCH_OUT ?? join(root, 'bench', 'results', 'latest.json');
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, await formatJson(out, report));
+  const charts = writeBenchCharts(out, report);
   process.stdout.write(
     `\nParley benchmark — ${machine.cpus} CPUs (${machine.cpu_model}), Node ${machine.node}, ${runs} runs each, demo model at 0 ms delay; load average ${machine.load_average_1m_before} before, ${machine.load_average_1m_after} after\n\n`,
   );
   process.stdout.write(`${table(results)}\n${missionsTable(missions)}\n\n`);
   process.stdout.write(
-    `total ${fmt(report.total_seconds)} s; raw results in ${out}; method in docs/benchmarks.md\n`,
+    `total ${fmt(report.total_seconds)} s; raw results in ${out}, charts in ${charts.join(', ')}; method in docs/benchmarks.md\n`,
   );
   closeClient();
   await pacedProvider.close();

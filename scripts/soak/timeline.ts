@@ -108,7 +108,8 @@ function niceStep(span: number): number {
   return 1200;
 }
 
-function escape(text: string): string {
+/** Text for an SVG (XML) text node. */
+export function escape(text: string): string {
   return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
 }
 
