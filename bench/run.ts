@@ -16,7 +16,6 @@
  * - PARLEY_BENCH_PG_SYNCHRONOUS_COMMIT (diagnosis only, e.g. "off"): set on the fresh
  *   PostgreSQL database, to separate the disk's fsync cost from Parley's own cost.
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
@@ -31,6 +30,8 @@ import { medianOf, peerPlan, peerReplyText, peerShapedRun, runPeerOnce } from '.
 import { measureReplyBytes } from './replyBytes.js';
 import { measureProviderPath, PacedProvider } from './providerPath.js';
 import { measureToolLoop } from './toolLoop.js';
+import { postgresAdminUrl } from './postgresAdmin.js';
+import { formatJson, revision } from './report.js';
 import { benchMissions, missionsTable, type MissionsFigures } from './missions.js';
 
 const runs = Number(process.env.PARLEY_BENCH_RUNS ?? 3);
@@ -703,26 +704,6 @@ async function benchPglite() {
   }
 }
 
-function postgresAdminUrl(): { url: string } | { skipped: string } {
-  if (process.env.PARLEY_BENCH_DATABASE_URL) return { url: process.env.PARLEY_BENCH_DATABASE_URL };
-  try {
-    const url = execFileSync('bash', ['scripts/ensure-postgres.sh'], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'pipe'],
-    }).trim();
-    if (!url) return { skipped: 'scripts/ensure-postgres.sh printed no URL' };
-    return { url };
-  } catch (error) {
-    const status = (error as { status?: number }).status;
-    return {
-      skipped:
-        status === 3
-          ? 'no PostgreSQL on this machine (scripts/ensure-postgres.sh exited 3); set PARLEY_BENCH_DATABASE_URL'
-          : `scripts/ensure-postgres.sh failed (exit ${status ?? '?'}); set PARLEY_BENCH_DATABASE_URL`,
-    };
-  }
-}
-
 async function benchPostgres() {
   const admin = postgresAdminUrl();
   if ('skipped' in admin) return { skipped: admin.skipped };
@@ -930,38 +911,6 @@ function table(results: { pglite: Outcome; postgres: Outcome }): string {
     if (result && 'failed' in result) lines.push('', `${engine}: FAILED: ${result.failed}`);
   }
   return lines.join('\n');
-}
-
-/** Formatted as the repository's Prettier would (so `npm run lint` passes on the file). */
-async function formatJson(path: string, value: unknown): Promise<string> {
-  const text = `${JSON.stringify(value, null, 2)}\n`;
-  try {
-    const prettier = await import('prettier');
-    const options = (await prettier.resolveConfig(path)) ?? {};
-    return await prettier.format(text, { ...options, parser: 'json' });
-  } catch {
-    return text;
-  }
-}
-
-/** The commit measured, and whether src/ differed from it (PARLEY_BENCH_REVISION overrides). */
-function revision(root: string): { commit: string | null; src_modified: boolean | null } {
-  if (process.env.PARLEY_BENCH_REVISION) {
-    return { commit: process.env.PARLEY_BENCH_REVISION, src_modified: false };
-  }
-  try {
-    const git = (...args: string[]) =>
-      execFileSync('git', ['-C', root, ...args], {
-        encoding: 'utf8',
-        stdio: ['ignore', 'pipe', 'ignore'],
-      }).trim();
-    return {
-      commit: git('rev-parse', 'HEAD'),
-      src_modified: git('status', '--porcelain', '--', 'src').length > 0,
-    };
-  } catch {
-    return { commit: null, src_modified: null };
-  }
 }
 
 /** The provider-path phase's local OpenAI-style server, started before the servers under test. */
