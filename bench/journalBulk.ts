@@ -30,8 +30,8 @@ export const bulkAgent = 'default';
 
 /** Turns of session `i`: the SQL below has the same expression. */
 export function turnsOf(i: number): number {
-  if (i % 100 === 0) return 200;
-  if (i % 10 === 0) return 30;
+  if (i % 100 === 50) return 200;
+  if (i % 10 === 5) return 30;
   return 1 + ((i * 7) % 6);
 }
 
@@ -40,8 +40,23 @@ export function eventsOf(turns: number): number {
   return 18 * Math.floor(turns / 3) + [0, 5, 11][turns % 3]!;
 }
 
-const turnsSql = `case when i % 100 = 0 then 200 when i % 10 = 0 then 30 else 1 + (i * 7) % 6 end`;
-const tenantSql = `(array[${tenants.map((t) => `'${t}'`).join(', ')}])[1 + (array[0,0,0,0,0,1,1,1,2,3])[1 + (i * 37) % 10]]`;
+/**
+ * The tenant of session `i`: half are acme's, then globex's, initech's, umbrella's, long
+ * and short sessions alike.
+ */
+export function tenantOf(i: number): string {
+  return tenants[
+    [0, 0, 0, 0, 0, 1, 1, 1, 2, 3][(i + Math.floor(i / 10) + Math.floor(i / 100)) % 10]!
+  ]!;
+}
+
+/** The owner of session `i` (the author of its messages). */
+export function ownerOf(i: number): string {
+  return `user-${i % 97}`;
+}
+
+const turnsSql = `case when i % 100 = 50 then 200 when i % 10 = 5 then 30 else 1 + (i * 7) % 6 end`;
+const tenantSql = `(array[${tenants.map((t) => `'${t}'`).join(', ')}])[1 + (array[0,0,0,0,0,1,1,1,2,3])[1 + (i + i / 10 + i / 100) % 10]]`;
 
 /** Session ids, message ids: ULID-shaped (26 Crockford characters), ordered by `i`. */
 export function bulkSessionId(i: number): string {

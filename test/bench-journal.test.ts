@@ -4,7 +4,9 @@ import {
   eventsBetween,
   eventsOf,
   growJournal,
+  ownerOf,
   sessionsForEvents,
+  tenantOf,
   tenants,
   timelineFor,
   turnsOf,
@@ -53,9 +55,21 @@ describe("the journal benchmark's bulk path", () => {
       sessions,
       events: eventsBetween(0, sessions),
       tenants: tenants.length,
-      longest: eventsOf(turnsOf(0)),
+      longest: Math.max(...Array.from({ length: sessions }, (_, i) => eventsOf(turnsOf(i)))),
     });
     expect(counts!.events).toBeGreaterThanOrEqual(2000);
+    // The benchmark picks sessions by index: it must know each one's tenant and owner.
+    const rows = await db.query<{ session_id: string; tenant: string; owner: string }>(
+      'select session_id, tenant, owner from sessions',
+    );
+    const byId = new Map(rows.rows.map((row) => [row.session_id, row]));
+    for (let i = 0; i < sessions; i++) {
+      expect(byId.get(bulkSessionId(i))).toEqual({
+        session_id: bulkSessionId(i),
+        tenant: tenantOf(i),
+        owner: ownerOf(i),
+      });
+    }
   });
 
   it('keeps the journal invariants: gapless sequences, one terminal event per turn, one user message each', async () => {
