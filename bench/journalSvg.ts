@@ -39,9 +39,9 @@ export function logLogChart(
   const xs = series.flatMap((s) => s.points.map((p) => p.x)).filter((x) => x > 0);
   const ys = series.flatMap((s) => s.points.map((p) => p.y)).filter((y) => y > 0);
   const xMin = 10 ** Math.floor(Math.log10(Math.min(...xs)));
-  const xMax = 10 ** Math.ceil(Math.log10(Math.max(...xs)));
+  const xMax = 10 ** Math.ceil(Math.log10(Math.max(...xs)) - 0.01);
   const yMin = 10 ** Math.floor(Math.log10(Math.min(...ys)));
-  const yMax = 10 ** Math.ceil(Math.log10(Math.max(...ys)));
+  const yMax = 10 ** Math.ceil(Math.log10(Math.max(...ys)) - 0.01);
   const plotWidth = width - left - right;
   const plotHeight = height - top - bottom;
   const px = (x: number) =>
