@@ -45,7 +45,12 @@ export async function pruneSessions(
     `with doomed as (
        select s.session_id, s.tenant from sessions s
         where s.updated_at < $1 and ($2::text is null or s.tenant = $2)
-          and s.state in ('idle', 'closed') and s.input_count = s.input_cursor
+          -- No queued turn: the cursor never passes the count, so <= holds exactly when
+          -- they are equal. Written <= because PostgreSQL estimates a comparison of two
+          -- columns by = at 0.5 % of the rows and by <= at a third: with = it expected a
+          -- handful of old idle sessions and read and sorted all of them for every batch;
+          -- with <= it walks sessions_by_update oldest first and stops at the batch.
+          and s.state in ('idle', 'closed') and s.input_count <= s.input_cursor
           and (s.lease_token is null or s.lease_expires_at < now())
           and not exists (select 1 from input_requests r
                            where r.session_id = s.session_id and r.state = 'pending')
