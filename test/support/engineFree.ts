@@ -6,6 +6,7 @@
 export const engineFreeFiles = [
   'adapters-config',
   'adapters-deadline-clients',
+  'bench-charts',
   'catalog-refresh',
   'config-providers',
   'config',
