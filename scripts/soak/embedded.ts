@@ -121,7 +121,9 @@ function embeddedEngine(
  * The drain's view of a database one process owns: each look stops the server cleanly
  * (`stop`, which records how it exited) and opens the directory with the project's own
  * PGlite storage; the server stays stopped until the drain needs it again (`serve`), and
- * runs two seconds between looks.
+ * then runs five seconds before the next look (a look costs a stop and a start: fewer,
+ * longer runs let it finish more; five seconds also outlast a lease and an execution's
+ * re-check).
  */
 function betweenStops(slot: Slot, dataDir: string, stop: () => Promise<void>): DrainAccess {
   return {
@@ -130,7 +132,7 @@ function betweenStops(slot: Slot, dataDir: string, stop: () => Promise<void>): D
       return withDatabase(dataDir, read);
     },
     serve: () => slot.ensureUp(),
-    pause: () => sleep(2_000),
+    pause: () => sleep(5_000),
   };
 }
 
