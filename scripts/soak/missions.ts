@@ -251,8 +251,18 @@ export async function drainExecutions(
   random: Random,
   timeoutMs: number,
 ): Promise<ExecutionDrainResult> {
-  await access.read((db) => db.query('update schedules set next_fire_at = null'));
   const began = Date.now();
+  // The scheduler holds its rows while it fires: under load the write can time out.
+  while (
+    !(await access.read((db) =>
+      db.query('update schedules set next_fire_at = null').then(
+        () => true,
+        () => Date.now() - began > timeoutMs,
+      ),
+    ))
+  ) {
+    await access.pause();
+  }
   let unblocked = 0;
   let open: { execution_id: string; status: string; session: string }[] = [];
   while (Date.now() - began < timeoutMs) {
