@@ -25,7 +25,7 @@ beforeAll(async () => {
     { ...traffic.env(), PARLEY_DEMO_DELAY_MS: '20' },
   );
   await traffic.run([server.url], new Random(5), 2, 2, 500);
-}, 120_000);
+}, 240_000);
 
 afterAll(async () => {
   await server?.close();
