@@ -252,20 +252,32 @@ export async function drainExecutions(
   timeoutMs: number,
 ): Promise<ExecutionDrainResult> {
   const began = Date.now();
-  // The scheduler holds its rows while it fires: under load the write can time out.
-  while (
-    !(await access.read((db) =>
-      db.query('update schedules set next_fire_at = null').then(
-        () => true,
-        () => Date.now() - began > timeoutMs,
-      ),
-    ))
-  ) {
+  // Rows the scheduler holds while it fires are skipped, not waited for (under load a
+  // waiting write times out): the write is repeated until no schedule has a timer left.
+  while (Date.now() - began < timeoutMs) {
+    const left = await access.read((db) =>
+      db
+        .query<{ left: number }>(
+          `with cleared as (
+             update schedules set next_fire_at = null
+              where name in (select name from schedules where next_fire_at is not null
+                              for update skip locked)
+             returning name)
+           select ((select count(*) from schedules where next_fire_at is not null)
+                   - (select count(*) from cleared))::int as left`,
+        )
+        .then(
+          (found) => found.rows[0]?.left ?? -1,
+          () => -1,
+        ),
+    );
+    if (left === 0) break;
     await access.pause();
   }
   let unblocked = 0;
   let open: { execution_id: string; status: string; session: string }[] = [];
-  while (Date.now() - began < timeoutMs) {
+  // At least one look, however long the schedules took to stop.
+  for (let looks = 0; looks === 0 || Date.now() - began < timeoutMs; looks++) {
     const seen = await access.read(async (db) => {
       const open = (
         await db
