@@ -1,6 +1,11 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { planKills } from '../scripts/soak/embedded.js';
-import { OptionsError, parseOptions } from '../scripts/soak/options.js';
+import { OptionsError, parseOptions, type SoakOptions } from '../scripts/soak/options.js';
+import { Outside } from '../scripts/soak/outside.js';
 import { renderTimeline } from '../scripts/soak/timeline.js';
 
 describe('soak presets and engines', () => {
@@ -22,6 +27,38 @@ describe('soak presets and engines', () => {
     expect(parseOptions([], { PARLEY_SOAK_WITHOUT_PLATFORMS: '1' })).toMatchObject({
       withoutPlatforms: true,
     });
+  });
+
+  it('configures, drives and checks Telegram and Slack unless --without-platforms', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'parley-soak-outside-'));
+    const started: Outside[] = [];
+    try {
+      const withPlatforms = await Outside.start(parseOptions(['--short'], {}) as SoakOptions);
+      started.push(withPlatforms);
+      const adapters = parse(readFileSync(withPlatforms.writeConfig(directory), 'utf8')).adapters;
+      expect(Object.keys(adapters).sort()).toEqual(['slack', 'telegram']);
+      expect(withPlatforms.platformEvidence().map((platform) => platform.platform)).toEqual([
+        'telegram',
+        'slack',
+      ]);
+      // Slack's posts carry a key (their metadata, read back); Telegram's carry none.
+      expect(
+        withPlatforms.platformEvidence().map((platform) => platform.idempotencyKey !== null),
+      ).toEqual([false, true]);
+      const without = await Outside.start(
+        parseOptions(['--short', '--without-platforms'], {}) as SoakOptions,
+      );
+      started.push(without);
+      const config = parse(readFileSync(without.writeConfig(directory), 'utf8'));
+      expect(config.adapters).toBeUndefined();
+      expect(config.webhooks.soak).toBeDefined();
+      expect(without.telegram).toBeNull();
+      expect(without.slack).toBeNull();
+      expect(without.platformEvidence()).toEqual([]);
+    } finally {
+      for (const outside of started) await outside.close();
+      rmSync(directory, { recursive: true, force: true });
+    }
   });
 
   it('refuses an unknown engine, and --short with --long', () => {

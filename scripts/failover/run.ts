@@ -20,7 +20,7 @@ import pg from 'pg';
 import type { Db } from '../../src/store/db.js';
 import { openPostgres } from '../../src/store/postgres.js';
 import { categories, checkDatabase } from '../soak/checker/index.js';
-import { drain } from '../soak/drain.js';
+import { directAccess, drain } from '../soak/drain.js';
 import { childEnvironment, migrate } from '../soak/children.js';
 import { Apis, sleep } from '../soak/http.js';
 import { Ledger } from '../soak/ledger.js';
@@ -161,7 +161,7 @@ async function main(argv: string[]): Promise<number> {
     await clients;
     log(`clients done after ${Math.round((Date.now() - began) / 1000)} s; draining`);
     for (const slot of slots) await slot.ensureUp();
-    const drained = await drain(db, new Apis(urls), random.fork('drain'), 120_000);
+    const drained = await drain(directAccess(db), new Apis(urls), random.fork('drain'), 120_000);
     const stoppedPids = new Set<number>();
     const uncleanShutdowns: string[] = [];
     for (const slot of slots) {

@@ -15,13 +15,36 @@ export interface DrainResult {
 }
 
 /**
+ * How a drain sees the database. PostgreSQL: a connection beside the running processes
+ * (`directAccess`). PGlite: one process owns the data directory, so `read` first stops the
+ * server cleanly (it stays stopped until `serve`), and `pause` gives the server, started
+ * again, time to work before the next look.
+ */
+export interface DrainAccess {
+  read<T>(read: (db: Db) => Promise<T>): Promise<T>;
+  /** The API answers again: the drain is about to act through it, or to wait for it. */
+  serve(): Promise<void>;
+  /** The wait between two looks. */
+  pause(): Promise<void>;
+}
+
+/** A database the running processes share: every look is a query; a look every 500 ms. */
+export function directAccess(db: Db): DrainAccess {
+  return {
+    read: (read) => read(db),
+    serve: async () => {},
+    pause: () => sleep(500),
+  };
+}
+
+/**
  * After the chaos: waits until every admitted turn has ended. A turn waiting for a person
  * whose client had already moved on is approved here, through the API; a parked session
  * holding queued turns is unparked, as an operator would (`parley sessions unpark`).
  * Nothing else helps the system along: what is still open at the deadline is reported.
  */
 export async function drain(
-  db: Db,
+  access: DrainAccess,
   apis: Apis,
   random: Random,
   timeoutMs: number,
@@ -31,20 +54,26 @@ export async function drain(
   const result: DrainResult = { open: 0, answered: 0, unparked: 0, durationMs: 0, stuck: [] };
   const tried = new Set<string>();
   for (;;) {
-    result.open = await openTurns(db);
+    const seen = await access.read(async (db) => {
+      const open = await openTurns(db);
+      if (open === 0) return { open, waiting: [], parked: [] };
+      const waiting = await db
+        .query<{ session_id: string; request_id: string; expected_sequence: number }>(
+          `select session_id, request_id, expected_sequence from input_requests where state = 'pending'`,
+        )
+        .catch(() => ({ rows: [] }));
+      const parked = await db
+        .query<{ session_id: string }>(
+          `select session_id from sessions where state = 'parked' and input_count > input_cursor`,
+        )
+        .catch(() => ({ rows: [] }));
+      return { open, waiting: waiting.rows, parked: parked.rows };
+    });
+    result.open = seen.open;
     if (result.open === 0 || Date.now() > deadline) break;
-    const waiting = await db
-      .query<{ session_id: string; request_id: string; expected_sequence: number }>(
-        `select session_id, request_id, expected_sequence from input_requests where state = 'pending'`,
-      )
-      .catch(() => ({ rows: [] }));
-    result.answered += await approveWaiting(waiting.rows, tried, apis, random);
-    const parked = await db
-      .query<{ session_id: string }>(
-        `select session_id from sessions where state = 'parked' and input_count > input_cursor`,
-      )
-      .catch(() => ({ rows: [] }));
-    for (const session of parked.rows) {
+    await access.serve();
+    result.answered += await approveWaiting(seen.waiting, tried, apis, random);
+    for (const session of seen.parked) {
       const answer = await apis.send(
         'POST',
         `/api/v1/admin/sessions/${session.session_id}/unpark`,
@@ -56,10 +85,10 @@ export async function drain(
       );
       if (answer?.status === 200) result.unparked += 1;
     }
-    await sleep(500);
+    await access.pause();
   }
   result.durationMs = Date.now() - started;
-  if (result.open !== 0) result.stuck = await describeStuck(db);
+  if (result.open !== 0) result.stuck = await access.read(describeStuck);
   return result;
 }
 

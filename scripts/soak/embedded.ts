@@ -4,20 +4,15 @@ import { join } from 'node:path';
 import type { Db } from '../../src/store/db.js';
 import { openPglite } from '../../src/store/pglite.js';
 import type { ChaosCounters } from './chaos.js';
-import { checkDatabase } from './checker/index.js';
-import { approveWaiting, type DrainResult } from './drain.js';
-import { EffectLedger, effectToolsConfig, startEffectServer } from './effects.js';
-import { Apis, sleep } from './http.js';
-import { Ledger } from './ledger.js';
+import { runCourse, type Engine } from './course.js';
+import type { DrainAccess } from './drain.js';
+import { sleep } from './http.js';
 import type { SoakOptions } from './options.js';
-import { Pacer } from './pacer.js';
-import { writeParleyConfig } from './parleyConfig.js';
+import { Outside } from './outside.js';
 import { freePort } from './postgres.js';
 import { Slot } from './processes.js';
 import { Random } from './random.js';
-import { describeViolations, failed, figuresTable } from './report.js';
-import { SessionLoop } from './session.js';
-import { endedTimes, slotMarks, writeRunReport } from './timeline.js';
+import { slotMarks } from './timeline.js';
 
 /** What the PostgreSQL soak's entry point lends the embedded one. */
 export interface EmbeddedContext {
@@ -35,13 +30,14 @@ const downtimeMs = { min: 200, max: 2_000 } as const;
 const minUptimeMs = 4_000;
 
 /**
- * `npm run soak -- --engine pglite`: the embedded engine under the same clients and the
- * same checker. One `parley serve` (API and worker in one process) owns a PGlite data
- * directory; it is SIGKILLed in a seeded Poisson loop and started again on the same
- * directory (PGlite recovers from its WAL; the data-directory lock of the killed process
- * is stale and taken over). Only one process may own the directory, so the drain looks at
- * the database between clean stops of the server (each must exit 0), and the checker opens
- * the directory with the project's own PGlite storage after the last of them.
+ * `npm run soak -- --engine pglite`: the embedded engine under the same clients, the same
+ * drain and the same checker as the PostgreSQL soak (course.ts). One `parley serve` (API
+ * and worker in one process) owns a PGlite data directory; it is SIGKILLed in a seeded
+ * Poisson loop and started again on the same directory (PGlite recovers from its WAL; the
+ * data-directory lock of the killed process is stale and taken over). Only one process may
+ * own the directory, so the drain looks at the database between clean stops of the server
+ * (each must exit 0), and the checker opens the directory with the project's own PGlite
+ * storage after the last of them.
  */
 export async function runEmbedded(options: SoakOptions, context: EmbeddedContext): Promise<number> {
   const { log } = context;
@@ -50,13 +46,13 @@ export async function runEmbedded(options: SoakOptions, context: EmbeddedContext
   const dataDir = join(directory, 'data');
   const logDir = join(directory, 'logs');
   mkdirSync(logDir);
-  const effects = new EffectLedger();
-  const effectServer = await startEffectServer(effects);
+  const outside = await Outside.start(options);
   let slot: Slot | null = null;
   try {
     const env = context.childEnvironment({
       PARLEY_DATA_DIR: dataDir,
-      PARLEY_CONFIG: writeParleyConfig(directory, effectToolsConfig(effectServer.url)),
+      PARLEY_CONFIG: outside.writeConfig(directory),
+      ...outside.env(),
       PARLEY_HOST: '127.0.0.1',
       PARLEY_DEMO_DELAY_MS: String(options.demoDelayMs),
       PARLEY_LOG_LEVEL: 'warn',
@@ -73,106 +69,71 @@ export async function runEmbedded(options: SoakOptions, context: EmbeddedContext
     );
     await slot.start();
     log(`PGlite ${dataDir}; started ${slot.name} (pid ${slot.pid})`);
-    return await soakEmbedded(options, context, slot, dataDir, effects);
+    return await runCourse(options, outside, embeddedEngine(options, context, slot, dataDir), log);
   } finally {
     await slot?.close();
-    await effectServer.close();
+    await outside.close();
     if (options.keep) log(`kept ${directory} (PGlite data, process log)`);
     else rmSync(directory, { recursive: true, force: true });
   }
 }
 
-async function soakEmbedded(
+function embeddedEngine(
   options: SoakOptions,
   context: EmbeddedContext,
   slot: Slot,
   dataDir: string,
-  effects: EffectLedger,
-): Promise<number> {
-  const { log } = context;
-  const began = Date.now();
-  const random = new Random(options.seed);
-  const ledger = new Ledger();
-  const url = slot.url as string;
-  const pacer = new Pacer(options.turns, options.durationMs * 0.85);
-  const loops = Array.from({ length: options.sessions }, (_, index) => {
-    const client = index % options.clients;
-    return new SessionLoop(
-      { apis: new Apis([url]), ledger, pacer, followTimeoutMs: 90_000 },
-      random.fork(`session-${index}`),
-      `c${client}s${index}`,
-    );
-  });
+): Engine {
   const kills = planKills(options.seed, options.durationMs);
-  log(`chaos plan: ${kills.length} SIGKILLs of parley serve`);
-  const ticker = setInterval(() => {
-    log(
-      `${Math.round((Date.now() - began) / 1000)} s: ${ledger.turns.size} turns acknowledged, ${pacer.remaining} to admit`,
-    );
-  }, 15_000);
-  try {
-    let chaosMs = 0;
-    const chaos = runKills(kills, slot, log).then((counters) => {
-      chaosMs = Date.now() - began;
-      return counters;
-    });
-    const [counters] = await Promise.all([chaos, Promise.all(loops.map((loop) => loop.run()))]);
-    log(`chaos over after ${Math.round(chaosMs / 1000)} s; clients done; draining`);
-    await slot.ensureUp();
-    const apis = new Apis([url]);
-    const stops: Stop[] = [];
-    const drained = await drainEmbedded(slot, dataDir, apis, random.fork('drain'), options, stops);
-    log(`drain: ${drained.open} turns still open after ${Math.round(drained.durationMs / 1000)} s`);
-
+  context.log(`chaos plan: ${kills.length} SIGKILLs of parley serve`);
+  const stops: Stop[] = [];
+  const stop = async () => {
+    const pid = slot.pid;
+    if (pid !== null) stops.push({ pid, ...(await slot.terminate()) });
+  };
+  return {
+    urls: [slot.url as string],
+    chaos: () => runKills(kills, slot, context.log),
+    ensureUp: () => slot.ensureUp(),
+    access: betweenStops(slot, dataDir, stop),
     // The drain's last look stopped the server with SIGTERM: every stop must have been clean.
-    const uncleanShutdowns = stops
-      .filter((stop) => stop.code !== 0)
-      .map((stop) => `${slot.name} (pid ${stop.pid}): code ${stop.code} signal ${stop.signal}`);
-    const stoppedPids = new Set(stops.map((stop) => stop.pid));
-    const { check, ended } = await withDatabase(dataDir, async (db) => ({
-      check: await checkDatabase(db, ledger, { stoppedPids, effects }),
-      ended: await endedTimes(db, began),
-    }));
-    const unexpectedExits = slot.unexpectedExits.map(
-      (exit) => `${slot.name}: code ${exit.code} signal ${exit.signal}`,
-    );
-    const facts = {
-      options,
-      ledger,
-      chaos: counters,
-      drain: drained,
-      check,
-      leasesLost: slot.counts.get('leaseLost') ?? 0,
-      failedAttempts: loops.reduce((sum, loop) => sum + loop.apis.failures, 0),
-      unexpectedExits,
-      uncleanShutdowns,
-      chaosMs,
-      totalMs: Date.now() - began,
-    };
-    process.stdout.write(`\n${figuresTable(facts)}\n\n`);
-    const written = writeRunReport(options.reportDir, facts, {
-      marks: slotMarks([slot], began),
-      endedS: ended,
-      chaosS: chaosMs / 1000,
-      totalS: facts.totalMs / 1000,
-      title: `npm run soak -- ${context.repeat}`,
-    });
-    log(`report: ${written.json}, timeline: ${written.svg}`);
-    if (!failed(facts)) {
-      log(
-        `PASS (PGlite): nothing lost, doubled, reordered or left unfinished (seed ${options.seed})`,
-      );
-      return 0;
-    }
-    process.stdout.write(`${describeViolations(check.findings.violations)}\n`);
-    for (const line of drained.stuck) process.stdout.write(`stuck: ${line}\n`);
-    for (const line of [...unexpectedExits, ...uncleanShutdowns])
-      process.stdout.write(`process: ${line}\n`);
-    log(`FAIL (seed ${options.seed}); rerun with: npm run soak -- ${context.repeat} --keep`);
-    return 1;
-  } finally {
-    clearInterval(ticker);
-  }
+    stopAll: async () => {
+      await stop();
+      return {
+        stoppedPids: new Set(stops.map((entry) => entry.pid)),
+        uncleanShutdowns: stops
+          .filter((entry) => entry.code !== 0)
+          .map(
+            (entry) => `${slot.name} (pid ${entry.pid}): code ${entry.code} signal ${entry.signal}`,
+          ),
+      };
+    },
+    unexpectedExits: () =>
+      slot.unexpectedExits.map((exit) => `${slot.name}: code ${exit.code} signal ${exit.signal}`),
+    leasesLost: () => slot.counts.get('leaseLost') ?? 0,
+    marks: (began) => slotMarks([slot], began),
+    label: ' (PGlite)',
+    repeat: context.repeat,
+  };
+}
+
+/**
+ * The drain's view of a database one process owns: each look stops the server cleanly
+ * (`stop`, which records how it exited) and opens the directory with the project's own
+ * PGlite storage; the server stays stopped until the drain needs it again (`serve`), and
+ * then runs five seconds before the next look (a look costs a stop and a start: fewer,
+ * longer runs let it finish more; five seconds also outlast a lease and an execution's
+ * re-check).
+ */
+function betweenStops(slot: Slot, dataDir: string, stop: () => Promise<void>): DrainAccess {
+  return {
+    read: async (read) => {
+      await stop();
+      return withDatabase(dataDir, read);
+    },
+    serve: () => slot.ensureUp(),
+    pause: () => sleep(5_000),
+  };
 }
 
 interface Stop {
@@ -236,68 +197,4 @@ async function withDatabase<T>(dataDir: string, read: (db: Db) => Promise<T>): P
   } finally {
     await db.close();
   }
-}
-
-/**
- * The drain of docs/reliability.md for one process owning its database: each round stops
- * the server cleanly, reads what is still open, starts it again, then approves the
- * requests left waiting and unparks parked sessions through the API.
- */
-async function drainEmbedded(
-  slot: Slot,
-  dataDir: string,
-  apis: Apis,
-  random: Random,
-  options: SoakOptions,
-  stops: Stop[],
-): Promise<DrainResult> {
-  const started = Date.now();
-  const deadline = started + options.drainTimeoutMs;
-  const result: DrainResult = { open: 0, answered: 0, unparked: 0, durationMs: 0, stuck: [] };
-  const tried = new Set<string>();
-  for (;;) {
-    // Give the server time to finish what it can before each look.
-    await sleep(2_000);
-    await slot.ensureUp();
-    const pid = slot.pid as number;
-    stops.push({ pid, ...(await slot.terminate()) });
-    const seen = await withDatabase(dataDir, async (db) => ({
-      open: (
-        await db.query<{ turn_id: string; session_id: string; state: string }>(
-          `select turn_id, session_id, state from turns where state in ('queued', 'running')`,
-        )
-      ).rows,
-      waiting: (
-        await db.query<{ session_id: string; request_id: string; expected_sequence: number }>(
-          `select session_id, request_id, expected_sequence from input_requests where state = 'pending'`,
-        )
-      ).rows,
-      parked: (
-        await db.query<{ session_id: string }>(
-          `select session_id from sessions where state = 'parked' and input_count > input_cursor`,
-        )
-      ).rows,
-    }));
-    result.open = seen.open.length;
-    if (result.open === 0 || Date.now() > deadline) {
-      result.stuck = seen.open.map((turn) => `${turn.session_id}: ${turn.turn_id} ${turn.state}`);
-      break;
-    }
-    await slot.start();
-    result.answered += await approveWaiting(seen.waiting, tried, apis, random);
-    for (const session of seen.parked) {
-      const answer = await apis.send(
-        'POST',
-        `/api/v1/admin/sessions/${session.session_id}/unpark`,
-        {},
-        {
-          deadline: Date.now() + 10_000,
-          random,
-        },
-      );
-      if (answer?.status === 200) result.unparked += 1;
-    }
-  }
-  result.durationMs = Date.now() - started;
-  return result;
 }

@@ -1,4 +1,4 @@
-import type { Db } from '../../src/store/db.js';
+import type { DrainAccess } from './drain.js';
 import { sendOnce, sleep, type Apis } from './http.js';
 import type { ExecutionKind, MissionLedger } from './missionLedger.js';
 import type { Random } from './random.js';
@@ -246,38 +246,66 @@ export interface ExecutionDrainResult {
  * blocked, as the person it waits for would. Nothing else helps the system along.
  */
 export async function drainExecutions(
-  db: Db,
+  access: DrainAccess,
   context: { apis: Apis; ledger: MissionLedger },
   random: Random,
   timeoutMs: number,
 ): Promise<ExecutionDrainResult> {
-  await db.query('update schedules set next_fire_at = null');
   const began = Date.now();
+  // Rows the scheduler holds while it fires are skipped, not waited for (under load a
+  // waiting write times out): the write is repeated until no schedule has a timer left.
+  while (Date.now() - began < timeoutMs) {
+    const left = await access.read((db) =>
+      db
+        .query<{ left: number }>(
+          `with cleared as (
+             update schedules set next_fire_at = null
+              where name in (select name from schedules where next_fire_at is not null
+                              for update skip locked)
+             returning name)
+           select ((select count(*) from schedules where next_fire_at is not null)
+                   - (select count(*) from cleared))::int as left`,
+        )
+        .then(
+          (found) => found.rows[0]?.left ?? -1,
+          () => -1,
+        ),
+    );
+    if (left === 0) break;
+    await access.pause();
+  }
   let unblocked = 0;
   let open: { execution_id: string; status: string; session: string }[] = [];
-  while (Date.now() - began < timeoutMs) {
-    open = (
-      await db
-        .query<{ execution_id: string; status: string; session: string }>(
-          `select x.execution_id, x.status,
-                  s.state || (case when s.lease_token is null then '' else ', leased' end) ||
-                  '; open turns ' || coalesce((select string_agg(t.turn_id || ' ' || t.state, ', ')
-                      from turns t where t.session_id = s.session_id
-                       and t.state in ('queued', 'running')), 'none') as session
-             from executions x join sessions s on s.session_id = x.session_id
-            where x.ended_at is null order by x.execution_id`,
+  // At least one look, however long the schedules took to stop.
+  for (let looks = 0; looks === 0 || Date.now() - began < timeoutMs; looks++) {
+    const seen = await access.read(async (db) => {
+      const open = (
+        await db
+          .query<{ execution_id: string; status: string; session: string }>(
+            `select x.execution_id, x.status,
+                    s.state || (case when s.lease_token is null then '' else ', leased' end) ||
+                    '; open turns ' || coalesce((select string_agg(t.turn_id || ' ' || t.state, ', ')
+                        from turns t where t.session_id = s.session_id
+                         and t.state in ('queued', 'running')), 'none') as session
+               from executions x join sessions s on s.session_id = x.session_id
+              where x.ended_at is null order by x.execution_id`,
+          )
+          .catch(() => ({ rows: [{ execution_id: '?', status: 'unreadable', session: '?' }] }))
+      ).rows;
+      if (open.length === 0) return { open, parked: [] };
+      // A parked session holding an iteration is unparked, as an operator would.
+      const parked = await db
+        .query<{ session_id: string }>(
+          `select s.session_id from sessions s join executions x on x.session_id = s.session_id
+            where x.ended_at is null and s.state = 'parked' and s.input_count > s.input_cursor`,
         )
-        .catch(() => ({ rows: [{ execution_id: '?', status: 'unreadable', session: '?' }] }))
-    ).rows;
+        .catch(() => ({ rows: [] }));
+      return { open, parked: parked.rows };
+    });
+    open = seen.open;
     if (open.length === 0) break;
-    // A parked session holding an iteration is unparked, as an operator would.
-    const parked = await db
-      .query<{ session_id: string }>(
-        `select s.session_id from sessions s join executions x on x.session_id = s.session_id
-          where x.ended_at is null and s.state = 'parked' and s.input_count > s.input_cursor`,
-      )
-      .catch(() => ({ rows: [] }));
-    for (const session of parked.rows) {
+    await access.serve();
+    for (const session of seen.parked) {
       await context.apis.send(
         'POST',
         `/api/v1/admin/sessions/${session.session_id}/unpark`,
@@ -303,7 +331,7 @@ export async function drainExecutions(
         `soak unblock ${commandId} /decide complete`,
       );
     }
-    await sleep(500);
+    await access.pause();
   }
   return {
     open: open.length,

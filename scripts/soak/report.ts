@@ -143,15 +143,21 @@ function webhookRows(facts: RunFacts): [string, string | number][] {
 }
 
 function platformRows(facts: RunFacts): [string, string | number][] {
-  const figures = facts.check.platform;
-  if (!figures) return [];
-  return [
-    ['Telegram messages sent (acknowledged)', `${figures.updates} (${figures.acknowledged})`],
-    [
-      'Telegram replies posted twice (longest window)',
-      `${figures.duplicates} (${figures.longestWindowMs} ms)`,
-    ],
-  ];
+  return facts.check.platforms.flatMap((figures): [string, string | number][] => {
+    const name = `${figures.platform.charAt(0).toUpperCase()}${figures.platform.slice(1)}`;
+    return [
+      [`${name} messages sent (acknowledged)`, `${figures.updates} (${figures.acknowledged})`],
+      figures.idempotencyKey
+        ? [
+            `${name} replies posted twice (posts keyed by ${figures.idempotencyKey}: each one doubled)`,
+            figures.duplicates,
+          ]
+        : [
+            `${name} replies posted twice, longest window (no idempotency key: measured)`,
+            `${figures.duplicates} (${figures.longestWindowMs} ms)`,
+          ],
+    ];
+  });
 }
 
 function byKind(ledger: Ledger): string {

@@ -2,8 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import type { Db } from '../../src/store/db.js';
-import { sleep } from './http.js';
+import type { DrainAccess } from './drain.js';
 import type { Random } from './random.js';
 
 /** The journal events the soak's endpoint subscribes to: every message and every turn's end. */
@@ -101,41 +100,39 @@ export function webhookConfig(url: string, secretEnv: string): Record<string, un
 }
 
 /** After the chaos: waits until no delivery is pending (delivered or dead-lettered). */
-export function drainWebhooks(db: Db, timeoutMs: number, random: Random) {
+export function drainWebhooks(access: DrainAccess, timeoutMs: number) {
   return drainPending(
-    db,
+    access,
     `select count(*)::int as pending from webhook_deliveries where state = 'pending'`,
     timeoutMs,
-    random,
   );
 }
 
 /** Waits until every platform reply is posted (or dead-lettered): the replies' outbox. */
-export function drainReplies(db: Db, timeoutMs: number, random: Random) {
+export function drainReplies(access: DrainAccess, timeoutMs: number) {
   return drainPending(
-    db,
+    access,
     `select count(*)::int as pending from adapter_replies
       where state = 'pending' and version > delivered_version`,
     timeoutMs,
-    random,
   );
 }
 
 async function drainPending(
-  db: Db,
+  access: DrainAccess,
   countSql: string,
   timeoutMs: number,
-  random: Random,
 ): Promise<{ pending: number; durationMs: number }> {
   const began = Date.now();
   let pending = -1;
   while (Date.now() - began < timeoutMs) {
-    const found = await db
-      .query<{ pending: number }>(countSql)
-      .catch(() => ({ rows: [{ pending: -1 }] }));
+    const found = await access.read((db) =>
+      db.query<{ pending: number }>(countSql).catch(() => ({ rows: [{ pending: -1 }] })),
+    );
     pending = found.rows[0]?.pending ?? -1;
     if (pending === 0) break;
-    await sleep(random.int(300, 700));
+    await access.serve();
+    await access.pause();
   }
   return { pending, durationMs: Date.now() - began };
 }

@@ -10,6 +10,7 @@ import { checkGapless, checkOrder, checkTerminals } from './journal.js';
 import { checkExecutions, checkSchedules } from './missions.js';
 import { readMissionSnapshot } from './missionSnapshot.js';
 import { checkPlatform, type PlatformEvidence, type PlatformFigures } from './platforms.js';
+import { checkPostedOnce, type PlatformTraffic } from './postedOnce.js';
 import { readSnapshot } from './snapshot.js';
 import {
   checkWebhooks,
@@ -22,12 +23,20 @@ import { checkReplies, checkTranscript } from './transcript.js';
 
 export { categories, type Category, type Violation } from './findings.js';
 
+/** One platform's figures, with its name and the idempotency key of its posts (if any). */
+export interface PlatformReport extends PlatformFigures {
+  platform: string;
+  idempotencyKey: string | null;
+}
+
 export interface CheckResult {
   findings: Findings;
   /** The webhook endpoint's figures, when one was checked. */
   webhooks: WebhookFigures | null;
-  /** The chat platform's figures, when one was checked. */
+  /** The first chat platform's figures, when one was checked. */
   platform: PlatformFigures | null;
+  /** Every chat platform's figures, in the order given. */
+  platforms: PlatformReport[];
   /** What the snapshot held, for the figures. */
   totals: {
     sessions: number;
@@ -51,7 +60,7 @@ export interface CheckResult {
  * (`ledger`). `stoppedPids`: the processes stopped with SIGTERM, whose leases must all
  * have been released; `effects`: the external ledger of the effect tools' side effects.
  * `missions`: what the mission clients were told. `webhooks`: an endpoint and what its
- * receiver got. `platform`: the updates a fake platform sent, and its posts.
+ * receiver got. `platform`, `platforms`: the updates each fake platform sent, and its posts.
  */
 export async function checkDatabase(
   db: Db,
@@ -62,6 +71,7 @@ export async function checkDatabase(
     missions?: MissionLedger;
     webhooks?: WebhookEvidence;
     platform?: PlatformEvidence;
+    platforms?: PlatformTraffic[];
   } = {},
 ): Promise<CheckResult> {
   const snapshot = await readSnapshot(db);
@@ -90,7 +100,18 @@ export async function checkDatabase(
         findings,
       )
     : null;
-  const platform = options.platform ? checkPlatform(journal, options.platform, findings) : null;
+  const platforms = [
+    ...(options.platform ? [options.platform as PlatformTraffic] : []),
+    ...(options.platforms ?? []),
+  ].map((evidence): PlatformReport => {
+    const figures = checkPlatform(journal, evidence, findings);
+    checkPostedOnce(evidence, findings);
+    return {
+      ...figures,
+      platform: evidence.platform,
+      idempotencyKey: evidence.idempotencyKey ?? null,
+    };
+  });
   for (const violation of [...ledger.violations, ...missions.violations]) {
     // What clients saw on the wire (a gap in a stream, a changed 202) counts as well.
     findings.add(
@@ -106,7 +127,8 @@ export async function checkDatabase(
   return {
     findings,
     webhooks,
-    platform,
+    platform: platforms[0] ?? null,
+    platforms,
     totals: {
       sessions: snapshot.sessions.length,
       turns: snapshot.turns.length,

@@ -12,6 +12,8 @@ export interface SlackMessage {
   history: string[];
   /** The message's metadata (`event_type`, `event_payload`), if it was given any. */
   metadata: { event_type: string; event_payload: Record<string, unknown> } | undefined;
+  /** When the message was posted (epoch ms): the window of a reply posted twice. */
+  posted_at: number;
 }
 
 /**
@@ -58,6 +60,7 @@ export class FakeSlack {
         streaming,
         history: [text],
         metadata: metadata(body),
+        posted_at: Date.now(),
       });
       return ok({ ts, channel: body.channel });
     };

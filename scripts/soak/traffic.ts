@@ -1,0 +1,85 @@
+import { Apis } from './http.js';
+import { Ledger } from './ledger.js';
+import { MissionLedger } from './missionLedger.js';
+import { runMissionClient } from './missions.js';
+import type { SoakOptions } from './options.js';
+import type { Outside } from './outside.js';
+import { Pacer } from './pacer.js';
+import type { Random } from './random.js';
+import { SessionLoop } from './session.js';
+
+/**
+ * Everything the soak's clients do during the chaos, whichever the engine: the chat
+ * sessions (turns, effect tools, approvals, cancels, budgets), the mission client
+ * (executions, cancels, unblocks), and the people on Telegram and Slack. What they were
+ * told is in `ledger` and `missions`, the platforms' traffic in `outside`.
+ */
+export class Traffic {
+  readonly ledger = new Ledger();
+  readonly missions = new MissionLedger();
+  readonly pacer: Pacer;
+  /** One per client: a client's sessions share its connection to the API processes. */
+  private readonly clientApis: Apis[];
+
+  constructor(
+    private readonly options: SoakOptions,
+    private readonly urls: string[],
+    private readonly outside: Outside,
+  ) {
+    this.pacer = new Pacer(options.turns, this.windowMs);
+    this.clientApis = Array.from({ length: options.clients }, (_, index) => {
+      const apis = new Apis(urls);
+      for (let skip = 0; skip < index; skip++) apis.pick(); // clients start on different APIs
+      return apis;
+    });
+  }
+
+  /** Admissions, dispatches and platform messages are spread over most of the chaos. */
+  private get windowMs(): number {
+    return this.options.durationMs * 0.85;
+  }
+
+  /** Runs every client until each is done. */
+  async run(random: Random): Promise<void> {
+    const { options, outside } = this;
+    const loops = Array.from({ length: options.sessions }, (_, index) => {
+      const client = index % options.clients;
+      return new SessionLoop(
+        {
+          apis: this.clientApis[client] as Apis,
+          ledger: this.ledger,
+          pacer: this.pacer,
+          followTimeoutMs: 90_000,
+        },
+        random.fork(`session-${index}`),
+        `c${client}s${index}`,
+      );
+    });
+    // As many people on each platform as a fifth of the sessions, each writing a few times.
+    const people = Math.max(2, Math.round(options.sessions / 5));
+    const messages = Math.max(3, Math.round(options.turns / 60));
+    await Promise.all([
+      Promise.all(loops.map((loop) => loop.run())),
+      runMissionClient({
+        apis: new Apis(this.urls),
+        ledger: this.missions,
+        random: random.fork('missions'),
+        count: executionsFor(options),
+        windowMs: this.windowMs,
+        followTimeoutMs: 90_000,
+      }),
+      outside.telegram?.run(this.urls, random.fork('telegram'), people, messages, this.windowMs),
+      outside.slack?.run(this.urls, random.fork('slack'), people, messages, this.windowMs),
+    ]);
+  }
+
+  /** Client requests that got no answer, a 5xx or timed out (each then retried). */
+  get failedAttempts(): number {
+    return this.clientApis.reduce((sum, apis) => sum + apis.failures, 0);
+  }
+}
+
+/** Executions the mission client dispatches: one for every ten turns, at least four. */
+function executionsFor(options: SoakOptions): number {
+  return Math.max(4, Math.round(options.turns / 10));
+}
