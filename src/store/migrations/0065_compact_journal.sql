@@ -7,10 +7,5 @@
 alter table messages drop constraint messages_tenant_session_id_turn_id_role_key;
 create unique index messages_one_reply on messages (tenant, turn_id) where role = 'assistant';
 
--- Retention finds the oldest events by `at`, which grows with the journal's insertion
--- order: a block-range index answers that in a few pages instead of an entry per event.
-drop index events_by_age;
-create index events_by_age on events using brin (at);
-
 -- A turn's admission fingerprint (sha256) as its 32 bytes rather than 64 hex characters.
 alter table turns alter column fingerprint type bytea using decode(fingerprint, 'hex');
