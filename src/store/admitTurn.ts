@@ -98,7 +98,8 @@ const admitStatement: Statement = {
       select s.session_id, s.agent, s.state from sessions s
        where s.tenant = $1 and s.session_id = $2 and ${visibleSql('s', 11)}
     ), known as (
-      select t.session_id, t.fingerprint, t.admitted_sequence, t.state, s.agent
+      select t.session_id, encode(t.fingerprint, 'hex') as fingerprint, t.admitted_sequence,
+             t.state, s.agent
         from turns t join sessions s on s.session_id = t.session_id
        where t.tenant = $1 and t.turn_id = $3
     ), bumped as (
@@ -118,7 +119,7 @@ const admitStatement: Statement = {
       insert into turns (tenant, turn_id, session_id, position, state, fingerprint,
                          admitted_sequence, message_id)
       select b.tenant, $3, b.session_id, case when b.triggers then b.input_count end,
-             case when b.triggers then 'queued' else 'stored' end, $6, b.last_sequence, $7
+             case when b.triggers then 'queued' else 'stored' end, decode($6, 'hex'), b.last_sequence, $7
         from bumped b
     ), message as (
       insert into messages (message_id, tenant, session_id, turn_id, role, author, content, sequence)
@@ -282,7 +283,7 @@ async function admitOnce(
   await tx.query(
     `insert into turns (tenant, turn_id, session_id, position, state, fingerprint, admitted_sequence,
                         message_id, option, attachments)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+     values ($1, $2, $3, $4, $5, decode($6, 'hex'), $7, $8, $9, $10)`,
     [
       input.tenant,
       input.turnId,
@@ -378,7 +379,8 @@ interface TurnRow {
 
 async function findTurn(tx: Queryable, tenant: string, turnId: string): Promise<TurnRow | null> {
   const found = await tx.query<TurnRow>(
-    `select t.session_id, t.fingerprint, t.admitted_sequence, t.state, s.agent
+    `select t.session_id, encode(t.fingerprint, 'hex') as fingerprint, t.admitted_sequence,
+            t.state, s.agent
        from turns t join sessions s on s.session_id = t.session_id
       where t.tenant = $1 and t.turn_id = $2`,
     [tenant, turnId],

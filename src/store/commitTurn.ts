@@ -116,7 +116,11 @@ export async function commitTurn(
   const params = [
     lease.sessionId,
     lease.token,
-    storedEventsJson(events),
+    storedEventsJson(events, {
+      id: burst.messageId,
+      content: burst.content,
+      rawContent: burst.rawContent,
+    }),
     liveEvents(events),
     burst.lastPosition,
     burst.turnIds,

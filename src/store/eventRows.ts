@@ -4,8 +4,10 @@ import type { NewEvent, ParleyEvent } from '../protocol/events.js';
  * How journal events are kept, and how they are turned back into what clients receive.
  *
  * Text is stored once: a `message` event and a `done` event refer to their transcript row
- * (`events.message_id`) instead of copying its text, and are rebuilt from it on read. Every
- * other event keeps its data in `payload`. A client receives the same bytes whether an
+ * (`events.message_id`) instead of copying its text, and are rebuilt from it on read; so
+ * does a `text_delta` written with its reply's transcript row whose text is the whole reply
+ * as the model wrote it (a short reply streamed in one batch). Every other event keeps its
+ * data in `payload`. A client receives the same bytes whether an
  * event reaches it live (carried in a wake-up, `liveEvents`) or replayed from the journal
  * (`toWireEvent`): both go through `wireEvent`, which orders object keys the way PostgreSQL
  * orders a jsonb object's keys, the order a replayed payload comes back in.
@@ -30,6 +32,7 @@ export interface EventRow {
   role: string | null;
   author: string | null;
   content: string | null;
+  raw_content: string | null;
 }
 
 /**
@@ -38,9 +41,18 @@ export interface EventRow {
  * wake-up computes it (see wakeups.ts), so both paths agree on `at`.
  */
 export const eventRowColumns = `e.sequence, e.type, e.turn_id, e.payload, e.message_id,
-       floor(extract(epoch from e.at) * 1000)::bigint as at_ms, m.role, m.author, m.content`;
+       floor(extract(epoch from e.at) * 1000)::bigint as at_ms, m.role, m.author, m.content,
+       m.raw_content`;
 
-function toStored(event: NewEvent): StoredEvent {
+/** The transcript row written with the events: a delta that is its whole text refers to it. */
+export interface Transcript {
+  id: string;
+  content: string;
+  /** The model's text when it differs from `content`. */
+  rawContent: string | null;
+}
+
+function toStored(event: NewEvent, transcript: Transcript | null): StoredEvent {
   if (event.type === 'message') {
     const {
       id,
@@ -58,6 +70,14 @@ function toStored(event: NewEvent): StoredEvent {
       : { turn_ids: turnIds };
     return { type: event.type, turn_id: event.turn_id, payload, message_id: final.id };
   }
+  if (
+    event.type === 'text_delta' &&
+    transcript !== null &&
+    (event as NewEvent<'text_delta'>).data.delta === (transcript.rawContent ?? transcript.content)
+  ) {
+    const { delta: _delta, ...rest } = (event as NewEvent<'text_delta'>).data;
+    return { type: event.type, turn_id: event.turn_id, payload: rest, message_id: transcript.id };
+  }
   return {
     type: event.type,
     turn_id: event.turn_id,
@@ -66,9 +86,12 @@ function toStored(event: NewEvent): StoredEvent {
   };
 }
 
-/** The JSON array the insert statements unpack with `jsonb_array_elements`. */
-export function storedEventsJson(events: NewEvent[]): string {
-  return JSON.stringify(events.map(toStored));
+/**
+ * The JSON array the insert statements unpack with `jsonb_array_elements`; `transcript` is
+ * the transcript row the same statement writes, if any.
+ */
+export function storedEventsJson(events: NewEvent[], transcript: Transcript | null = null): string {
+  return JSON.stringify(events.map((event) => toStored(event, transcript)));
 }
 
 /**
@@ -106,6 +129,8 @@ export function toWireEvent(row: EventRow): ParleyEvent {
       },
       turn_ids: turnIds,
     };
+  } else if (row.message_id !== null && row.type === 'text_delta') {
+    data = { ...row.payload, delta: row.raw_content ?? row.content };
   }
   return wireEvent(row.type, row.sequence, row.at_ms, row.turn_id, data);
 }
