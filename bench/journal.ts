@@ -33,7 +33,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -67,7 +67,7 @@ import {
 } from './journalBulk.js';
 import { logLogChart } from './journalSvg.js';
 import { freshDatabase, postgresAdminUrl } from './database.js';
-import { formatJson, revision } from './output.js';
+import { formatJson, machineFigures, revision } from './output.js';
 import { fmt, median, percentile, round } from './stats.js';
 
 const topEvents = Number(process.env.PARLEY_BENCH_JOURNAL_EVENTS ?? 1_000_000);
@@ -659,15 +659,7 @@ async function main(): Promise<void> {
     const report = {
       date: new Date().toISOString(),
       revision: revision(root),
-      machine: {
-        cpus: cpus().length,
-        cpu_model: cpus()[0]?.model ?? 'unknown',
-        memory_gb: round(totalmem() / 2 ** 30, 1),
-        node: process.version,
-        os: `${process.platform} ${release()}`,
-        load_average_1m_before: round(loadBefore[0] as number, 2),
-        load_average_1m_after: round(loadavg()[0] as number, 2),
-      },
+      machine: machineFigures(loadBefore),
       versions: {
         parley: pkg.version,
         pg: pkg.dependencies.pg,

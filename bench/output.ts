@@ -1,8 +1,10 @@
 import { execFileSync } from 'node:child_process';
+import { cpus, loadavg, release, totalmem } from 'node:os';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { historyChart, renderBarChart, throughputChart } from './charts.js';
+import { round } from './stats.js';
 
 /** What the benchmarks write: JSON as the repository formats it, and the revision measured. */
 
@@ -19,6 +21,19 @@ export async function formatJson(path: string, value: unknown): Promise<string> 
 }
 
 /** The commit measured, and whether src/ differed from it (PARLEY_BENCH_REVISION overrides). */
+/** The machine a report was measured on, and its load average before and after the run. */
+export function machineFigures(loadBefore: number[]) {
+  return {
+    cpus: cpus().length,
+    cpu_model: cpus()[0]?.model ?? 'unknown',
+    memory_gb: round(totalmem() / 2 ** 30, 1),
+    node: process.version,
+    os: `${process.platform} ${release()}`,
+    load_average_1m_before: round(loadBefore[0] as number, 2),
+    load_average_1m_after: round(loadavg()[0] as number, 2),
+  };
+}
+
 export function revision(root: string): { commit: string | null; src_modified: boolean | null } {
   if (process.env.PARLEY_BENCH_REVISION) {
     return { commit: process.env.PARLEY_BENCH_REVISION, src_modified: false };

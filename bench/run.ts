@@ -18,7 +18,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { closeClient, requestJson, SseStream, type Frame } from './http.js';
@@ -31,7 +31,7 @@ import { measureProviderPath, PacedProvider } from './providerPath.js';
 import { measureToolLoop } from './toolLoop.js';
 import { benchMissions, missionsTable, type MissionsFigures } from './missions.js';
 import { freshDatabase, postgresAdminUrl, type FreshDatabase } from './database.js';
-import { formatJson, revision, writeBenchCharts } from './output.js';
+import { formatJson, machineFigures, revision, writeBenchCharts } from './output.js';
 
 const runs = Number(process.env.PARLEY_BENCH_RUNS ?? 3);
 const engines = (process.env.PARLEY_BENCH_ENGINES ?? 'pglite,postgres').split(',');
@@ -948,15 +948,7 @@ async function main(): Promise<void> {
     const figures = await attempt(() => benchMissions(engine, admin?.url ?? null));
     if (!('failed' in figures)) missions[engine] = figures;
   }
-  const machine = {
-    cpus: cpus().length,
-    cpu_model: cpus()[0]?.model ?? 'unknown',
-    memory_gb: round(totalmem() / 2 ** 30, 1),
-    node: process.version,
-    os: `${process.platform} ${release()}`,
-    load_average_1m_before: round(loadBefore[0] as number, 2),
-    load_average_1m_after: round(loadavg()[0] as number, 2),
-  };
+  const machine = machineFigures(loadBefore);
   const report = {
     date: new Date().toISOString(),
     revision: revision(root),

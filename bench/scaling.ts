@@ -34,7 +34,7 @@ import { closeClient } from './http.js';
 import { peerReplyText, peerShapedLoad, runPeerOnce, type PeerShapedLoad } from './peer.js';
 import { now } from './remote.js';
 import { fmt, median, round } from './stats.js';
-import { formatJson, revision } from './output.js';
+import { formatJson, machineFigures, revision } from './output.js';
 import { scalingModel } from './scalingModel.js';
 
 const numberList = (name: string, fallback: string) =>
@@ -358,13 +358,7 @@ async function main(): Promise<void> {
           runs: peerRuns,
         }
       : peerFromLatest();
-    const machine = {
-      cpus: cpus().length,
-      cpu_model: cpus()[0]?.model ?? 'unknown',
-      node: process.version,
-      load_average_1m_before: round(loadBefore[0] as number, 2),
-      load_average_1m_after: round(loadavg()[0] as number, 2),
-    };
+    const machine = machineFigures(loadBefore);
     const report = {
       date: new Date().toISOString(),
       revision: revision(root),

@@ -95,6 +95,37 @@ class ParleySlackAdapter extends SlackAdapter {
   get botId(): string | null {
     return this._botId;
   }
+
+  private identifying: Promise<void> | null = null;
+
+  /**
+   * Mentions are recognised by the bot's own user id, which the SDK asks Slack for once,
+   * at start-up (`auth.test`), carrying on without it when that fails (Slack slow or
+   * unreachable then): every mention would keep its `<@U…>` for the process's life. Until
+   * the id is known, each event asks again before it is handled.
+   */
+  override async handleWebhook(
+    request: Request,
+    options?: Parameters<SlackAdapter['handleWebhook']>[1],
+  ): Promise<Response> {
+    if (this.defaultBotTokenProvider && this._botUserId === null) await this.identify();
+    return super.handleWebhook(request, options);
+  }
+
+  private identify(): Promise<void> {
+    this.identifying ??= (async () => {
+      try {
+        const found = await this._client.auth.test(await this.withToken({}));
+        this._botUserId = found.user_id ?? null;
+        this._botId = found.bot_id ?? null;
+      } catch {
+        // Still unknown: the next event asks again.
+      } finally {
+        this.identifying = null;
+      }
+    })();
+    return this.identifying;
+  }
 }
 
 /**
