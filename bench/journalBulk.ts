@@ -120,7 +120,7 @@ const statements = [
                       admitted_sequence, message_id, answered_by, created_at, completed_at,
                       input_tokens, output_tokens, cost_usd)
    select u.tenant, u.turn_id, u.session_id, u.t, 'done',
-          encode(sha256(convert_to('[' || to_json(u.content)::text || ',null]', 'UTF8')), 'hex'),
+          sha256(convert_to('[' || to_json(u.content)::text || ',null]', 'UTF8')),
           u.base + 1, u.user_message_id, u.turn_id, u.admitted_at, u.done_at,
           u.input_tokens, u.output_tokens, 0
      from turns_full u`,

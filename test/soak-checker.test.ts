@@ -202,7 +202,7 @@ describe('the soak checker finds each broken rule', () => {
       expect(result.findings.missingSequences).toBe(1);
     } finally {
       await server.db.query(
-        'insert into events (session_id, sequence, tenant, type, turn_id, payload, at) values ($1, $2, $3, $4, $5, $6, $7)',
+        'insert into events (session_id, sequence, tenant, type, turn_id, payload, at, message_id) values ($1, $2, $3, $4, $5, $6, $7, $8)',
         [
           removed.session_id,
           removed.sequence,
@@ -211,6 +211,7 @@ describe('the soak checker finds each broken rule', () => {
           removed.turn_id,
           JSON.stringify(removed.payload),
           removed.at,
+          removed.message_id,
         ],
       );
     }
@@ -280,6 +281,17 @@ describe('the soak checker finds each broken rule', () => {
 
   it('a reply that is not its done, or not the echo of its turn, is a mismatch', async () => {
     const { turnId } = turns.plain as { turnId: string };
+    // A reply streamed in one batch keeps its text once, in the transcript row its delta
+    // refers to; give the delta its own copy (the form of a reply streamed in several
+    // batches, the same events on the wire) so that the transcript can differ from it.
+    await server.db.query(
+      `update events e set payload = e.payload || jsonb_build_object('delta', m.content),
+              message_id = null
+         from messages m
+        where e.message_id = m.message_id and e.type = 'text_delta'
+          and m.turn_id = $1 and m.role = 'assistant'`,
+      [turnId],
+    );
     await server.db.query(
       `update messages set content = content || ' (edited)' where turn_id = $1 and role = 'assistant'`,
       [turnId],
