@@ -88,7 +88,7 @@ export async function runCourse(
     log(`drain: ${drained.open} turns still open after ${seconds(drained.durationMs)} s`);
     const webhooksDrained = await drainWebhooks(access, options.drainTimeoutMs);
     log(
-      `drain: ${webhooksDrained.pending} webhook deliveries still pending after ${seconds(webhooksDrained.durationMs)} s`,
+      `drain: ${webhooksDrained.pending} webhook deliveries (or sessions not yet followed) still pending after ${seconds(webhooksDrained.durationMs)} s`,
     );
     const repliesDrained = await drainReplies(access, options.drainTimeoutMs);
     log(

@@ -99,11 +99,19 @@ export function webhookConfig(url: string, secretEnv: string): Record<string, un
   };
 }
 
-/** After the chaos: waits until no delivery is pending (delivered or dead-lettered). */
+/**
+ * After the chaos: waits until the endpoint has followed every session to its last event
+ * (each event it selects is then a delivery) and no delivery is pending (delivered or
+ * dead-lettered). Counting deliveries alone would stop before the follower enqueued the
+ * last events: the checker would then find them missing.
+ */
 export function drainWebhooks(access: DrainAccess, timeoutMs: number) {
   return drainPending(
     access,
-    `select count(*)::int as pending from webhook_deliveries where state = 'pending'`,
+    `select ((select count(*) from webhook_deliveries where state = 'pending')
+           + (select count(*) from sessions s
+                left join webhook_streams w on w.webhook = 'soak' and w.session_id = s.session_id
+               where s.last_sequence > coalesce(w.followed_sequence, 0)))::int as pending`,
     timeoutMs,
   );
 }
