@@ -35,7 +35,7 @@ import { peerReplyText, peerShapedLoad, runPeerOnce, type PeerShapedLoad } from 
 import { now } from './remote.js';
 import { fmt, median, round } from './stats.js';
 import { formatJson, machineFigures, revision } from './output.js';
-import { scalingModel } from './scalingModel.js';
+import { scalingModel, type CpuPerTurn } from './scalingModel.js';
 
 const numberList = (name: string, fallback: string) =>
   (process.env[name] ?? fallback).split(',').map((value) => {
@@ -84,14 +84,7 @@ interface CellRun extends PeerShapedLoad {
   /** The unloaded turn (one conversation alone), p50 ms. */
   single_turn_p50_ms: number;
   cpu_ms: { api: number; worker: number; client: number; postgres: number | null };
-  cpu_ms_per_turn: {
-    api: number;
-    worker: number;
-    parley: number;
-    postgres: number | null;
-    client: number;
-    all: number | null;
-  };
+  cpu_ms_per_turn: CpuPerTurn;
   /** PostgreSQL's split: the database's backends, the server-wide background processes. */
   postgres_backends_cpu_ms_per_turn: number | null;
   postgres_background_cpu_ms_per_turn: number | null;

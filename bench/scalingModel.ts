@@ -1,18 +1,21 @@
 import { round } from './stats.js';
 
+/** CPU milliseconds per turn of one cell, by process kind (null: not measured). */
+export interface CpuPerTurn {
+  api: number;
+  worker: number;
+  parley: number;
+  postgres: number | null;
+  client: number;
+  all: number | null;
+}
+
 /** What the model reads of one cell of bench/results/scaling.json. */
 export interface CellFigures {
   workers: number;
   apis: number;
   single_turn_p50_ms: number;
-  cpu_ms_per_turn: {
-    api: number;
-    worker: number;
-    parley: number;
-    postgres: number | null;
-    client: number;
-    all: number | null;
-  };
+  cpu_ms_per_turn: CpuPerTurn;
 }
 
 /**
