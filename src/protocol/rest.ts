@@ -37,6 +37,10 @@ export const pendingInput = z.looseObject({
   expected_sequence: z.number(),
 });
 
+/** A turn's state in the journal. */
+export const turnState = z.enum(['queued', 'running', 'done', 'error', 'cancelled']);
+export type TurnState = z.infer<typeof turnState>;
+
 /** The session projection (the resync point): `latest_sequence` is the cursor to resume from. */
 export const session = z
   .object({
@@ -52,7 +56,7 @@ export const session = z
     state: sessionState,
     latest_sequence: z.number().int(),
     earliest_sequence: z.number().int(),
-    current_turn: z.object({ turn_id: z.string(), state: z.string() }).nullable(),
+    current_turn: z.object({ turn_id: z.string(), state: turnState }).nullable(),
     pending_input: pendingInput.nullable(),
     queued_turns: z.number().int(),
     usage: usageTotals,
@@ -89,7 +93,7 @@ export const admission = z
 
 export const cancelResult = z.object({
   result: z.enum(['cancelled', 'duplicate', 'too_late']),
-  state: z.enum(['queued', 'running', 'done', 'error', 'cancelled', 'cancelling']),
+  state: z.union([turnState, z.literal('cancelling')]),
   sequence: z.number().int(),
 });
 

@@ -1,5 +1,5 @@
 import type { Visibility } from '../config/types.js';
-import type { PendingInput, SessionState } from '../protocol/rest.js';
+import type { PendingInput, SessionState, TurnState } from '../protocol/rest.js';
 import type { Queryable } from './db.js';
 import type { SessionRow } from './types.js';
 
@@ -15,7 +15,7 @@ export interface SessionProjection {
   state: SessionState;
   latest_sequence: number;
   earliest_sequence: number;
-  current_turn: { turn_id: string; state: string } | null;
+  current_turn: { turn_id: string; state: TurnState } | null;
   pending_input: PendingInput | null;
   queued_turns: number;
   usage: { input_tokens: number; output_tokens: number; cost_usd: number };
@@ -25,7 +25,7 @@ export interface SessionProjection {
 
 type ProjectionRow = SessionRow & {
   head_turn_id: string | null;
-  head_turn_state: string | null;
+  head_turn_state: TurnState | null;
   pending_input: PendingInput | null;
 };
 

@@ -16,7 +16,7 @@
  *   and journals `attempt_reset`.
  */
 export type SessionState = 'idle' | 'queued' | 'running' | 'input_required' | 'parked' | 'closed';
-export type TurnState = 'queued' | 'running' | 'done' | 'error' | 'cancelled';
+export type { TurnState } from '../protocol/rest.js';
 
 export interface SessionRow {
   session_id: string;
