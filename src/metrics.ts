@@ -90,3 +90,17 @@ export function countUsage(usage: {
   tokensTotal.inc({ ...labels, kind: 'reasoning' }, usage.reasoningTokens);
   costUsdTotal.inc(labels, usage.costUsd);
 }
+
+export const providerCircuitState = new Gauge({
+  name: 'parley_provider_circuit_state',
+  help: "A provider's circuit in this process: 0 closed, 1 open, 2 half-open (one probe).",
+  labelNames: ['provider'],
+  registers: [registry],
+});
+
+export const providerCircuitOpened = new Counter({
+  name: 'parley_provider_circuit_opened_total',
+  help: 'Times a provider circuit opened in this process (consecutive failures, or a failed probe).',
+  labelNames: ['provider'],
+  registers: [registry],
+});

@@ -212,6 +212,58 @@ describe('parking after claims without progress', () => {
     expect(worker.calls).toHaveLength(0);
   });
 
+  it('holds the messages queued behind the attempted turn; the unpark answers them', async () => {
+    const t1 = turnId();
+    const { session_id: sessionId } = await admit({ turn_id: t1, message: 'poison' });
+    for (let claim = 1; claim <= 5; claim++) {
+      const claimed = (await claimSession(server.db, {
+        token: `held_${claim}`,
+        owner: 'held',
+        ttlMs: 100,
+        maxTurns: 50,
+      })) as SessionRow;
+      await startAttempt(
+        server.db,
+        { sessionId, tenant: claimed.tenant, token: claimed.lease_token as string },
+        {
+          turnIds: [t1],
+          attempt: claimed.attempt + 1,
+          resetPrevious: claimed.partial_output,
+          seenSequence: null,
+          historyBefore: 0,
+          historyLimit: 0,
+          historyBytes: 0,
+        },
+      );
+      await waitForLeaseExpiry(server.db, sessionId);
+    }
+    // Two messages arrive behind the attempted turn before the session is parked.
+    const [t2, t3] = [turnId(), turnId()];
+    await admit({ session_id: sessionId, turn_id: t2, message: 'second' });
+    await admit({ session_id: sessionId, turn_id: t3, message: 'third' });
+
+    worker = await startTestWorker(server.db, server.config);
+    const parked = await waitForTerminal(server.db, sessionId, t1);
+    expect(parked).toMatchObject({ type: 'error', code: 'session_parked', turn_ids: [t1] });
+    expect(parked.message).toContain('2 queued messages will be answered');
+    expect(await projection(sessionId)).toMatchObject({ state: 'parked', queued_turns: 2 });
+    const states = await server.db.query<{ turn_id: string; state: string }>(
+      'select turn_id, state from turns where session_id = $1 order by position',
+      [sessionId],
+    );
+    expect(states.rows.map((row) => row.state)).toEqual(['error', 'queued', 'queued']);
+    expect(worker.calls).toHaveLength(0);
+
+    expect((await unpark(sessionId)).status).toBe(200);
+    const answered = await waitForTerminal(server.db, sessionId, t3);
+    expect(answered).toMatchObject({ type: 'done' });
+    expect(answered.turn_ids).toContain(t3);
+    const terminals = (await journal(server.db, sessionId)).filter((event) =>
+      ['done', 'error'].includes(event.type),
+    );
+    expect(terminals.flatMap((event) => event.turn_ids)).toEqual([t1, t2, t3]);
+  });
+
   it('unpark with nothing pending leaves the session idle; the next message is answered', async () => {
     const t1 = turnId();
     const { session_id: sessionId } = await admit({ turn_id: t1, message: 'stuck' });

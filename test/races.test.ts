@@ -164,7 +164,7 @@ describe('parking', () => {
           tenant: 'default',
           token: 'parker',
         },
-        { claims: 5 },
+        { claims: 5, queued: 'fail' },
       );
       await sleep(200);
       commit();
@@ -213,7 +213,7 @@ describe('parking', () => {
       const result = await parkSession(
         server.db,
         { sessionId: claimed?.session_id as string, tenant: 'default', token: 'parker2' },
-        { claims: 5 },
+        { claims: 5, queued: 'fail' },
       );
       expect(result.turnIds).toEqual([t1]);
       const terminal = (await journal(first.session_id, server.db)).filter((event) =>

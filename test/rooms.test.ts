@@ -32,6 +32,11 @@ beforeAll(async () => {
       agents: {
         default: { model: 'demo/echo', trigger_roles: ['reviewer'] },
         closer: { model: 'demo/echo', completion_text: 'Thanks, your request is noted.' },
+        replacer: {
+          model: 'demo/echo',
+          completion_text: 'Thanks, your request is noted.',
+          completion_replaces: 'reply',
+        },
       },
     },
     { K_REVIEWER: 'reviewer-key', K_OBSERVER: 'observer-key' },
@@ -289,5 +294,28 @@ describe('completion_text', () => {
       [sessionId],
     );
     expect(raw.rows[0]?.raw_content).toBe('You said: file my request');
+  });
+
+  async function closingOf(turnId: string, agent: string, message: string) {
+    const admitted = await request(
+      url,
+      'POST',
+      '/api/v1/chat/turns',
+      { turn_id: turnId, agent, message },
+      reviewer,
+    );
+    const list = await waitFor(
+      () => events(admitted.body.session_id),
+      (found) => found.some((event) => event.type === 'done'),
+    );
+    return list.find((event) => event.type === 'done').final_message.content;
+  }
+
+  it("replaces only the reply's closing sentence by default, the whole reply when asked", async () => {
+    const message = 'I filed it. Is there anything else?';
+    expect(await closingOf('close_2', 'closer', message)).toBe(
+      'You said: I filed it. Thanks, your request is noted.',
+    );
+    expect(await closingOf('close_3', 'replacer', message)).toBe('Thanks, your request is noted.');
   });
 });

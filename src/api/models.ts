@@ -35,6 +35,10 @@ const catalogModel = z.object({
   first_seen_at: timestamp,
   last_seen_at: timestamp,
   removed_at: timestamp.nullable(),
+  circuit: z.enum(['closed', 'open', 'half_open']).meta({
+    description:
+      'The provider\'s circuit as a worker last reported it: `open` while its calls fail at once (providers.md, "Circuit protection")',
+  }),
 });
 
 const syncReport = z.object({
@@ -123,5 +127,6 @@ function toWire(model: CatalogModel) {
     first_seen_at: model.first_seen_at.toISOString(),
     last_seen_at: model.last_seen_at.toISOString(),
     removed_at: model.removed_at?.toISOString() ?? null,
+    circuit: model.circuit,
   };
 }

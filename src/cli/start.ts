@@ -29,6 +29,7 @@ import { releaseDeadExecutionLeases } from '../store/releaseExecution.js';
 import { releaseDeadLeases } from '../store/releaseLease.js';
 import { releaseOutboxLeases } from '../store/releaseOutboxLeases.js';
 import { Wakeups } from '../store/wakeups.js';
+import { circuitReporter } from './circuitReporter.js';
 
 export interface Running {
   db: Db;
@@ -109,7 +110,7 @@ export async function startProcess(
     const wakeups = new Wakeups(db);
     await wakeups.start();
     stops.push(() => wakeups.stop());
-    const resolveModel = createModelRegistry(config, env);
+    const resolveModel = createModelRegistry(config, env, circuitReporter(db, log));
     const tools = new ToolRegistry(builtInTools({ db, skills, env, ...options.toolIo }));
     // Both roles need the MCP tools: workers run them, the API lists them.
     const mcp = new McpManager(config.mcpServers, tools, { env, log });

@@ -38,6 +38,20 @@ export function compileAgent(name: string, agent: AgentFile, context: AgentConte
       timeoutMs: agent.gate.timeout_ms,
     };
   }
+  let fallbackModel: AgentConfig['fallbackModel'] = null;
+  if (agent.fallback_model) {
+    const fallbackSlash = agent.fallback_model.indexOf('/');
+    const fallbackProvider = agent.fallback_model.slice(0, fallbackSlash);
+    if (!Object.hasOwn(context.providers, fallbackProvider)) {
+      throw new ConfigError(
+        `agents.${name}.fallback_model: no provider named "${fallbackProvider}" in providers`,
+      );
+    }
+    fallbackModel = {
+      provider: fallbackProvider,
+      modelId: agent.fallback_model.slice(fallbackSlash + 1),
+    };
+  }
   let tools;
   try {
     tools = compileAgentTools(name, agent.tools, context.mcpServers);
@@ -64,12 +78,14 @@ export function compileAgent(name: string, agent: AgentFile, context: AgentConte
     },
     pendingInput: agent.pending_input,
     completionText: agent.completion_text,
+    completionReplaces: agent.completion_replaces,
     temperature: agent.temperature,
     maxOutputTokens: agent.max_output_tokens,
     providerOptions: agent.provider_options,
     vision: agent.vision,
     visibility: agent.visibility,
     gate,
+    fallbackModel,
   };
 }
 

@@ -140,6 +140,7 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
       heartbeatMs,
       maxParallelTurns: runtime.max_parallel_turns,
       parkAfterAttempts: runtime.park_after_attempts,
+      parkQueued: runtime.park_queued,
       pollMs: runtime.poll_ms,
       retryAttempts: runtime.retry_attempts,
       retryBaseMs: runtime.retry_base_ms,
@@ -255,6 +256,7 @@ function compileProviders(file: ConfigFile): Record<string, ProviderConfig> {
       api: provider.api ?? 'responses',
       firstTokenTimeoutMs: provider.first_token_timeout_ms,
       idleTimeoutMs: provider.idle_timeout_ms,
+      circuit: { failures: provider.circuit.failures, openMs: provider.circuit.open_ms },
     };
   }
   return providers;

@@ -119,6 +119,10 @@ export const agentSchema = z
       .nullable()
       .default(null),
     completion_text: z.string().nullable().default(null),
+    // Where model steps go while the model's provider circuit is open.
+    fallback_model: modelName.nullable().default(null),
+    // What completion_text replaces: the reply's closing sentence, or the whole reply.
+    completion_replaces: z.enum(['closing_sentence', 'reply']).default('closing_sentence'),
     temperature: z.number().min(0).max(2).nullable().default(null),
     max_output_tokens: z
       .number()
@@ -197,6 +201,14 @@ export const providerSchema = z
     // Deadlines of one streaming call (providers.md, "Timeouts"); 0 turns one off.
     first_token_timeout_ms: z.number().int().nonnegative().default(60_000),
     idle_timeout_ms: z.number().int().nonnegative().default(30_000),
+    // The provider's circuit (providers.md, "Circuit protection"); failures 0: never opens.
+    circuit: z
+      .object({
+        failures: z.number().int().nonnegative().default(0),
+        open_ms: z.number().int().positive().default(30_000),
+      })
+      .strict()
+      .prefault({}),
   })
   .strict();
 
@@ -311,6 +323,8 @@ export const fileSchema = z
         heartbeat_ms: durationMs.optional(),
         max_parallel_turns: z.number().int().positive().default(8),
         park_after_attempts: z.number().int().positive().default(5),
+        // Parking fails the attempted turns; `hold` keeps the queued ones for the unpark.
+        park_queued: z.enum(['hold', 'fail']).default('hold'),
         poll_ms: durationMs.default(2000),
         retry_attempts: z.number().int().positive().default(4),
         retry_base_ms: durationMs.default(500),
@@ -374,6 +388,7 @@ export const fileSchema = z
         headers_from_env: {},
         first_token_timeout_ms: 60_000,
         idle_timeout_ms: 30_000,
+        circuit: { failures: 0, open_ms: 30_000 },
       },
     }),
     pricing: z

@@ -56,6 +56,8 @@ export interface AgentConfig {
   budgets: { maxIterations: number; maxToolCalls: number; onExhausted: 'ask' | 'finish' };
   pendingInput: 'supersede' | 'queue';
   completionText: string | null;
+  /** `closing_sentence`: the reply's last sentence becomes `completionText`; `reply`: all of it. */
+  completionReplaces: 'closing_sentence' | 'reply';
   /** Sampling settings passed to every model call of this agent (null: the provider's default). */
   temperature: number | null;
   maxOutputTokens: number | null;
@@ -67,6 +69,8 @@ export interface AgentConfig {
   visibility: Visibility;
   /** The scope gate: a cheap model classifies each burst before the main model runs. */
   gate: GateConfig | null;
+  /** Where model steps go while `model`'s provider circuit is open (null: they wait). */
+  fallbackModel: { provider: string; modelId: string } | null;
 }
 
 export interface GateConfig {
@@ -149,6 +153,8 @@ export interface ProviderConfig {
   firstTokenTimeoutMs: number;
   /** A stream silent this long between two parts is aborted (0: never). */
   idleTimeoutMs: number;
+  /** Consecutive transient failures that open the circuit (0: never), and for how long. */
+  circuit: { failures: number; openMs: number };
 }
 
 export interface RuntimeConfig {
@@ -156,6 +162,8 @@ export interface RuntimeConfig {
   heartbeatMs: number;
   maxParallelTurns: number;
   parkAfterAttempts: number;
+  /** Parking: `hold` keeps the turns queued behind the attempted ones; `fail` ends them too. */
+  parkQueued: 'hold' | 'fail';
   pollMs: number;
   retryAttempts: number;
   retryBaseMs: number;

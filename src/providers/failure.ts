@@ -13,13 +13,17 @@ import { APICallError } from '@ai-sdk/provider';
  * - `provider_timeout`: the stream sent nothing within the provider's first-token timeout,
  *   or went silent past its idle timeout (providers/deadlines.ts). Transient: retried like
  *   `provider_unavailable`; the turn's error when the last retry timed out too.
+ * - `provider_circuit_open`: the provider kept failing and its circuit (circuit.ts) refused
+ *   the call without sending it. Transient: the runtime fails over to the agent's
+ *   fallback model, or retries; never a turn's error code (`provider_unavailable` is).
  */
 export type ProviderFailureCode =
   | 'provider_auth'
   | 'provider_rejected'
   | 'context_length'
   | 'provider_unavailable'
-  | 'provider_timeout';
+  | 'provider_timeout'
+  | 'provider_circuit_open';
 
 const messages: Record<ProviderFailureCode, string> = {
   provider_auth: 'the model provider refused the credentials',
@@ -27,6 +31,7 @@ const messages: Record<ProviderFailureCode, string> = {
   context_length: 'the conversation is too long for the model',
   provider_unavailable: 'the model provider is unavailable',
   provider_timeout: 'the model provider stopped answering',
+  provider_circuit_open: 'the model provider kept failing; its circuit is open',
 };
 
 export class ProviderFailure extends Error {

@@ -1,6 +1,7 @@
 import type { LanguageModelV3 } from '@ai-sdk/provider';
 import type { Config, ProviderConfig } from '../config/types.js';
 import { createAnthropicModel } from './anthropic.js';
+import { Circuit, withCircuit, type CircuitChange } from './circuit.js';
 import { costUsd } from './cost.js';
 import { resolveCredentials, type Env } from './credentials.js';
 import { withStreamDeadlines } from './deadlines.js';
@@ -15,18 +16,35 @@ export type ResolveModel = (provider: string, modelId: string) => LanguageModelV
  * Turns an agent's `provider/model` into an AI SDK language model. The runtime only ever
  * sees LanguageModelV3, so a provider kind is a case here, never a runtime change.
  * Every model's streaming calls carry the provider's first-token and idle deadlines
- * (deadlines.ts). Models are created once per (provider, model) and reused. Keys are read from the
- * environment here, at creation, and live only inside the SDK client.
+ * (deadlines.ts) and go through the provider's circuit (circuit.ts: one per provider in
+ * this process; `onCircuitChange` hears every change of state). Models are created once
+ * per (provider, model) and reused. Keys are read from the environment here, at creation,
+ * and live only inside the SDK client.
  */
-export function createModelRegistry(config: Config, env: Env = process.env): ResolveModel {
+export function createModelRegistry(
+  config: Config,
+  env: Env = process.env,
+  onCircuitChange: (change: CircuitChange) => void = () => {},
+): ResolveModel {
   const models = new Map<string, LanguageModelV3>();
+  const circuits = new Map<string, Circuit>();
+  const circuitOf = (provider: ProviderConfig) => {
+    let circuit = circuits.get(provider.name);
+    if (!circuit) {
+      circuit = new Circuit(provider.name, provider.circuit, onCircuitChange);
+      circuits.set(provider.name, circuit);
+    }
+    return circuit;
+  };
   return (providerName, modelId) => {
     const key = `${providerName}/${modelId}`;
     const cached = models.get(key);
     if (cached) return cached;
     const provider = config.providers[providerName];
     if (!provider) throw new Error(`no provider named "${providerName}"`);
-    const model = withStreamDeadlines(createModel(config, provider, modelId, env), provider);
+    const streaming = withStreamDeadlines(createModel(config, provider, modelId, env), provider);
+    const model =
+      provider.circuit.failures > 0 ? withCircuit(streaming, circuitOf(provider)) : streaming;
     models.set(key, model);
     return model;
   };

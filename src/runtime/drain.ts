@@ -41,9 +41,15 @@ export async function drainSession(
   const log = deps.log.child({ session_id: lease.sessionId });
   const { runtime } = deps.config;
   if (claimed.claim_count > runtime.parkAfterAttempts) {
-    const parked = await parkSession(deps.db, lease, { claims: claimed.claim_count - 1 });
+    const parked = await parkSession(deps.db, lease, {
+      claims: claimed.claim_count - 1,
+      queued: runtime.parkQueued,
+    });
     turnOutcomes.inc({ outcome: 'parked' }, parked.turnIds.length);
-    log.error({ claims: claimed.claim_count - 1, turn_ids: parked.turnIds }, 'session parked');
+    log.error(
+      { claims: claimed.claim_count - 1, turn_ids: parked.turnIds, held: parked.held },
+      'session parked',
+    );
     return;
   }
   const abort = new AbortController();

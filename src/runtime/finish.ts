@@ -37,7 +37,10 @@ export function closingMessage(
     lastPosition: ref.lastPosition,
     messageId: newMessageId(),
     author: agent.name,
-    content: agent.completionText ?? text,
+    content:
+      agent.completionText === null
+        ? text
+        : completedReply(text, agent.completionText, agent.completionReplaces),
     rawContent: agent.completionText === null ? null : text,
     options: reply.options ? { request_id: newRequestId(), choices: reply.options } : null,
     usage: reply.usage,
@@ -48,6 +51,23 @@ export function closingMessage(
       list: burst.effects ?? [],
     },
   };
+}
+
+/**
+ * The visible reply of an agent with a fixed completion text: the model's reply with its
+ * closing sentence replaced by the text (`closing_sentence`), or the text alone (`reply`,
+ * and a reply of one sentence). A sentence ends at `.`, `!`, `?` or `…` (closing quotes
+ * and brackets included) followed by white space.
+ */
+export function completedReply(
+  reply: string,
+  completion: string,
+  replaces: 'closing_sentence' | 'reply',
+): string {
+  if (replaces === 'reply') return completion;
+  const body = reply.trimEnd();
+  const kept = /^[\s\S]*[.!?\u2026]["'\u2019\u201d)\]]*\s+(?=\S)/.exec(body);
+  return kept ? kept[0] + completion : completion;
 }
 
 /** The whole visible reply of a burst: the text of every model step. */

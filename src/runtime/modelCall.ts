@@ -57,8 +57,9 @@ export async function modelStep(
 ): Promise<StepOutcome> {
   const { runtime } = deps.config;
   const { state } = step;
-  const modelName = `${agent.model.provider}/${agent.model.modelId}`;
-  const model = deps.resolveModel(agent.model.provider, agent.model.modelId);
+  let modelName = `${agent.model.provider}/${agent.model.modelId}`;
+  let model = deps.resolveModel(agent.model.provider, agent.model.modelId);
+  let failedOver = false;
   const options: PromptOptions = {};
   const unbilled: Usage[] = [];
   let attempt = step.attempt;
@@ -92,24 +93,39 @@ export async function modelStep(
       return { kind: 'result', result, usage, tail: await buffer.tail(), attempt, unbilled };
     } catch (error) {
       await buffer.settle();
-      unbilled.push(
-        estimatedUsage(
-          deps.config,
-          modelName,
-          {
-            prompt: built.prompt,
-            streamedChars: buffer.pushedChars,
-            latencyMs: Date.now() - started,
-          },
-          state.cancel.aborted || pivot.signal.aborted ? 'cancelled' : 'failed',
-        ),
-      );
+      // A call its provider's open circuit refused was never sent: nothing to bill.
+      const refused = error instanceof ProviderFailure && error.code === 'provider_circuit_open';
+      if (!refused) {
+        unbilled.push(
+          estimatedUsage(
+            deps.config,
+            modelName,
+            {
+              prompt: built.prompt,
+              streamedChars: buffer.pushedChars,
+              latencyMs: Date.now() - started,
+            },
+            state.cancel.aborted || pivot.signal.aborted ? 'cancelled' : 'failed',
+          ),
+        );
+      }
       if (state.signal.aborted) throw error;
       if (state.cancel.aborted) return { kind: 'cancel', unbilled };
       if (pivot.signal.aborted) {
         return { kind: 'pivot', attempt, partial: buffer.wroteText, unbilled };
       }
       if (!(error instanceof ProviderFailure)) throw error;
+      if (refused && agent.fallbackModel && !failedOver) {
+        // The step goes to the fallback model at once; the next step tries the circuit again.
+        failedOver = true;
+        modelName = `${agent.fallbackModel.provider}/${agent.fallbackModel.modelId}`;
+        model = deps.resolveModel(agent.fallbackModel.provider, agent.fallbackModel.modelId);
+        deps.log.warn(
+          { session_id: lease.sessionId, provider: agent.model.provider, fallback: modelName },
+          'circuit open: the step fails over to the fallback model',
+        );
+        continue;
+      }
       failures += 1;
       const second =
         error.code === 'context_length' && !options.tighter
@@ -132,7 +148,9 @@ export async function modelStep(
               message:
                 error.code === 'provider_timeout'
                   ? `the model provider stopped answering (${failures} attempts)`
-                  : `the model provider did not answer after ${failures} attempts`,
+                  : refused
+                    ? `the model provider kept failing and its circuit is open (${failures} attempts)`
+                    : `the model provider did not answer after ${failures} attempts`,
               unbilled,
             }
           : { kind: 'failed', code: error.code, message: error.message, unbilled };

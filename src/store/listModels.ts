@@ -15,6 +15,8 @@ export interface CatalogModel {
   first_seen_at: Date;
   last_seen_at: Date;
   removed_at: Date | null;
+  /** Its provider's circuit as last reported (`closed` when none was). */
+  circuit: 'closed' | 'open' | 'half_open';
 }
 
 /** The catalog, by provider then model id; removed models only when asked for. */
@@ -23,10 +25,11 @@ export async function listModels(
   options: { provider?: string | null; includeRemoved?: boolean } = {},
 ): Promise<CatalogModel[]> {
   const found = await db.query<CatalogModel>(
-    `select * from models
-      where ($1::text is null or provider = $1)
-        and ($2::boolean or status = 'active')
-      order by provider, model_id`,
+    `select m.*, coalesce(c.state, 'closed') as circuit
+       from models m left join provider_circuits c on c.provider = m.provider
+      where ($1::text is null or m.provider = $1)
+        and ($2::boolean or m.status = 'active')
+      order by m.provider, m.model_id`,
     [options.provider ?? null, options.includeRemoved ?? false],
   );
   return found.rows;

@@ -6,30 +6,43 @@ import { notifyWakeup } from './wakeups.js';
 
 /**
  * Parks a session that was claimed too often without an applied write (RUNTIME.md,
- * "Parking"): its queued and running turns fail for good with one `error` event, claimers
- * skip it, and only an operator's unpark makes it claimable again. Runs under the claim's
- * lease. The session row is locked before the turns are read, so a turn admitted
- * concurrently is either failed here or admitted after (and waits for the unpark); a turn
- * cancelled while queued keeps its `cancelled` and gets no error.
+ * "Parking"): the turns it kept failing on end for good with one `error` event, claimers
+ * skip it, and only an operator's unpark makes it claimable again. Those turns are the
+ * attempted ones (`running`), or the first queued turn when no attempt started. With
+ * `queued: 'hold'` the turns queued behind them stay queued and are answered after the
+ * unpark; with `'fail'` they end with the same error. Runs under the claim's lease. The
+ * session row is locked before the turns are read, so a turn admitted concurrently is
+ * either decided here or admitted after (and waits for the unpark); a turn cancelled while
+ * queued keeps its `cancelled` and gets no error.
  */
 export async function parkSession(
   db: Db,
   lease: Lease,
-  reason: { claims: number },
-): Promise<{ sequence: number; turnIds: string[] }> {
+  reason: { claims: number; queued: 'hold' | 'fail' },
+): Promise<{ sequence: number; turnIds: string[]; held: number }> {
   return db.transaction(async (tx) => {
     const locked = await tx.query(
       'select 1 from sessions where session_id = $1 and lease_token = $2 for update',
       [lease.sessionId, lease.token],
     );
     if (locked.rowCount === 0) throw new LeaseLostError(lease.sessionId);
-    const pending = await tx.query<{ turn_id: string }>(
-      `select t.turn_id from turns t join sessions s on s.session_id = t.session_id
+    const pending = await tx.query<{ turn_id: string; position: number; state: string }>(
+      `select t.turn_id, t.position, t.state from turns t join sessions s on s.session_id = t.session_id
         where s.session_id = $1 and t.position > s.input_cursor and t.state in ('queued', 'running')
         order by t.position`,
       [lease.sessionId],
     );
-    const turnIds = pending.rows.map((row) => row.turn_id);
+    const attempted = pending.rows.filter((row) => row.state === 'running');
+    const failed =
+      reason.queued === 'fail'
+        ? pending.rows
+        : attempted.length > 0
+          ? attempted
+          : pending.rows.slice(0, 1);
+    const turnIds = failed.map((row) => row.turn_id);
+    const held = pending.rows.length - failed.length;
+    // Held turns stay past the cursor: the unpark finds them queued.
+    const cursor = held > 0 ? (failed.at(-1)?.position ?? null) : null;
     const saved = await tx.query<{ burst: BurstState | null }>(
       'select burst from sessions where session_id = $1',
       [lease.sessionId],
@@ -38,7 +51,11 @@ export async function parkSession(
       ...interruptedCalls(saved.rows[0]?.burst ?? null),
       newEvent('error', turnIds[0] ?? null, {
         code: 'session_parked',
-        message: `the session was claimed ${reason.claims} times without progress and is parked; an operator can resume it with "parley sessions unpark"`,
+        message:
+          `the session was claimed ${reason.claims} times without progress and is parked; an operator can resume it with "parley sessions unpark"` +
+          (held > 0
+            ? ` (${held} queued message${held === 1 ? '' : 's'} will be answered then)`
+            : ''),
         turn_ids: turnIds,
       }),
     ]);
@@ -49,13 +66,13 @@ export async function parkSession(
     );
     await tx.query(
       `update sessions
-          set state = 'parked', input_cursor = input_count, attempt = 0, partial_output = false,
-              current_turn_id = null, burst = null,
+          set state = 'parked', input_cursor = coalesce($2, input_count), attempt = 0,
+              partial_output = false, current_turn_id = null, burst = null,
               lease_token = null, lease_owner = null, lease_expires_at = null
         where session_id = $1`,
-      [lease.sessionId],
+      [lease.sessionId, cursor],
     );
-    return { sequence, turnIds };
+    return { sequence, turnIds, held };
   });
 }
 
