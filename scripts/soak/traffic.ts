@@ -55,9 +55,10 @@ export class Traffic {
         `c${client}s${index}`,
       );
     });
-    // As many people on each platform as a fifth of the sessions, each writing a few times.
+    // As many people on each platform as a fifth of the sessions, each writing a few times
+    // (at most 20: in a long run the platforms stay a part of the mix, not most of it).
     const people = Math.max(2, Math.round(options.sessions / 5));
-    const messages = Math.max(3, Math.round(options.turns / 60));
+    const messages = Math.min(20, Math.max(3, Math.round(options.turns / 60)));
     await Promise.all([
       Promise.all(loops.map((loop) => loop.run())),
       runMissionClient({
