@@ -4,6 +4,7 @@ import type {
   LanguageModelV3StreamPart,
   LanguageModelV3StreamResult,
 } from '@ai-sdk/provider';
+import { wrapLanguageModel } from 'ai';
 import { classifyProviderError, ProviderFailure } from './failure.js';
 
 export type CircuitState = 'closed' | 'open' | 'half_open';
@@ -93,20 +94,17 @@ export class Circuit {
  * success, a transient failure (before or during the stream) a failure.
  */
 export function withCircuit(model: LanguageModelV3, circuit: Circuit): LanguageModelV3 {
-  return {
-    specificationVersion: model.specificationVersion,
-    provider: model.provider,
-    modelId: model.modelId,
-    get supportedUrls() {
-      return model.supportedUrls;
+  return wrapLanguageModel({
+    model,
+    middleware: {
+      specificationVersion: 'v3',
+      wrapStream: ({ doStream, params }) => streamThroughCircuit(doStream, params, circuit),
     },
-    doGenerate: (options) => model.doGenerate(options),
-    doStream: (options) => streamThroughCircuit(model, options, circuit),
-  };
+  });
 }
 
 async function streamThroughCircuit(
-  model: LanguageModelV3,
+  doStream: () => PromiseLike<LanguageModelV3StreamResult>,
   options: LanguageModelV3CallOptions,
   circuit: Circuit,
 ): Promise<LanguageModelV3StreamResult> {
@@ -125,7 +123,7 @@ async function streamThroughCircuit(
   };
   let result: LanguageModelV3StreamResult;
   try {
-    result = await model.doStream(options);
+    result = await doStream();
   } catch (error) {
     judge(error);
     throw error;
