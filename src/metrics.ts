@@ -20,6 +20,13 @@ export const turnOutcomes = new Counter({
   registers: [registry],
 });
 
+export const stallsTotal = new Counter({
+  name: 'parley_stalls_total',
+  help: 'Turn steps the progress watchdog stopped, by what stalled (model_stream, tool, no_progress) and action (retry, end).',
+  labelNames: ['what', 'action'],
+  registers: [registry],
+});
+
 export const sseConnections = new Gauge({
   name: 'parley_sse_connections',
   help: 'Open SSE event streams.',
