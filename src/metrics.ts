@@ -26,6 +26,10 @@ export const stallsTotal = new Counter({
   labelNames: ['what', 'action'],
   registers: [registry],
 });
+// Every series exists from the start (at 0), so a rate over it is defined before the first stall.
+for (const what of ['model_stream', 'tool', 'no_progress']) {
+  for (const action of ['retry', 'end']) stallsTotal.inc({ what, action }, 0);
+}
 
 export const sseConnections = new Gauge({
   name: 'parley_sse_connections',

@@ -97,6 +97,10 @@ describe('model steps that make no progress', () => {
 
   it('aborts a stream of keep-alives, retries the step, then ends the turn with error stalled; the session goes on', async () => {
     const before = await stallCounts();
+    // Every series is there from the start, at 0 before any stall of its kind.
+    expect(Object.keys(before).sort()).toEqual(
+      ['model_stream', 'no_progress', 'tool'].flatMap((what) => [`${what}/end`, `${what}/retry`]),
+    );
     const { sessionId, events } = await turn('/keepalive please');
     expect(stallsOf(events)).toEqual([
       { what: 'model_stream', action: 'retry' },
