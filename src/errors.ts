@@ -49,6 +49,9 @@ export const errorCodes = {
   headers_too_large: 431,
   internal_error: 500,
   platform_event_failed: 500,
+  // A turn's `error` event code, never an HTTP answer: the progress watchdog ended a turn
+  // whose steps kept making no progress (docs/governance.md, "Progress watchdog").
+  stalled: 504,
   not_ready: 503,
   storage_unavailable: 503,
 } as const;

@@ -20,6 +20,17 @@ export const turnOutcomes = new Counter({
   registers: [registry],
 });
 
+export const stallsTotal = new Counter({
+  name: 'parley_stalls_total',
+  help: 'Turn steps the progress watchdog stopped, by what stalled (model_stream, tool, no_progress) and action (retry, end).',
+  labelNames: ['what', 'action'],
+  registers: [registry],
+});
+// Every series exists from the start (at 0), so a rate over it is defined before the first stall.
+for (const what of ['model_stream', 'tool', 'no_progress']) {
+  for (const action of ['retry', 'end']) stallsTotal.inc({ what, action }, 0);
+}
+
 export const sseConnections = new Gauge({
   name: 'parley_sse_connections',
   help: 'Open SSE event streams.',

@@ -71,6 +71,29 @@ describe('the conversation reducer', () => {
     expect(texts.map((item) => (item as { text: string }).text)).toEqual(['You said: hello']);
   });
 
+  it('shows a stalled step, and still drops its text when the retry resets the attempt', () => {
+    const state = apply([
+      message(1, 't1', 'hello'),
+      at(2, { type: 'turn_started', turn_id: 't1', attempt: 1, turn_ids: ['t1'] }),
+      at(3, { type: 'text_delta', turn_id: 't1', delta: 'You said: ' }),
+      at(4, {
+        type: 'stalled',
+        turn_id: 't1',
+        what: 'model_stream',
+        since_ms: 1000,
+        action: 'retry',
+      }),
+      at(5, { type: 'attempt_reset', turn_id: 't1', attempt: 1 }),
+      at(6, { type: 'turn_started', turn_id: 't1', attempt: 2, turn_ids: ['t1'] }),
+      at(7, { type: 'text_delta', turn_id: 't1', delta: 'You said: hello' }),
+    ]);
+    expect(state.items.filter((item) => item.kind === 'stall')).toMatchObject([
+      { what: 'model_stream', action: 'retry', turnId: 't1' },
+    ]);
+    const texts = state.items.filter((item) => item.kind === 'text');
+    expect(texts.map((item) => (item as { text: string }).text)).toEqual(['You said: hello']);
+  });
+
   it('keeps the text of a step that ended in a tool call across a reset', () => {
     const state = apply([
       message(1, 't1', 'go'),

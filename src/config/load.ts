@@ -154,6 +154,7 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
       scheduleGraceMs: runtime.schedule_grace_ms,
       maxCatchUpFires: runtime.max_catch_up_fires,
     },
+    watchdog: { stallMs: file.watchdog.stall_ms, retries: file.watchdog.retries },
     retention: {
       keepEventsDays: file.retention.keep_events_days,
       keepDeliveriesDays:

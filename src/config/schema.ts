@@ -345,6 +345,16 @@ export const fileSchema = z
       })
       .strict()
       .prefault({}),
+    // The progress watchdog (docs/governance.md, "Progress watchdog"): a turn step that
+    // makes no progress for stall_ms is aborted and retried, `retries` times per turn, then
+    // the turn ends with error `stalled`. Deployment-wide; 0 turns it off.
+    watchdog: z
+      .object({
+        stall_ms: z.number().int().nonnegative().max(maxTimerMs).default(120_000),
+        retries: z.number().int().nonnegative().max(100).default(1),
+      })
+      .strict()
+      .prefault({}),
     retention: z
       .object({
         keep_events_days: z.number().positive().nullable().default(null),

@@ -181,6 +181,16 @@ export interface RuntimeConfig {
   maxCatchUpFires: number;
 }
 
+/**
+ * A turn's step with no progress for `stallMs` (a model stream of keep-alives only, a
+ * silent one, a tool that outlived its timeout) is aborted and retried, `retries` times per
+ * turn; then the turn ends with error `stalled`. `stallMs` 0: no watchdog.
+ */
+export interface WatchdogConfig {
+  stallMs: number;
+  retries: number;
+}
+
 export type Priority = 'low' | 'normal' | 'high' | 'urgent';
 
 /** A mission: an objective an agent executes once, or as a self-evaluating loop. */
@@ -260,6 +270,8 @@ export interface Config {
   /** PostgreSQL only: the deadlines of its connections, and how it is reached. */
   database: DatabaseConfig;
   runtime: RuntimeConfig;
+  /** The progress watchdog (docs/governance.md, "Progress watchdog"). */
+  watchdog: WatchdogConfig;
   /** What retention removes, and when (docs/retention.md); null days = keep forever. */
   retention: {
     keepEventsDays: number | null;

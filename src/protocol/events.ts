@@ -191,6 +191,25 @@ export interface ErrorEvent extends EventBase {
   turn_ids: string[];
 }
 
+/** What the progress watchdog saw stall: a stream of keep-alives, a tool, or nothing at all. */
+export type StallKind = 'model_stream' | 'tool' | 'no_progress';
+
+/**
+ * The progress watchdog saw a step of the turn make no progress for `since_ms` and stopped
+ * it: `retry` (the step runs again; clients drop the attempt's text if an `attempt_reset`
+ * follows) or `end` (the recovery budget is spent: an `error` with code `stalled` follows).
+ * `call_id` and `tool` name the call of a `tool` stall.
+ */
+export interface StalledEvent extends EventBase {
+  type: 'stalled';
+  turn_id: string;
+  what: StallKind;
+  since_ms: number;
+  action: 'retry' | 'end';
+  call_id?: string;
+  tool?: string;
+}
+
 /** Seed 003's execution statuses. */
 export type ExecutionStatus =
   | 'starting'
@@ -275,6 +294,7 @@ export type ParleyEvent =
   | DoneEvent
   | CancelledEvent
   | ErrorEvent
+  | StalledEvent
   | ExecutionStatusEvent
   | RewoundEvent
   | ForkedEvent;

@@ -24,6 +24,9 @@ import { gateToolName } from './gate.js';
  *   ends with their results, it replies quoting each result.
  * - `/stall`: like a provider that sends two chunks and then nothing: the first two words
  *   of its reply, then silence until the call is aborted (timeouts, the watchdog).
+ * - `/keepalive`: like a provider that sends two chunks and then only keep-alives: the
+ *   first two words, then an empty text delta every 50 ms until the call is aborted. Each
+ *   keep-alive resets the provider's idle timeout; only the progress watchdog ends it.
  *
  * As a scope gate (a call forcing the `classify_topic` tool): on-topic unless the input
  * contains `/offtopic`. As a loop mission's evaluator (a call forcing `record_decision`):
@@ -96,6 +99,7 @@ export function createDemoModel(options: { modelId: string; delayMs: number }): 
                     .join('\n'));
       const replyWords = reply === '' ? [] : reply.split(/(?<=\s)/);
       const stall = !gate && inputs.some((input) => /^\s*\/stall\b/m.test(input.content));
+      const keepAlive = !gate && inputs.some((input) => /^\s*\/keepalive\b/m.test(input.content));
       const inputTokens = promptWords(call.prompt);
       const stream = new ReadableStream<LanguageModelV3StreamPart>({
         async start(controller) {
@@ -104,10 +108,12 @@ export function createDemoModel(options: { modelId: string; delayMs: number }): 
           try {
             for (const [index, word] of replyWords.entries()) {
               if (stall && index === 2) await silence(call.abortSignal);
+              if (keepAlive && index === 2) await keepAlives(controller, call.abortSignal);
               if (index > 0 && options.delayMs > 0) await sleep(options.delayMs, call.abortSignal);
               controller.enqueue({ type: 'text-delta', id: 'text-0', delta: word });
             }
             if (stall) await silence(call.abortSignal);
+            if (keepAlive) await keepAlives(controller, call.abortSignal);
           } catch (error) {
             controller.error(error);
             return;
@@ -330,6 +336,33 @@ function silence(signal: AbortSignal | undefined): Promise<never> {
   return new Promise((_resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason as Error);
     signal?.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+  });
+}
+
+/** Sends an empty text delta every 50 ms; never resolves, rejects when the call is aborted. */
+function keepAlives(
+  controller: ReadableStreamDefaultController<LanguageModelV3StreamPart>,
+  signal: AbortSignal | undefined,
+): Promise<never> {
+  return new Promise((_resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason as Error);
+    const timer = setInterval(() => {
+      try {
+        controller.enqueue({ type: 'text-delta', id: 'text-0', delta: '' });
+      } catch (error) {
+        // The reader cancelled the stream: nothing reads the keep-alives any more.
+        clearInterval(timer);
+        reject(error instanceof Error ? error : new Error('the stream was cancelled'));
+      }
+    }, 50);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearInterval(timer);
+        reject(signal.reason as Error);
+      },
+      { once: true },
+    );
   });
 }
 

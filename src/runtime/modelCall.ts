@@ -2,6 +2,7 @@ import type { LanguageModelV3FunctionTool } from '@ai-sdk/provider';
 import type { AgentConfig } from '../config/types.js';
 import type { NewEvent } from '../protocol/events.js';
 import type { QueuedTurn } from '../store/collectTurns.js';
+import { appendEvents } from '../store/appendEvents.js';
 import { startAttempt } from '../store/startAttempt.js';
 import type { BurstState, Lease } from '../store/types.js';
 import type { Usage } from '../store/usageRows.js';
@@ -12,6 +13,7 @@ import type { RuntimeDeps } from './deps.js';
 import type { Prompter, PromptOptions } from './fold.js';
 import { agentCallSettings, ProviderFailure, streamStep, type StepResult } from './modelStep.js';
 import { estimatedUsage, usageOf } from './usage.js';
+import { countStall, StallError, type Watchdog } from './watchdog.js';
 import { watchForNewInput } from './watchers.js';
 
 /** What stops a model step, and whether new input may break it off. */
@@ -39,6 +41,9 @@ export type StepOutcome = { unbilled: Usage[] } & (
  * journaled starts a new attempt (clients drop that output first). A `context_length`
  * refusal is retried once with a tighter history, and a call that carried images and was
  * refused is retried once without them. A pivot or a cancel aborts the stream at once.
+ * The progress watchdog aborts a call that makes no progress (watchdog.ts): the stall is
+ * journaled, and the call tried again until the turn's stall budget is spent, then the
+ * step fails with `stalled`.
  * Calls that broke off are billed too (`unbilled`: the caller writes them with the
  * statement that closes the step).
  */
@@ -53,6 +58,7 @@ export async function modelStep(
     turns: QueuedTurn[];
     attempt: number;
     state: StepControl;
+    watchdog: Watchdog;
   },
 ): Promise<StepOutcome> {
   const { runtime } = deps.config;
@@ -76,17 +82,19 @@ export async function modelStep(
       step.turns,
       state.allowPivot && burst.steps.length === 0,
     );
+    const watch = step.watchdog.watchStep();
     const started = Date.now();
     try {
       const result = await streamStep(
         model,
         built.prompt,
         buffer,
-        AbortSignal.any([state.signal, pivot.signal, state.cancel]),
+        AbortSignal.any([state.signal, pivot.signal, state.cancel, watch.signal]),
         step.tools,
         {
           settings: agentCallSettings(agent),
           onReasoning: (delta) => buffer.push(delta, 'reasoning'),
+          onProgress: (progress) => (progress === 'output' ? watch.output() : watch.keepAlive()),
         },
       );
       const usage = usageOf(deps.config, modelName, result);
@@ -113,6 +121,26 @@ export async function modelStep(
       if (state.cancel.aborted) return { kind: 'cancel', unbilled };
       if (pivot.signal.aborted) {
         return { kind: 'pivot', attempt, partial: buffer.wroteText, unbilled };
+      }
+      if (watch.signal.reason instanceof StallError) {
+        const stalled = watch.signal.reason;
+        const stall = step.watchdog.decide(stalled.what, stalled.sinceMs);
+        await appendEvents(deps.db, lease, [stall.event]);
+        countStall(stall);
+        deps.log.warn(
+          { session_id: lease.sessionId, what: stalled.what, action: stall.action },
+          'model step stalled',
+        );
+        if (stall.action === 'end') {
+          return {
+            kind: 'failed',
+            code: 'stalled',
+            message: step.watchdog.endMessage(stalled.what),
+            unbilled,
+          };
+        }
+        attempt = await resetIfShown(deps, lease, burst, buffer, attempt);
+        continue;
       }
       if (!(error instanceof ProviderFailure)) throw error;
       if (refused && agent.fallbackModel && !failedOver) {
@@ -164,21 +192,34 @@ export async function modelStep(
         if (state.signal.aborted) throw state.signal.reason;
         if (state.cancel.aborted) return { kind: 'cancel', unbilled };
       }
-      if (buffer.wroteText) {
-        // Clients saw part of this call's output: tell them to drop it before the retry.
-        attempt += 1;
-        await startAttempt(deps.db, lease, {
-          turnIds: burst.turn_ids,
-          attempt,
-          resetPrevious: true,
-          seenSequence: null,
-          historyBefore: 0,
-          historyLimit: 0,
-          historyBytes: 0,
-        });
-      }
+      attempt = await resetIfShown(deps, lease, burst, buffer, attempt);
     } finally {
       pivot.stop();
+      watch.stop();
     }
   }
+}
+
+/**
+ * Before a retry: when clients saw part of the failed call's output, a new attempt starts
+ * (`attempt_reset` tells them to drop it). Returns the attempt the retry runs as.
+ */
+async function resetIfShown(
+  deps: RuntimeDeps,
+  lease: Lease,
+  burst: BurstState,
+  buffer: DeltaBuffer,
+  attempt: number,
+): Promise<number> {
+  if (!buffer.wroteText) return attempt;
+  await startAttempt(deps.db, lease, {
+    turnIds: burst.turn_ids,
+    attempt: attempt + 1,
+    resetPrevious: true,
+    seenSequence: null,
+    historyBefore: 0,
+    historyLimit: 0,
+    historyBytes: 0,
+  });
+  return attempt + 1;
 }

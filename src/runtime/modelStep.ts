@@ -3,6 +3,7 @@ import type {
   LanguageModelV3CallOptions,
   LanguageModelV3FunctionTool,
   LanguageModelV3Prompt,
+  LanguageModelV3StreamPart,
 } from '@ai-sdk/provider';
 import type { AgentConfig } from '../config/types.js';
 import { classifyProviderError } from '../providers/failure.js';
@@ -56,7 +57,35 @@ export interface StepOptions {
   settings?: CallSettings;
   /** Reasoning text as it streams (the runtime journals it as `reasoning_delta`). */
   onReasoning?: (delta: string) => void;
+  /** Every part that is output or a keep-alive (the progress watchdog watches these). */
+  onProgress?: (progress: StreamProgress) => void;
   now?: () => number;
+}
+
+/**
+ * What a stream part says about progress: `output` (text, reasoning, a tool call, a file
+ * or source), `keep_alive` (a part with nothing in it: an empty delta, a raw chunk), or
+ * null for the parts that frame the others (starts, ends, metadata, finish).
+ */
+export type StreamProgress = 'output' | 'keep_alive';
+
+export function progressOf(part: LanguageModelV3StreamPart): StreamProgress | null {
+  switch (part.type) {
+    case 'text-delta':
+    case 'reasoning-delta':
+    case 'tool-input-delta':
+      return part.delta.length > 0 ? 'output' : 'keep_alive';
+    case 'tool-input-start':
+    case 'tool-call':
+    case 'tool-result':
+    case 'file':
+    case 'source':
+      return 'output';
+    case 'raw':
+      return 'keep_alive';
+    default:
+      return null;
+  }
 }
 
 /**
@@ -96,6 +125,10 @@ export async function streamStep(
     });
     for await (const part of stream) {
       if (signal.aborted) break;
+      if (options.onProgress) {
+        const progress = progressOf(part);
+        if (progress !== null) options.onProgress(progress);
+      }
       if (part.type === 'text-delta') {
         if (part.delta.length === 0) continue;
         sawOutput();

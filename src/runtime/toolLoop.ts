@@ -7,6 +7,7 @@ import { resolveAgentTools, runResolvedTool, type ResolvedTool } from '../tools/
 import { callScope } from '../tools/scope.js';
 import type { RuntimeDeps } from './deps.js';
 import { isOpen } from './toolPolicy.js';
+import { countStall, type Stall, type Watchdog } from './watchdog.js';
 
 /**
  * The tool loop (RUNTIME.md): brings the open calls of a burst forward.
@@ -22,14 +23,19 @@ import { isOpen } from './toolPolicy.js';
  *   conversation); a result's save also marks the next call `running`.
  * - A started tool is not stopped by a cancel: it finishes and its result is recorded.
  * - Tools buffer their side effects (memory) in the burst: the commit applies them.
+ * - A call whose tool ignored its signal past its timeout (tools/run.ts `abandoned`) is a
+ *   stall for the progress watchdog: journaled with the call's result (which says
+ *   `timeout`; the call is not run again, it may have done its work). Once the turn's
+ *   stall budget is spent, no further call starts and the burst answers `stalled`: the
+ *   turn ends with that error.
  */
 export async function settleCalls(
   deps: RuntimeDeps,
   lease: Lease,
   agent: AgentConfig,
   burst: BurstState,
-  context: { user: string; signal: AbortSignal },
-): Promise<'waiting' | 'settled'> {
+  context: CallContext,
+): Promise<'waiting' | 'settled' | 'stalled'> {
   const calls = burst.steps.flatMap((step) => step.calls);
   const resolved = new Map(resolveAgentTools(agent, deps.tools).map((tool) => [tool.name, tool]));
   for (const call of calls.filter((call) => call.status === 'running')) {
@@ -50,7 +56,14 @@ export async function settleCalls(
     for (const call of unreported) call.reported = true;
     await saveBurst(deps.db, lease, burst, { events: unreported.map(resultEvent(burst)) });
   }
+  if (context.watchdog.ended) return 'stalled';
   return calls.some((call) => call.status === 'awaiting') ? 'waiting' : 'settled';
+}
+
+interface CallContext {
+  user: string;
+  signal: AbortSignal;
+  watchdog: Watchdog;
 }
 
 function resultEvent(burst: BurstState) {
@@ -71,17 +84,20 @@ async function runCalls(
   burst: BurstState,
   resolved: Map<string, ResolvedTool>,
   queue: BurstCall[],
-  context: { user: string; signal: AbortSignal },
+  context: CallContext,
 ): Promise<void> {
   const { tools } = deps.config;
   const memory = new MemoryEffects(burst.effects ?? []);
   let saving: Promise<void> = Promise.resolve();
   /** Saves are chained: each writes the whole burst as it is when its turn comes. */
-  const save = (events: BurstCall[] = []) => {
-    saving = saving.then(() => {
+  const save = (events: BurstCall[] = [], stall: Stall | null = null) => {
+    saving = saving.then(async () => {
       burst.effects = memory.list();
       for (const call of events) call.reported = true;
-      return saveBurst(deps.db, lease, burst, { events: events.map(resultEvent(burst)) });
+      await saveBurst(deps.db, lease, burst, {
+        events: [...events.map(resultEvent(burst)), ...(stall ? [stall.event] : [])],
+      });
+      if (stall) countStall(stall);
     });
     return saving;
   };
@@ -118,9 +134,23 @@ async function runCalls(
       call.error = outcome.error;
     }
     if (outcome.durationMs !== undefined) call.duration_ms = outcome.durationMs;
-    const next = waiting.shift();
+    const stall =
+      outcome.abandoned && context.watchdog.enabled
+        ? context.watchdog.decide('tool', outcome.durationMs ?? 0, {
+            call_id: call.call_id,
+            tool: call.tool,
+          })
+        : null;
+    if (stall) {
+      deps.log.warn(
+        { session_id: lease.sessionId, tool: call.tool, action: stall.action },
+        'tool call stalled past its timeout',
+      );
+    }
+    // Once the stall budget is spent, calls that have not started never do.
+    const next = context.watchdog.ended ? undefined : waiting.shift();
     if (next) next.status = 'running';
-    await save([call]);
+    await save([call], stall);
     if (next) await run(next);
   };
   await Promise.all(first.map(run));

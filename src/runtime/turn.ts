@@ -19,6 +19,7 @@ import { resumeBurst } from './resume.js';
 import { settleCalls } from './toolLoop.js';
 import { offeredTools } from './toolPolicy.js';
 import { countBilled } from './usage.js';
+import { Watchdog } from './watchdog.js';
 
 /**
  * How one burst ended; the drain loop decides what comes next. Only a lost lease (or the
@@ -148,6 +149,14 @@ export async function answerBurst(
   // Fold: what the model sees, rebuilt from the burst before every step.
   const prompt = foldBurst(deps, lease, agent, burst, started.history, base);
   const tools = offeredTools(agent, deps.tools);
+  // One recovery budget for every stall of this burst's steps.
+  const watchdog = new Watchdog(deps.config.watchdog, burst.lead);
+  const fail = async (code: string, message: string): Promise<TurnOutcome> => {
+    await failTurn(deps.db, lease, { ...ref, code, message, usage: unbilled });
+    countBilled(lease.tenant, agent.name, unbilled);
+    turnOutcomes.inc({ outcome: 'error' });
+    return { kind: 'finished', holding: true };
+  };
 
   for (;;) {
     if (control.cancel.aborted) return { kind: 'cancel', unbilled };
@@ -155,7 +164,10 @@ export async function answerBurst(
     const open = await settleCalls(deps, lease, agent, burst, {
       user: lead.author,
       signal: control.signal,
+      watchdog,
     });
+    // A tool outlived its timeout once more than the watchdog's budget allows.
+    if (open === 'stalled') return fail('stalled', watchdog.endMessage('tool'));
     if (open === 'waiting') {
       await waitForInput(deps.db, lease, { supersede, lastPosition: ref.lastPosition });
       return { kind: 'waiting' };
@@ -184,20 +196,12 @@ export async function answerBurst(
       turns: inBurst,
       attempt,
       state: control,
+      watchdog,
     });
     unbilled.push(...step.unbilled);
-    if (step.kind === 'failed') {
-      // A permanent provider error, or retries spent: the turn ends with `error`.
-      await failTurn(deps.db, lease, {
-        ...ref,
-        code: step.code,
-        message: step.message,
-        usage: unbilled,
-      });
-      countBilled(lease.tenant, agent.name, unbilled);
-      turnOutcomes.inc({ outcome: 'error' });
-      return { kind: 'finished', holding: true };
-    }
+    // A permanent provider error, retries spent, or the watchdog's budget spent: the turn
+    // ends with `error`.
+    if (step.kind === 'failed') return fail(step.code, step.message);
     // The broken-off call is billed with the cancel, or with the reply the pivot leads to.
     if (step.kind === 'pivot') return { ...step, unbilled };
     if (step.kind === 'cancel') return { kind: 'cancel', unbilled };

@@ -8,6 +8,11 @@ export type ToolOutcome = (
 ) & {
   /** Wall time from the start of the call to its outcome, for `tool_result` events. */
   durationMs?: number;
+  /**
+   * The tool ignored its signal: it was still running when its timeout and grace ran out,
+   * and is no longer awaited (the progress watchdog reports such a call).
+   */
+  abandoned?: true;
 };
 
 export interface RunToolOptions {
@@ -81,7 +86,12 @@ export async function runTool(
     timers.push(
       setTimeout(() => {
         controller.abort(timeout);
-        timers.push(setTimeout(() => resolve(failure(timeout)), options.graceMs ?? 1000));
+        timers.push(
+          setTimeout(
+            () => resolve({ ...failure(timeout), abandoned: true }),
+            options.graceMs ?? 1000,
+          ),
+        );
       }, options.timeoutMs),
     );
     onAbort = () => {

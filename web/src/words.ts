@@ -25,6 +25,8 @@ export function explainError(code: string | undefined, fallback: string | undefi
       return 'The model could not be reached, even after several tries. Send your message again in a moment.';
     case 'provider_timeout':
       return 'The model stopped answering mid-reply, even after several tries. Send your message again in a moment.';
+    case 'stalled':
+      return 'The reply stopped making progress, even after another try, so it was ended. Send your message again; if it keeps happening, tell an operator.';
     case 'unknown_agent':
       return "This conversation's agent no longer exists on this server.";
     default:

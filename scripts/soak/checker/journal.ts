@@ -106,6 +106,7 @@ const burstTypes = new Set([
   'input_required',
   'input_resolved',
   'usage',
+  'stalled',
   'done',
   'cancelled',
   'error',

@@ -176,6 +176,12 @@ export class Conversation implements InputContext {
         return;
       case 'usage':
         return;
+      case 'stalled':
+        screen.status(
+          `the ${event.what === 'tool' ? `tool ${event.tool ?? ''}` : 'reply'} stalled` +
+            (event.action === 'retry' ? '; trying again' : '; the turn ends'),
+        );
+        return;
       case 'done':
         if (screen.replyText === '') {
           screen.print(`assistant: ${event.final_message.content}`);

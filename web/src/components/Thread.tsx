@@ -154,6 +154,15 @@ function ThreadItem(props: ThreadProps & { item: Item; showUsage: boolean; asked
           }}
         />
       );
+    case 'stall':
+      return (
+        <p className="notice stalled" role="note">
+          {item.what === 'tool'
+            ? `The tool ${item.tool ?? ''} kept running past its time limit.`
+            : 'The reply stopped making progress.'}{' '}
+          {item.action === 'retry' ? 'Trying again.' : 'The turn was ended.'}
+        </p>
+      );
     case 'outcome':
       return item.outcome === 'cancelled' ? (
         <p className="notice cancelled" role="note">

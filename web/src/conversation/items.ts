@@ -59,6 +59,15 @@ export type Item =
         { approved: boolean; actor: string | null; expired?: string | undefined } | undefined;
     }
   | {
+      /** The progress watchdog stopped a step: `retry` (tried again) or `end`. */
+      kind: 'stall';
+      key: string;
+      turnId: string;
+      what: 'model_stream' | 'tool' | 'no_progress';
+      action: 'retry' | 'end';
+      tool?: string | undefined;
+    }
+  | {
       kind: 'outcome';
       key: string;
       turnIds: string[];

@@ -222,6 +222,20 @@ export function reduce(state: ConversationState, event: ParleyEvent): Conversati
         },
       ];
       return settle(next, event.turn_ids);
+    case 'stalled':
+      // Not sealed: the `attempt_reset` of a retry drops the stalled attempt's text.
+      next.items = [
+        ...state.items,
+        {
+          kind: 'stall',
+          key: `s:${event.sequence}`,
+          turnId: event.turn_id,
+          what: event.what,
+          action: event.action,
+          tool: event.tool,
+        },
+      ];
+      return next;
     default:
       return next;
   }
