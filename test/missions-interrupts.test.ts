@@ -366,7 +366,13 @@ describe('interruptions routed to an agent', () => {
         server.url,
         'POST',
         `/api/v1/chat/sessions/${item.session_id}/inputs/${item.request_id}`,
-        { expected_sequence: item.expected_sequence, approved: false, response: { reason: 'no' } },
+        {
+          expected_sequence: item.expected_sequence,
+          approved: false,
+          response: { reason: 'no' },
+          // human_only approvals name the digest of the arguments they decide on.
+          ...(item.arguments_digest ? { arguments_digest: item.arguments_digest } : {}),
+        },
         who,
       );
     expect((await answer(alice, carolsItem)).status).toBe(403);

@@ -139,6 +139,13 @@ describe('a tenant admin may not set operator-only keys', () => {
         { tools: { shell: { policy: 'approve', human_only: false } } },
         'tools.shell.human_only',
       ],
+      // A call nobody approved runs only where the operator said so.
+      [
+        alice,
+        'agents/default',
+        { tools: { calculator: { policy: 'approve', on_timeout: 'approve' } } },
+        'tools.calculator.on_timeout',
+      ],
       // A created agent has no operator's definition to repeat.
       [alice, 'agents/rogue', { tools: { shell: { sandbox: 'none' } } }, 'tools.shell.sandbox'],
       // desk's shell runs unsandboxed by the operator's choice; a tenant's copy keeps that

@@ -106,6 +106,7 @@ export class ChunkMapper {
             expectedSequence: event.sequence,
             kind: event.kind,
             turnId: event.turn_id ?? this.lead ?? this.turn,
+            argumentsDigest: event.arguments_digest,
           }),
         });
         this.waiting = true;

@@ -172,6 +172,7 @@ export class ParleyChatTransport<
           expectedSequence: answer.ref.expectedSequence,
           approved: answer.approved,
           response: responseOf(answer.ref.kind, answer.approved, answer.reason),
+          argumentsDigest: answer.ref.argumentsDigest,
           signal,
         });
       } catch (error) {

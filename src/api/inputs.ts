@@ -21,6 +21,14 @@ const answerBody = z
       .record(z.string(), z.unknown())
       .refine(storableJson, 'must not contain NUL characters or unpaired surrogates')
       .optional(),
+    arguments_digest: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/, 'must be the sha-256 hex digest of the input_required event')
+      .optional()
+      .meta({
+        description:
+          "The approval's arguments_digest as shown: a request whose arguments have another digest is 409 stale_input. Required for approvals of human_only tools",
+      }),
   })
   .strict();
 
@@ -50,6 +58,7 @@ export const inputContracts = {
     body: answerBody,
     responses: { '200': inputAnswer },
     errors: {
+      '400': 'invalid_request (arguments_digest missing for an approval of a human_only tool)',
       '403': 'forbidden (not one of the agent approver_roles)',
       '404': 'input_not_found',
       '409': 'stale_input',
@@ -122,6 +131,8 @@ export function inputRoutes(app: FastifyInstance, deps: ApiDeps): void {
         approved: body.approved,
         response: body.response ?? null,
         actor: { user: principal.user, tenant: principal.tenant },
+        ...(body.arguments_digest === undefined ? {} : { argumentsDigest: body.arguments_digest }),
+        digestRequiredForHumanOnly: true,
         mayAnswer: (agentName, execution) => {
           // An execution's request goes where its interrupt_to says (an admin may act).
           if (execution && !isRoutedTo(principal, execution)) return false;

@@ -16,6 +16,7 @@ import { startModelInfo } from '../runtime/modelInfo.js';
 import { Directory } from '../agents/directory.js';
 import { ExecutionRunner } from '../missions/runner.js';
 import { Scheduler, seedConfiguredSchedules } from '../missions/scheduler.js';
+import { startApprovalTimer } from '../runtime/approvalTimer.js';
 import { startRetention } from '../runtime/retention.js';
 import { Worker } from '../runtime/worker.js';
 import { startWebhooks } from '../webhooks/loop.js';
@@ -200,6 +201,13 @@ export async function startProcess(
       scheduler = firing;
       firing.start();
       stops.push(() => firing.stop());
+      const approvalTimer = startApprovalTimer({
+        db,
+        wakeups,
+        log,
+        pollMs: config.runtime.pollMs,
+      });
+      stops.push(() => approvalTimer.stop());
       stops.push(startRetention({ db, config, log }));
       // Workers refresh the catalog; an API-only process reads what they wrote.
       stops.push(

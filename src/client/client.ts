@@ -34,6 +34,11 @@ export interface AnswerInputOptions {
   approved: boolean;
   /** E.g. `{reason}` for an approval, the answer for a question. */
   response?: Record<string, unknown> | undefined;
+  /**
+   * The approval's `arguments_digest` as shown (`input_required`, the inbox): the answer
+   * then applies only to exactly those arguments. Required for `human_only` tools.
+   */
+  argumentsDigest?: string | undefined;
   signal?: AbortSignal | undefined;
 }
 
@@ -181,6 +186,7 @@ export class ParleyClient {
       approved: options.approved,
     };
     if (options.response !== undefined) body.response = options.response;
+    if (options.argumentsDigest !== undefined) body.arguments_digest = options.argumentsDigest;
     return this.http.request(
       'POST',
       `${sessionPath(sessionId)}/inputs/${encodeURIComponent(requestId)}`,

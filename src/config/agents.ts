@@ -67,6 +67,7 @@ export function compileAgent(name: string, agent: AgentFile, context: AgentConte
     greeting: agent.greeting,
     triggerRoles: agent.trigger_roles,
     approverRoles: agent.approver_roles,
+    approvalTimeoutMs: agent.approval_timeout_ms,
     owner: context.owner?.tenant ?? null,
     mcpGrants: context.owner?.mcpGrants ?? null,
     tools,

@@ -31,8 +31,8 @@ const policy = z.enum(['allow', 'approve', 'deny']);
 
 /**
  * A tool's entry under an agent: a policy, or a table with a policy (optional: each tool
- * has a default) and options. `timeout_ms`, `idempotent` and `human_only` apply to every
- * tool; a tool's own keys (http_fetch's `allow_hosts`…) are checked by that tool when the
+ * has a default) and options. `timeout_ms`, `idempotent`, `human_only`,
+ * `approval_timeout_ms` and `on_timeout` apply to every tool; a tool's own keys (http_fetch's `allow_hosts`…) are checked by that tool when the
  * file compiles.
  */
 export const toolEntrySchema = z.union([
@@ -44,6 +44,10 @@ export const toolEntrySchema = z.union([
       idempotent: z.boolean().optional(),
       // Only a person may answer its approvals, never an agent (missions' agent:NAME).
       human_only: z.boolean().optional(),
+      // How long its approvals wait for an answer (overrides the agent's), and what applies
+      // when nobody answers in time: reject (the safe default), or approve (operator only).
+      approval_timeout_ms: durationMs.optional(),
+      on_timeout: z.enum(['reject', 'approve']).optional(),
     })
     .catchall(z.unknown()),
 ]);
@@ -97,6 +101,9 @@ export const agentSchema = z
     greeting: z.string().nullable().default(null),
     trigger_roles: z.array(z.string()).nullable().default(null),
     approver_roles: z.array(z.string()).nullable().default(null),
+    // How long an approval waits for an answer before its safe default applies (null: for
+    // ever). A tool's entry may override it.
+    approval_timeout_ms: durationMs.nullable().default(null),
     tools: z.record(z.string(), toolEntrySchema).default({}),
     skills: z.array(z.string().min(1)).default([]),
     budgets: z

@@ -219,6 +219,22 @@ function checkTool(
   if (operatorSetsIt && removes) {
     report([...path, 'human_only'], 'only the operator removes human_only', true);
   }
+  // on_timeout: approve runs a call nobody approved: only the operator decides that, and
+  // a tenant keeping the operator's approve may not make it come sooner.
+  if (table.on_timeout === 'approve') {
+    if (operators?.on_timeout !== 'approve') {
+      report([...path, 'on_timeout'], 'only the operator sets on_timeout: approve', true);
+    } else if (
+      typeof operators.approval_timeout_ms === 'number' &&
+      table.approval_timeout_ms !== operators.approval_timeout_ms
+    ) {
+      report(
+        [...path, 'approval_timeout_ms'],
+        "with on_timeout: approve, only the operator's value",
+        true,
+      );
+    }
+  }
 
   const granted = isMcp ? mcpEntryGranted(scope, server, name) : scope.policy.tools.includes(name);
   if (!granted) {

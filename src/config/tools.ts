@@ -27,7 +27,15 @@ export function compileAgentTools(
   for (const [name, entry] of Object.entries(entries)) {
     const where = `agents.${agent}.tools.${name}`;
     const table = typeof entry === 'string' ? { policy: entry } : entry;
-    const { policy, timeout_ms: timeoutMs, idempotent, human_only: humanOnly, ...own } = table;
+    const {
+      policy,
+      timeout_ms: timeoutMs,
+      idempotent,
+      human_only: humanOnly,
+      approval_timeout_ms: approvalTimeoutMs,
+      on_timeout: onTimeout,
+      ...own
+    } = table;
     const tool = builtIns.get(name);
     const mcp = mcpToolPattern.exec(name);
     if (!tool && name !== askUserTool && !(mcp && Object.hasOwn(mcpServers, mcp[1] as string))) {
@@ -47,7 +55,7 @@ export function compileAgentTools(
       const unknown = Object.keys(own)[0];
       if (unknown !== undefined) {
         throw new ToolConfigError(
-          `${where}.${unknown}: unknown key (policy, timeout_ms, idempotent, human_only)`,
+          `${where}.${unknown}: unknown key (policy, timeout_ms, idempotent, human_only, approval_timeout_ms, on_timeout)`,
         );
       }
     }
@@ -56,6 +64,8 @@ export function compileAgentTools(
       timeoutMs: timeoutMs ?? null,
       idempotent: idempotent ?? false,
       humanOnly: humanOnly ?? false,
+      approvalTimeoutMs: approvalTimeoutMs ?? null,
+      onTimeout: onTimeout ?? 'reject',
       options,
     };
   }

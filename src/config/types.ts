@@ -34,6 +34,8 @@ export interface AgentConfig {
   greeting: string | null;
   triggerRoles: string[] | null;
   approverRoles: string[] | null;
+  /** How long an approval waits before its safe default applies; null: no deadline. */
+  approvalTimeoutMs: number | null;
   /**
    * Whose definition this is: null for the operator's file (a shipped definition), else the
    * tenant that customized or created it through the API.
@@ -109,6 +111,10 @@ export interface AgentToolConfig {
   idempotent: boolean;
   /** Only a person may answer its approvals (besides the operator's `tools.human_only`). */
   humanOnly: boolean;
+  /** How long its approvals wait (null: the agent's `approvalTimeoutMs`). */
+  approvalTimeoutMs: number | null;
+  /** What applies when an approval's deadline passes unanswered (approve: operator only). */
+  onTimeout: 'reject' | 'approve';
   /** The tool's own keys, as its `compileOptions` made them (http_fetch, shell). */
   options: unknown;
 }

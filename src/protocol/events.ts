@@ -93,6 +93,15 @@ export interface ToolCallEvent extends EventBase {
 
 export type InputKind = 'approval' | 'question' | 'budget_extension';
 
+/**
+ * Where an input request stands: `expired` (superseded by a newer message), `cancelled`
+ * (its turn was), `timeout` (its deadline passed), `error` (its turn failed for good).
+ */
+export type InputState = 'pending' | 'answered' | 'expired' | 'cancelled' | 'timeout' | 'error';
+
+/** The user an expired deadline answers as (`input_resolved.actor.user`). */
+export const timeoutActor = 'system:timeout';
+
 /** The turn stops here until a person answers (PROTOCOL.md §4). */
 export interface InputRequiredEvent extends EventBase {
   type: 'input_required';
@@ -103,11 +112,16 @@ export interface InputRequiredEvent extends EventBase {
   tool?: string;
   arguments?: unknown;
   prompt?: string;
+  /** An approval's sha-256 (hex) of the canonical JSON of `arguments`. */
+  arguments_digest?: string;
+  /** When the safe default applies if nobody answers (absent: it waits for ever). */
+  deadline_at?: string;
 }
 
 /**
  * A request was answered (`actor` is who answered) or expired without an answer
- * (`expired` says why; `actor` is then null and `approved` false: nothing ran).
+ * (`expired` says why; `actor` is then null and `approved` false: nothing ran), or its
+ * deadline passed (`state: timeout`, actor `system:timeout`, `approved` the safe default).
  */
 export interface InputResolvedEvent extends EventBase {
   type: 'input_resolved';
@@ -116,6 +130,8 @@ export interface InputResolvedEvent extends EventBase {
   approved: boolean;
   actor: Actor | null;
   expired?: 'superseded' | 'cancelled';
+  /** What the request became (absent in events journaled before requests had states). */
+  state?: InputState;
   /** An agent's answer (actor `agent:NAME`): its decision's reason, journaled as given. */
   response?: Record<string, unknown>;
 }

@@ -21,6 +21,21 @@ export const inboxItem = z
       description: 'The sequence of the input_required event: what an answer must carry',
     }),
     created_at: z.string().meta({ format: 'date-time' }),
+    state: z
+      .enum(['pending', 'answered', 'expired', 'cancelled', 'timeout', 'error'])
+      .meta({ description: 'Where the request stands (the inbox lists pending ones)' }),
+    resumed_at: z.string().nullable().meta({
+      format: 'date-time',
+      description: 'When the turn resumed after the request was resolved (null until then)',
+    }),
+    deadline_at: z.string().nullable().meta({
+      format: 'date-time',
+      description: "When the request's safe default applies if nobody answers (null: never)",
+    }),
+    arguments_digest: z.string().nullable().meta({
+      description:
+        "An approval's sha-256 (hex) of the canonical JSON of `arguments`: what an answer names to approve exactly these arguments",
+    }),
     priority: z
       .enum(['low', 'normal', 'high', 'urgent'])
       .meta({ description: "an execution's, else normal" }),

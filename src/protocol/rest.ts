@@ -35,6 +35,9 @@ export const pendingInput = z.looseObject({
   request_id: z.string(),
   kind: z.string(),
   expected_sequence: z.number(),
+  arguments_digest: z.string().nullable().optional(),
+  deadline_at: z.string().nullable().optional(),
+  state: z.string().optional(),
 });
 
 /** A turn's state in the journal. */

@@ -49,6 +49,10 @@ export async function askForBudget(
         tool: null,
         arguments: null,
         prompt: `${reason}. Allow it to continue?`,
+        deadline_at: null,
+        on_timeout: 'reject',
+        arguments_digest: null,
+        human_only: false,
       },
     ],
   });

@@ -8,7 +8,9 @@ import { askUserTool } from '../tools/registry.js';
 import type { RuntimeDeps } from './deps.js';
 import type { StepResult } from './modelStep.js';
 import { wellFormed, wellFormedJson } from './text.js';
-import { policyOf } from './toolPolicy.js';
+import { approvalDeadline, policyOf } from './toolPolicy.js';
+import { argumentsDigest } from './argumentsDigest.js';
+import { isHumanOnly } from '../tools/humanOnly.js';
 
 /**
  * Records a model step that proposed tool calls: `tool_call` events, and per the agent's
@@ -44,6 +46,10 @@ export async function recordCalls(
       call.kind = question ? 'question' : 'approval';
       call.request_id = newRequestId();
       const asked = (call.arguments as { question?: unknown } | null)?.question;
+      // Only approvals end by themselves: a question waits for its answer.
+      const deadline = question
+        ? { timeoutMs: null, onTimeout: 'reject' as const }
+        : approvalDeadline(agent, proposed.tool);
       requests.push({
         request_id: call.request_id,
         call_id: call.call_id,
@@ -51,6 +57,13 @@ export async function recordCalls(
         tool: question ? null : proposed.tool,
         arguments: call.arguments,
         prompt: question && typeof asked === 'string' ? asked : null,
+        deadline_at:
+          deadline.timeoutMs === null
+            ? null
+            : new Date(Date.now() + deadline.timeoutMs).toISOString(),
+        on_timeout: deadline.onTimeout,
+        arguments_digest: question ? null : argumentsDigest(call.arguments),
+        human_only: !question && isHumanOnly(agent, proposed.tool, deps.config.tools.humanOnly),
       });
     }
     return call;

@@ -10,8 +10,10 @@ export type Resumed = { kind: 'waiting' } | { kind: 'ready'; burst: BurstState; 
 /**
  * Picks up the burst the session is answering: a fresh one from the queued turns, or the
  * saved one (`saved`, from the session row), with what happened to its requests since.
- * The requests' rows decide (an admission or waitForInput expired them, or a person
- * answered): answered → the answer applies; expired by a newer message → the call is
+ * The requests' rows decide (an admission or waitForInput expired them, a person
+ * answered, or the deadline passed): answered → the answer applies; timed out → its safe
+ * default applies (rejected: the model is told it was not approved in time; approved
+ * by the operator's `on_timeout: approve`: it runs); expired by a newer message → the call is
  * superseded (nothing ran) and the newer turns are folded in; still pending → the turn
  * keeps waiting. Nothing is written here: the next save or the commit records it, and a
  * new owner after a crash derives the same from the same rows.
@@ -46,13 +48,30 @@ export async function resumeBurst(
   let superseded = false;
   for (const call of awaiting) {
     const answer = answers.get(call.request_id as string);
+    if (answer?.state === 'cancelled') {
+      call.status = 'superseded';
+      call.error = { code: 'cancelled', message: 'the turn was cancelled; nothing ran' };
+      continue;
+    }
     if (answer?.state === 'expired') {
       call.status = 'superseded';
       call.error = { code: 'superseded', message: 'superseded by a new message; nothing ran' };
       superseded = true;
       continue;
     }
-    if (answer?.state !== 'answered') continue;
+    if (answer?.state === 'timeout' && !answer.approved) {
+      // The safe default: nobody approved in time, so nothing ran.
+      const deadline = answer.deadline_at
+        ? ` (no answer by ${answer.deadline_at.toISOString()})`
+        : '';
+      call.status = 'rejected';
+      call.error = {
+        code: 'approval_timeout',
+        message: `not approved in time${deadline}; nothing ran`,
+      };
+      continue;
+    }
+    if (answer?.state !== 'answered' && answer?.state !== 'timeout') continue;
     const reason = typeof answer.response?.reason === 'string' ? `: ${answer.response.reason}` : '';
     if (call.kind === 'budget_extension') {
       call.status = 'done';

@@ -1,7 +1,7 @@
 import type { LanguageModelV3FunctionTool } from '@ai-sdk/provider';
 import type { AgentConfig } from '../config/types.js';
 import type { BurstCall } from '../store/types.js';
-import { askUserTool, resolveAgentTools } from '../tools/registry.js';
+import { askUserTool, mcpToolPattern, resolveAgentTools } from '../tools/registry.js';
 import type { Tool } from '../tools/types.js';
 
 /**
@@ -57,4 +57,29 @@ export function policyOf(
 /** Whether a call still needs something before the model can go on. */
 export function isOpen(call: BurstCall): boolean {
   return ['pending', 'awaiting', 'approved', 'running'].includes(call.status);
+}
+
+/** What an approval of a call waits for: its deadline and what applies when it passes. */
+export interface ApprovalDeadline {
+  /** Milliseconds from the request to its deadline; null: it waits for ever. */
+  timeoutMs: number | null;
+  onTimeout: 'reject' | 'approve';
+}
+
+/**
+ * The deadline of an approval of `tool`: its entry's (or its server's `server__*` entry's)
+ * `approval_timeout_ms`, else the agent's; `on_timeout` from the same entry, `reject` by
+ * default: a call nobody approved in time does not run.
+ */
+export function approvalDeadline(agent: AgentConfig, tool: string): ApprovalDeadline {
+  const server = mcpToolPattern.exec(tool)?.[1];
+  const entry = Object.hasOwn(agent.tools, tool)
+    ? agent.tools[tool]
+    : server !== undefined && Object.hasOwn(agent.tools, `${server}__*`)
+      ? agent.tools[`${server}__*`]
+      : undefined;
+  return {
+    timeoutMs: entry?.approvalTimeoutMs ?? agent.approvalTimeoutMs,
+    onTimeout: entry?.onTimeout ?? 'reject',
+  };
 }

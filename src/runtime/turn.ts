@@ -15,6 +15,7 @@ import { foldBurst } from './fold.js';
 import { needsGate, runGate } from './gateStep.js';
 import { modelStep } from './modelCall.js';
 import { recordCalls } from './recordCalls.js';
+import { markResumed } from '../store/markResumed.js';
 import { resumeBurst } from './resume.js';
 import { settleCalls } from './toolLoop.js';
 import { offeredTools } from './toolPolicy.js';
@@ -77,6 +78,13 @@ export async function answerBurst(
     return { kind: 'waiting' };
   }
   const { burst } = resumed;
+  if (resumed.resumed) {
+    await markResumed(
+      deps.db,
+      lease,
+      burst.steps.flatMap((step) => step.calls.flatMap((call) => call.request_id ?? [])),
+    );
+  }
   const inBurst = turns.queued.filter((turn) => burst.turn_ids.includes(turn.turn_id));
   const base = turns.queued.filter((turn) => burst.base_turn_ids.includes(turn.turn_id));
   const lead = inBurst[0] as QueuedTurn;

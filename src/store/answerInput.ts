@@ -12,6 +12,16 @@ export interface AnswerInput {
   response: Record<string, unknown> | null;
   actor: Actor;
   /**
+   * The `arguments_digest` the answerer saw: an approval whose arguments have another
+   * digest is not the one they decided on (409 stale_input).
+   */
+  argumentsDigest?: string;
+  /**
+   * An approval of a `human_only` tool needs `argumentsDigest` (400 invalid_request
+   * without): the HTTP API's rule, where a client shows the arguments it approves.
+   */
+  digestRequiredForHumanOnly?: boolean;
+  /**
    * Journal `response` in `input_resolved` too: an agent's decision and its reason are the
    * audit trail of what it approved (a person's response stays in input_requests only).
    */
@@ -28,8 +38,11 @@ export interface AnswerInput {
 
 /**
  * PROTOCOL.md §4, in the order it prescribes: unknown request or another tenant's session
- * → 404; a principal who may not answer → 403; a stale `expected_sequence` or a request no
- * longer pending → 409 `stale_input` (answers are single-use). The answer is journaled as
+ * → 404; a principal who may not answer → 403; an approval of a `human_only` tool answered
+ * without `arguments_digest` where one is required → 400 `invalid_request`; a stale
+ * `expected_sequence`, a request no longer pending (answered, expired, timed out) or an
+ * `arguments_digest` other than the request's → 409 `stale_input` (answers are
+ * single-use). The answer is journaled as
  * `input_resolved` with the authenticated actor. When nothing else of the session waits
  * for a person, the session becomes claimable and the turn resumes on a worker.
  */
@@ -51,8 +64,11 @@ export async function answerInput(
             expected_sequence: number;
             turn_id: string;
             declined_by: string | null;
+            arguments_digest: string | null;
+            human_only: boolean;
           }>(
-            `select state, expected_sequence, turn_id, declined_by from input_requests
+            `select state, expected_sequence, turn_id, declined_by, arguments_digest, human_only
+               from input_requests
               where tenant = $1 and session_id = $2 and request_id = $3`,
             [input.tenant, input.sessionId, input.requestId],
           )
@@ -74,10 +90,27 @@ export async function answerInput(
     if (!input.mayAnswer(session.agent, execution)) {
       throw new ParleyError('forbidden', 'your roles may not answer this request');
     }
+    if (
+      input.digestRequiredForHumanOnly === true &&
+      request.human_only &&
+      input.argumentsDigest === undefined
+    ) {
+      throw new ParleyError(
+        'invalid_request',
+        'arguments_digest: required to answer an approval of a human_only tool (the arguments_digest of its input_required event)',
+      );
+    }
     if (request.state !== 'pending' || request.expected_sequence !== input.expectedSequence) {
       throw new ParleyError('stale_input', 'this request is no longer pending at that sequence', {
         request_state: request.state,
       });
+    }
+    if (input.argumentsDigest !== undefined && input.argumentsDigest !== request.arguments_digest) {
+      throw new ParleyError(
+        'stale_input',
+        'arguments_digest: not the digest of the arguments this request shows',
+        { request_state: request.state },
+      );
     }
     await tx.query(
       `update input_requests
@@ -110,6 +143,7 @@ export async function answerInput(
           request_id: input.requestId,
           approved: input.approved,
           actor: input.actor,
+          state: 'answered',
           ...(input.journalResponse && input.response ? { response: input.response } : {}),
         }),
       ],

@@ -1,6 +1,9 @@
 import { newEvent, type NewEvent } from '../protocol/events.js';
 import type { Queryable } from './db.js';
 
+/** A superseded request is `expired` (as ever); a cancelled turn's is `cancelled`. */
+const stateOf = { superseded: 'expired', cancelled: 'cancelled' } as const;
+
 /**
  * Expires every pending input request of a session: a new message superseded them
  * (`pending_input: supersede`) or their turn was cancelled. Runs under the caller's lock
@@ -19,10 +22,10 @@ export async function expirePendingRequests(
     turn_id: string;
     expected_sequence: number;
   }>(
-    `update input_requests set state = 'expired', answered_at = now(), response = $2
+    `update input_requests set state = $3, answered_at = now(), response = $2
       where session_id = $1 and state = 'pending'
       returning request_id, turn_id, expected_sequence`,
-    [sessionId, JSON.stringify({ expired: reason })],
+    [sessionId, JSON.stringify({ expired: reason }), stateOf[reason]],
   );
   const inOrder = expired.rows.sort((a, b) => a.expected_sequence - b.expected_sequence);
   return inOrder.map((row) =>
@@ -31,6 +34,7 @@ export async function expirePendingRequests(
       approved: false,
       expired: reason,
       actor: null,
+      state: stateOf[reason],
     }),
   );
 }

@@ -40,7 +40,11 @@ export const projectionSelect = `
     left join lateral (
       select json_build_object('request_id', r.request_id, 'kind', r.kind,
                                'expected_sequence', r.expected_sequence, 'call_id', r.call_id,
-                               'tool', r.tool, 'arguments', r.arguments) as pending_input
+                               'tool', r.tool, 'arguments', r.arguments,
+                               'arguments_digest', r.arguments_digest, 'state', r.state,
+                               'deadline_at', to_char(r.deadline_at at time zone 'UTC',
+                                                      'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+                              ) as pending_input
         from input_requests r
        where r.session_id = s.session_id and r.state = 'pending'
        order by r.expected_sequence

@@ -21,6 +21,10 @@ interface InputRow {
   prompt: string | null;
   expected_sequence: number;
   created_at: Date;
+  state: InboxItem['state'];
+  resumed_at: Date | null;
+  deadline_at: Date | null;
+  arguments_digest: string | null;
   priority: number;
   execution_id: string | null;
   route: string | null;
@@ -71,7 +75,7 @@ export async function listInputs(
   const found = await db.query<InputRow>(
     `select r.request_id, r.session_id, s.title, s.agent, r.turn_id, r.kind, r.call_id, r.tool,
             r.arguments, e.payload ->> 'prompt' as prompt, r.expected_sequence, r.created_at,
-            coalesce(x.priority, 1) as priority, x.execution_id,
+            r.state, r.resumed_at, r.deadline_at, r.arguments_digest, coalesce(x.priority, 1) as priority, x.execution_id,
             case when x.execution_id is not null
                  then coalesce(x.interrupt_to, 'user:' || x.user_name) end as route
        from input_requests r
@@ -107,6 +111,10 @@ export async function listInputs(
       prompt: row.prompt,
       expected_sequence: row.expected_sequence,
       created_at: row.created_at.toISOString(),
+      state: row.state,
+      resumed_at: row.resumed_at?.toISOString() ?? null,
+      deadline_at: row.deadline_at?.toISOString() ?? null,
+      arguments_digest: row.arguments_digest,
       priority: priorityNames[row.priority] ?? 'normal',
       execution_id: row.execution_id,
       interrupt_to: row.route,

@@ -1,22 +1,23 @@
-import type { Actor } from '../protocol/events.js';
+import type { Actor, InputState } from '../protocol/events.js';
 import type { Queryable } from './db.js';
 
 export interface RequestAnswer {
   request_id: string;
-  state: 'pending' | 'answered' | 'expired';
+  state: InputState;
   approved: boolean | null;
   response: Record<string, unknown> | null;
   actor: Actor | null;
+  deadline_at: Date | null;
 }
 
-/** Where the given input requests stand (answered, expired, still pending). */
+/** Where the given input requests stand (answered, expired, timed out, still pending). */
 export async function readRequests(
   db: Queryable,
   requestIds: string[],
 ): Promise<Map<string, RequestAnswer>> {
   if (requestIds.length === 0) return new Map();
   const found = await db.query<RequestAnswer>(
-    `select request_id, state, approved, response, actor from input_requests
+    `select request_id, state, approved, response, actor, deadline_at from input_requests
       where request_id = any($1::text[])`,
     [requestIds],
   );

@@ -13,6 +13,13 @@ export interface NewInputRequest {
   tool: string | null;
   arguments: unknown;
   prompt: string | null;
+  /** When its safe default applies if nobody answers (ISO time); null: it waits for ever. */
+  deadline_at: string | null;
+  on_timeout: 'reject' | 'approve';
+  /** sha-256 of the canonical JSON of the arguments an approval shows; null otherwise. */
+  arguments_digest: string | null;
+  /** Only a person may answer it, and the answer must name `arguments_digest`. */
+  human_only: boolean;
 }
 
 const saveStatement: Statement = {
@@ -38,10 +45,13 @@ const saveStatement: Statement = {
       ${insertUsageSql('bumped', '$11', '$12::text')}
     ), requests as (
       insert into input_requests (request_id, tenant, session_id, turn_id, call_id, kind, tool,
-                                  arguments, expected_sequence)
+                                  arguments, expected_sequence, deadline_at, on_timeout,
+                                  arguments_digest, human_only)
       select r.value->>'request_id', b.tenant, b.session_id, r.value->>'turn_id',
              r.value->>'call_id', r.value->>'kind', r.value->>'tool', r.value->'arguments',
-             b.last_sequence - jsonb_array_length($3::jsonb) + (r.value->>'position')::integer
+             b.last_sequence - jsonb_array_length($3::jsonb) + (r.value->>'position')::integer,
+             (r.value->>'deadline_at')::timestamptz, r.value->>'on_timeout',
+             r.value->>'arguments_digest', (r.value->>'human_only')::boolean
         from bumped b, jsonb_array_elements($10::jsonb) as r
     )
     select b.last_sequence,
@@ -55,7 +65,8 @@ const saveStatement: Statement = {
  * Journals `events` and saves the working conversation of the burst on the session row
  * (so that whoever owns the session next rebuilds the exact prompt), in one token-gated
  * statement. Each request in `requests` gets an `input_required` event appended after
- * `events`; its sequence is the `expected_sequence` an answer must carry.
+ * `events`; its sequence is the `expected_sequence` an answer must carry. A request with a
+ * deadline is announced by its event's wake-up (the approval timer listens for it).
  */
 export async function saveBurst(
   db: Queryable,
@@ -80,6 +91,10 @@ export async function saveBurst(
         call_id: request.call_id,
         ...(request.tool === null ? {} : { tool: request.tool, arguments: request.arguments }),
         ...(request.prompt === null ? {} : { prompt: request.prompt }),
+        ...(request.arguments_digest === null
+          ? {}
+          : { arguments_digest: request.arguments_digest }),
+        ...(request.deadline_at === null ? {} : { deadline_at: request.deadline_at }),
       }),
     );
     return {
@@ -90,6 +105,10 @@ export async function saveBurst(
       tool: request.tool,
       arguments: request.arguments ?? null,
       position: events.length,
+      deadline_at: request.deadline_at,
+      on_timeout: request.on_timeout,
+      arguments_digest: request.arguments_digest,
+      human_only: request.human_only,
     };
   });
   const usage = sumUsage(changes.usage ?? []);

@@ -63,6 +63,18 @@ export function formatCost(usd: number): string {
   return `$${usd.toFixed(2)}`;
 }
 
+/** How long until a deadline, in words ("4 min left"; "due now" once passed). */
+export function timeLeft(iso: string, now = Date.now()): string {
+  const seconds = Math.round((Date.parse(iso) - now) / 1000);
+  if (seconds <= 0) return 'due now';
+  if (seconds < 90) return `${seconds} s left`;
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 90) return `${minutes} min left`;
+  const hours = Math.round(minutes / 60);
+  if (hours < 48) return `${hours} h left`;
+  return `${Math.round(hours / 24)} days left`;
+}
+
 export function timeAgo(iso: string, now = Date.now()): string {
   const seconds = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
   if (seconds < 45) return 'just now';

@@ -171,7 +171,9 @@ export class Conversation implements InputContext {
         screen.status(
           event.actor === null
             ? `request expired (${event.expired ?? 'no longer pending'}): nothing ran`
-            : `${event.approved ? 'approved' : 'rejected'} by ${event.actor.user}`,
+            : event.state === 'timeout'
+              ? `nobody answered in time: ${event.approved ? 'approved' : 'rejected'} by default`
+              : `${event.approved ? 'approved' : 'rejected'} by ${event.actor.user}`,
         );
         return;
       case 'usage':

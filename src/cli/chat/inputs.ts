@@ -12,6 +12,8 @@ export interface InputRequest {
   requestId: string;
   kind: string;
   sequence: number;
+  /** An approval's digest of the arguments shown: the answer names it. */
+  argumentsDigest?: string | undefined;
   describe: string;
 }
 
@@ -64,6 +66,7 @@ export async function answerInput(context: InputContext, line: string): Promise<
       expectedSequence: request.sequence,
       approved,
       response,
+      argumentsDigest: request.argumentsDigest,
     });
     context.input = null;
     screen.status(approved ? 'approval sent' : 'rejection sent');
@@ -91,6 +94,7 @@ export function fromEvent(event: InputRequiredEvent): InputRequest {
     requestId: event.request_id,
     kind: event.kind,
     sequence: event.sequence,
+    argumentsDigest: event.arguments_digest,
     describe: what,
   };
 }
@@ -101,6 +105,7 @@ export function fromPendingInput(pendingInput: PendingInput): InputRequest {
     requestId: pendingInput.request_id,
     kind: pendingInput.kind,
     sequence: pendingInput.expected_sequence,
+    argumentsDigest: pendingInput.arguments_digest ?? undefined,
     describe: `${pendingInput.kind} needed${typeof pendingInput.prompt === 'string' ? `: ${pendingInput.prompt}` : ''}`,
   };
 }

@@ -85,6 +85,8 @@ export function Inbox(props: {
               arguments: item.arguments,
               prompt: item.prompt,
               expectedSequence: item.expected_sequence,
+              argumentsDigest: item.arguments_digest,
+              deadlineAt: item.deadline_at,
             }}
             heading={
               <div className="inbox-heading small muted">

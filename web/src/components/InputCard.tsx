@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import type { AgentInfo, ParleyClient } from 'parley/client';
-import { explainRequestError } from '../words';
+import { explainRequestError, timeLeft } from '../words';
 
 export interface InputRequest {
   sessionId: string;
@@ -10,7 +10,16 @@ export interface InputRequest {
   arguments?: unknown;
   prompt?: string | null | undefined;
   expectedSequence: number;
-  resolved?: { approved: boolean; actor: string | null; expired?: string | undefined } | undefined;
+  argumentsDigest?: string | null | undefined;
+  deadlineAt?: string | null | undefined;
+  resolved?:
+    | {
+        approved: boolean;
+        actor: string | null;
+        expired?: string | undefined;
+        timedOut?: boolean | undefined;
+      }
+    | undefined;
 }
 
 const titles = {
@@ -51,6 +60,7 @@ export function InputCard(props: {
         expectedSequence: request.expectedSequence,
         approved,
         response,
+        argumentsDigest: request.argumentsDigest ?? undefined,
       });
       props.onAnswered?.(approved);
     } catch (failure) {
@@ -77,11 +87,22 @@ export function InputCard(props: {
         <p className={`verdict ${resolved.approved ? 'ok' : 'no'}`} role="status">
           {resolved.expired
             ? `No longer needed (${resolved.expired})`
-            : `${resolved.approved ? (request.inputKind === 'question' ? 'Answered' : 'Approved') : 'Rejected'} by ${resolved.actor ?? 'someone'}`}
+            : resolved.timedOut
+              ? `Nobody answered in time: ${resolved.approved ? 'approved' : 'rejected'} by default`
+              : `${resolved.approved ? (request.inputKind === 'question' ? 'Answered' : 'Approved') : 'Rejected'} by ${resolved.actor ?? 'someone'}`}
         </p>
       ) : (
         <>
           <p className="who">May answer: {who}</p>
+          {request.deadlineAt ? (
+            <p className="deadline small muted">
+              Answer by{' '}
+              <time dateTime={request.deadlineAt}>
+                {new Date(request.deadlineAt).toLocaleString()}
+              </time>{' '}
+              ({timeLeft(request.deadlineAt)}); then its default applies (usually: rejected).
+            </p>
+          ) : null}
           {!mayAnswer ? (
             <p className="muted">Your roles may not answer this request.</p>
           ) : request.inputKind === 'question' ? (

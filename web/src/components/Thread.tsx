@@ -150,6 +150,8 @@ function ThreadItem(props: ThreadProps & { item: Item; showUsage: boolean; asked
             arguments: item.arguments,
             prompt: item.prompt,
             expectedSequence: item.expectedSequence,
+            argumentsDigest: item.argumentsDigest,
+            deadlineAt: item.deadlineAt,
             resolved: item.resolved,
           }}
         />

@@ -55,8 +55,16 @@ export type Item =
       arguments?: unknown;
       prompt?: string | undefined;
       expectedSequence: number;
+      argumentsDigest?: string | undefined;
+      deadlineAt?: string | undefined;
       resolved?:
-        { approved: boolean; actor: string | null; expired?: string | undefined } | undefined;
+        | {
+            approved: boolean;
+            actor: string | null;
+            expired?: string | undefined;
+            timedOut?: boolean | undefined;
+          }
+        | undefined;
     }
   | {
       /** The progress watchdog stopped a step: `retry` (tried again) or `end`. */

@@ -122,6 +122,8 @@ export function reduce(state: ConversationState, event: ParleyEvent): Conversati
           arguments: event.arguments,
           prompt: event.prompt,
           expectedSequence: event.sequence,
+          argumentsDigest: event.arguments_digest,
+          deadlineAt: event.deadline_at,
         },
       ];
       next.waiting = true;
@@ -132,7 +134,15 @@ export function reduce(state: ConversationState, event: ParleyEvent): Conversati
       const expired = typeof data.expired === 'string' ? data.expired : undefined;
       next.items = state.items.map((item) =>
         item.kind === 'input' && item.requestId === event.request_id
-          ? { ...item, resolved: { approved: event.approved, actor, expired } }
+          ? {
+              ...item,
+              resolved: {
+                approved: event.approved,
+                actor,
+                expired,
+                ...(event.state === 'timeout' ? { timedOut: true } : {}),
+              },
+            }
           : item,
       );
       next.waiting = next.items.some((item) => item.kind === 'input' && !item.resolved);

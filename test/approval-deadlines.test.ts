@@ -1,0 +1,342 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeApprovalId, encodeApprovalId } from '../src/ai-sdk/approvals.js';
+import { argumentsDigest, canonicalJson } from '../src/runtime/argumentsDigest.js';
+import { expireDueRequests } from '../src/store/expireDueRequests.js';
+import { readEvents } from '../src/store/readEvents.js';
+import { checkJournalInvariants } from './support/invariants.js';
+import { until } from './support/poll.js';
+import { request, startTestServer, type TestServer } from './support/server.js';
+
+// Approvals that end (docs/governance.md): a deadline resolves a pending approval with its
+// safe default, once, and the turn resumes; an answer before it wins and the timer does
+// nothing; an answer after it is stale. Each approval shows the digest of its exact
+// arguments; an answer naming another is stale, and human_only tools require it.
+
+let server: TestServer;
+let counter = 0;
+
+beforeAll(async () => {
+  server = await startTestServer({
+    agents: {
+      default: { tools: { calculator: 'approve' } },
+      // Approvals end quickly; clock's approve on timeout is the operator's choice.
+      timed: {
+        approval_timeout_ms: 300,
+        tools: {
+          calculator: 'approve',
+          clock: { policy: 'approve', on_timeout: 'approve' },
+        },
+      },
+      // An hour: the answer always comes first.
+      slow: {
+        approval_timeout_ms: 3_600_000,
+        tools: { calculator: 'approve', clock: { policy: 'approve', approval_timeout_ms: 300 } },
+      },
+      guarded: { tools: { calculator: { policy: 'approve', human_only: true } } },
+    },
+  });
+});
+afterAll(async () => {
+  await checkJournalInvariants(server.db);
+  await server.close();
+});
+
+const journal = async (sessionId: string): Promise<any[]> =>
+  readEvents(server.db, sessionId, 0, 100_000);
+const ofType = (events: any[], type: string) => events.filter((event) => event.type === type);
+
+async function admit(message: string, agent: string, sessionId?: string): Promise<string> {
+  const response = await request(server.url, 'POST', '/api/v1/chat/turns', {
+    turn_id: `deadline_${counter++}`,
+    ...(sessionId ? { session_id: sessionId } : { agent }),
+    message,
+  });
+  expect(response.status).toBe(202);
+  return response.body.session_id as string;
+}
+
+async function untilEvents(sessionId: string, type: string, count = 1): Promise<any[]> {
+  return until(
+    () => journal(sessionId),
+    (events) => ofType(events, type).length >= count,
+    `${count} ${type} in ${sessionId}`,
+  );
+}
+
+const answer = (sessionId: string, requestId: string, body: Record<string, unknown>) =>
+  request(server.url, 'POST', `/api/v1/chat/sessions/${sessionId}/inputs/${requestId}`, body);
+
+async function requestRow(requestId: string) {
+  const found = await server.db.query<{
+    state: string;
+    approved: boolean | null;
+    actor: any;
+    resumed_at: Date | null;
+  }>('select state, approved, actor, resumed_at from input_requests where request_id = $1', [
+    requestId,
+  ]);
+  return found.rows[0];
+}
+
+describe('approval deadlines', () => {
+  it('rejects a pending approval once when its deadline passes; the turn resumes with it', async () => {
+    const sessionId = await admit('/tool calculator {"expression": "2+2"}', 'timed');
+    const events = await untilEvents(sessionId, 'done');
+    const [required] = ofType(events, 'input_required');
+    expect(typeof required.deadline_at).toBe('string');
+    const resolved = ofType(events, 'input_resolved');
+    expect(resolved).toEqual([
+      expect.objectContaining({
+        request_id: required.request_id,
+        approved: false,
+        actor: { user: 'system:timeout', tenant: 'default' },
+        state: 'timeout',
+      }),
+    ]);
+    const [result] = ofType(events, 'tool_result');
+    expect(result).toMatchObject({
+      call_id: required.call_id,
+      ok: false,
+      error: { code: 'approval_timeout' },
+    });
+    expect(result.error.message).toContain('not approved in time');
+    expect(result.error.message).toContain('nothing ran');
+    expect(ofType(events, 'done')[0].final_message.content).toContain('not approved in time');
+    expect(await requestRow(required.request_id)).toMatchObject({
+      state: 'timeout',
+      approved: false,
+    });
+
+    // A person's answer after the deadline is stale, and the timer has nothing left to do.
+    const late = await answer(sessionId, required.request_id, {
+      expected_sequence: required.sequence,
+      approved: true,
+    });
+    expect(late.status).toBe(409);
+    expect(late.body).toMatchObject({ error: 'stale_input' });
+    expect(await expireDueRequests(server.db, { limit: 10 })).toBe(0);
+    expect(ofType(await journal(sessionId), 'input_resolved')).toHaveLength(1);
+  });
+
+  it('approves on timeout where the operator configured on_timeout: approve', async () => {
+    const sessionId = await admit('/tool clock {}', 'timed');
+    const events = await untilEvents(sessionId, 'done');
+    expect(ofType(events, 'input_resolved')).toEqual([
+      expect.objectContaining({
+        approved: true,
+        actor: { user: 'system:timeout', tenant: 'default' },
+        state: 'timeout',
+      }),
+    ]);
+    expect(ofType(events, 'tool_result')).toEqual([
+      expect.objectContaining({ tool: 'clock', ok: true }),
+    ]);
+  });
+
+  it('lets an answer before the deadline win; the timer then does nothing', async () => {
+    const sessionId = await admit('/tool calculator {"expression": "3*3"}', 'slow');
+    const [required] = ofType(await untilEvents(sessionId, 'input_required'), 'input_required');
+    // The projection and the inbox show the deadline and the digest the event shows.
+    const projection = await request(server.url, 'GET', `/api/v1/chat/sessions/${sessionId}`);
+    expect(projection.body.pending_input).toMatchObject({
+      request_id: required.request_id,
+      deadline_at: required.deadline_at,
+      arguments_digest: required.arguments_digest,
+    });
+    const inbox = await request(server.url, 'GET', '/api/v1/inputs?state=pending');
+    expect(
+      inbox.body.items.find((item: any) => item.request_id === required.request_id),
+    ).toMatchObject({
+      state: 'pending',
+      resumed_at: null,
+      deadline_at: required.deadline_at,
+      arguments_digest: required.arguments_digest,
+    });
+
+    const answered = await answer(sessionId, required.request_id, {
+      expected_sequence: required.sequence,
+      approved: true,
+    });
+    expect(answered.status).toBe(200);
+    // Even once its deadline is in the past, an answered request is not the timer's.
+    await server.db.query(
+      `update input_requests set deadline_at = now() - interval '1 second' where request_id = $1`,
+      [required.request_id],
+    );
+    expect(await expireDueRequests(server.db, { limit: 10 })).toBe(0);
+    const events = await untilEvents(sessionId, 'done');
+    expect(ofType(events, 'input_resolved')).toEqual([
+      expect.objectContaining({
+        approved: true,
+        actor: { user: 'local', tenant: 'default' },
+        state: 'answered',
+      }),
+    ]);
+    expect(ofType(events, 'tool_result')).toEqual([
+      expect.objectContaining({ ok: true, result: { expression: '3*3', result: 9 } }),
+    ]);
+    const row = await requestRow(required.request_id);
+    expect(row).toMatchObject({ state: 'answered' });
+    expect(row?.resumed_at).toBeInstanceOf(Date);
+  });
+
+  it('takes a tool entry’s approval_timeout_ms over the agent’s', async () => {
+    const sessionId = await admit('/tool clock {}', 'slow');
+    const events = await untilEvents(sessionId, 'done');
+    expect(ofType(events, 'input_resolved')).toEqual([
+      expect.objectContaining({ approved: false, state: 'timeout' }),
+    ]);
+  });
+
+  it('leaves requests without a deadline pending', async () => {
+    const sessionId = await admit('/tool calculator {"expression": "1"}', 'default');
+    const [required] = ofType(await untilEvents(sessionId, 'input_required'), 'input_required');
+    expect(required.deadline_at).toBeUndefined();
+    expect(await expireDueRequests(server.db, { limit: 10 })).toBe(0);
+    expect(await requestRow(required.request_id)).toMatchObject({ state: 'pending' });
+    const answered = await answer(sessionId, required.request_id, {
+      expected_sequence: required.sequence,
+      approved: false,
+    });
+    expect(answered.status).toBe(200);
+    await untilEvents(sessionId, 'done');
+  });
+});
+
+describe('the digest of the exact arguments', () => {
+  it('is the sha-256 of the canonical JSON, whatever the key order', () => {
+    expect(canonicalJson({ b: [1, { d: 1, c: 'x' }], a: null })).toBe(
+      '{"a":null,"b":[1,{"c":"x","d":1}]}',
+    );
+    expect(argumentsDigest({ b: 1, a: 2 })).toBe(argumentsDigest({ a: 2, b: 1 }));
+    expect(argumentsDigest({ a: 1 })).toMatch(/^[0-9a-f]{64}$/);
+    expect(argumentsDigest({ a: 1 })).not.toBe(argumentsDigest({ a: 2 }));
+  });
+
+  it('travels in an AI SDK approval id, so the transport can name it in the answer', () => {
+    const ref = {
+      requestId: 'req_01',
+      expectedSequence: 12,
+      kind: 'approval' as const,
+      turnId: 'turn_1',
+      argumentsDigest: argumentsDigest({ expression: '1+1' }),
+    };
+    expect(decodeApprovalId(encodeApprovalId(ref))).toEqual(ref);
+    const { argumentsDigest: _digest, ...withoutDigest } = ref;
+    expect(decodeApprovalId(encodeApprovalId(withoutDigest))).toEqual(withoutDigest);
+    expect(decodeApprovalId('req_01~12~a~turn_1~not-a-digest')).toBeNull();
+  });
+
+  it('gives parallel approvals their own digests; a mismatch is 409 and writes nothing', async () => {
+    const sessionId = await admit(
+      '/tool calculator {"expression": "1+1"}\n/tool calculator {"expression": "2+2"}',
+      'default',
+    );
+    const [first, second] = ofType(
+      await untilEvents(sessionId, 'input_required', 2),
+      'input_required',
+    );
+    expect(first.arguments_digest).toBe(argumentsDigest({ expression: '1+1' }));
+    expect(second.arguments_digest).toBe(argumentsDigest({ expression: '2+2' }));
+
+    const swapped = await answer(sessionId, first.request_id, {
+      expected_sequence: first.sequence,
+      approved: true,
+      arguments_digest: second.arguments_digest,
+    });
+    expect(swapped.status).toBe(409);
+    expect(swapped.body).toMatchObject({ error: 'stale_input' });
+    expect(swapped.body.message).toContain('arguments_digest');
+    const malformed = await answer(sessionId, first.request_id, {
+      expected_sequence: first.sequence,
+      approved: true,
+      arguments_digest: 'not-a-digest',
+    });
+    expect(malformed.status).toBe(400);
+    expect(malformed.body).toMatchObject({ error: 'invalid_request' });
+    expect(ofType(await journal(sessionId), 'input_resolved')).toHaveLength(0);
+    expect(await requestRow(first.request_id)).toMatchObject({ state: 'pending' });
+
+    for (const required of [second, first]) {
+      const ok = await answer(sessionId, required.request_id, {
+        expected_sequence: required.sequence,
+        approved: true,
+        arguments_digest: required.arguments_digest,
+      });
+      expect(ok.status).toBe(200);
+    }
+    const events = await untilEvents(sessionId, 'done');
+    const results = Object.fromEntries(
+      ofType(events, 'tool_result').map((result) => [result.call_id, result]),
+    );
+    expect(results[first.call_id]).toMatchObject({ ok: true, result: { result: 2 } });
+    expect(results[second.call_id]).toMatchObject({ ok: true, result: { result: 4 } });
+  });
+
+  it('is required to answer an approval of a human_only tool (400 without, nothing written)', async () => {
+    const sessionId = await admit('/tool calculator {"expression": "7*6"}', 'guarded');
+    const [required] = ofType(await untilEvents(sessionId, 'input_required'), 'input_required');
+    const missing = await answer(sessionId, required.request_id, {
+      expected_sequence: required.sequence,
+      approved: true,
+    });
+    expect(missing.status).toBe(400);
+    expect(missing.body).toMatchObject({ error: 'invalid_request' });
+    expect(missing.body.message).toContain('arguments_digest');
+    expect(ofType(await journal(sessionId), 'input_resolved')).toHaveLength(0);
+    expect(await requestRow(required.request_id)).toMatchObject({ state: 'pending' });
+    const ok = await answer(sessionId, required.request_id, {
+      expected_sequence: required.sequence,
+      approved: true,
+      arguments_digest: required.arguments_digest,
+    });
+    expect(ok.status).toBe(200);
+    const events = await untilEvents(sessionId, 'done');
+    expect(ofType(events, 'tool_result')).toEqual([
+      expect.objectContaining({ ok: true, result: { expression: '7*6', result: 42 } }),
+    ]);
+  });
+});
+
+describe('request states', () => {
+  it('marks a cancelled turn’s requests cancelled; the event keeps expired: cancelled', async () => {
+    const turnId = `deadline_${counter++}`;
+    const admitted = await request(server.url, 'POST', '/api/v1/chat/turns', {
+      turn_id: turnId,
+      message: '/tool calculator {"expression": "5"}',
+    });
+    const sessionId = admitted.body.session_id as string;
+    const [required] = ofType(await untilEvents(sessionId, 'input_required'), 'input_required');
+    const cancelled = await request(
+      server.url,
+      'POST',
+      `/api/v1/chat/sessions/${sessionId}/turns/${turnId}/cancel`,
+      { command_id: `cmd_${turnId}` },
+    );
+    expect(cancelled.body.result).toBe('cancelled');
+    const events = await untilEvents(sessionId, 'cancelled');
+    expect(ofType(events, 'input_resolved')).toEqual([
+      expect.objectContaining({
+        request_id: required.request_id,
+        approved: false,
+        actor: null,
+        expired: 'cancelled',
+        state: 'cancelled',
+      }),
+    ]);
+    const row = await requestRow(required.request_id);
+    expect(row).toMatchObject({ state: 'cancelled' });
+    expect(row?.resumed_at).toBeNull();
+  });
+
+  it('keeps a superseded request expired', async () => {
+    const sessionId = await admit('/tool calculator {"expression": "8"}', 'default');
+    const [required] = ofType(await untilEvents(sessionId, 'input_required'), 'input_required');
+    await admit('never mind', 'default', sessionId);
+    const events = await untilEvents(sessionId, 'done');
+    expect(ofType(events, 'input_resolved')).toEqual([
+      expect.objectContaining({ expired: 'superseded', state: 'expired' }),
+    ]);
+    expect(await requestRow(required.request_id)).toMatchObject({ state: 'expired' });
+  });
+});
