@@ -525,6 +525,18 @@ function generator(random: () => number) {
     'PUT /api/v1/missions/{name}': () =>
       json('PUT', `/api/v1/missions/${agentOrMission()}`, { prompt: 'Do it.', namespace: 'fuzz' }),
     'DELETE /api/v1/missions/{name}': () => bare('DELETE', `/api/v1/missions/${agentOrMission()}`),
+    'GET /api/v1/budgets': () => get('/api/v1/budgets'),
+    // Limits far above what the fuzzer's turns use: a budget never stops them.
+    'PUT /api/v1/budgets/{budget_id}': () =>
+      json('PUT', `/api/v1/budgets/${pick(['fuzz', segment()])}`, {
+        scope: pick(['tenant', 'agent', 'x']),
+        scope_id: pick([null, 'default', value()]),
+        metric: pick(['tokens', 'cost_usd', 'x']),
+        period: pick(['day', 'month', 'run', 'x']),
+        limit: pick([1e10, 1e9, -1, 'x', null]),
+      }),
+    'DELETE /api/v1/budgets/{budget_id}': () =>
+      bare('DELETE', `/api/v1/budgets/${pick(['fuzz', segment()])}`),
     // The platforms' endpoints: Telegram configured (a valid secret 70 % of the time), the
     // others not (404).
     'POST /adapters/telegram/webhook': () => ({

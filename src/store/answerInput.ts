@@ -23,6 +23,7 @@ export interface AnswerInput {
   mayAnswer: (
     agent: string,
     execution: { interrupt_to: string | null; user_name: string } | null,
+    request: { kind: string; call_id: string },
   ) => boolean;
 }
 
@@ -51,8 +52,10 @@ export async function answerInput(
             expected_sequence: number;
             turn_id: string;
             declined_by: string | null;
+            kind: string;
+            call_id: string;
           }>(
-            `select state, expected_sequence, turn_id, declined_by from input_requests
+            `select state, expected_sequence, turn_id, declined_by, kind, call_id from input_requests
               where tenant = $1 and session_id = $2 and request_id = $3`,
             [input.tenant, input.sessionId, input.requestId],
           )
@@ -71,7 +74,7 @@ export async function answerInput(
       routed && request.declined_by !== null && routed.interrupt_to?.startsWith('agent:')
         ? { ...routed, interrupt_to: null }
         : routed;
-    if (!input.mayAnswer(session.agent, execution)) {
+    if (!input.mayAnswer(session.agent, execution, request)) {
       throw new ParleyError('forbidden', 'your roles may not answer this request');
     }
     if (request.state !== 'pending' || request.expected_sequence !== input.expectedSequence) {

@@ -27,6 +27,8 @@ export function explainError(code: string | undefined, fallback: string | undefi
       return 'The model stopped answering mid-reply, even after several tries. Send your message again in a moment.';
     case 'unknown_agent':
       return "This conversation's agent no longer exists on this server.";
+    case 'budget_exhausted':
+      return 'A spending budget would have been exceeded by the next model call, and no more was granted. A tenant admin can raise the budget; then send your message again.';
     default:
       return fallback ? `The reply failed: ${fallback}` : 'The reply failed.';
   }
