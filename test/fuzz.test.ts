@@ -188,12 +188,18 @@ beforeAll(async () => {
     }),
     await request(full.url, 'POST', '/api/v1/agents/default/personal', {}),
     await request(full.url, 'PUT', '/api/v1/agents/other', { greeting: 'hello from the tenant' }),
+    // Far above what the fuzzer's turns use: it never stops one.
+    await request(full.url, 'PUT', '/api/v1/budgets/fuzz_month', {
+      metric: 'tokens',
+      period: 'month',
+      limit: 1e10,
+    }),
     await request(full.url, 'POST', '/api/v1/executions/fuzz_exec/cancel', { command_id: 'c_1' }),
     await request(full.url, 'POST', `/api/v1/chat/sessions/${chatId}/turns/fuzz_memory/cancel`, {
       command_id: 'c_2',
     }),
   ];
-  expect(writes.map((answer) => answer.status)).toEqual([200, 201, 200, 200, 200]);
+  expect(writes.map((answer) => answer.status)).toEqual([200, 201, 200, 200, 200, 200]);
   // A Telegram conversation answered through the outbox.
   await fetch(`${full.url}/adapters/telegram/webhook`, {
     method: 'POST',
