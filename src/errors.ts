@@ -28,6 +28,7 @@ export const errorCodes = {
   execution_not_found: 404,
   checkpoint_not_found: 404,
   personal_session_not_found: 404,
+  budget_not_found: 404,
   turn_conflict: 409,
   agent_mismatch: 409,
   cursor_ahead: 409,

@@ -115,3 +115,17 @@ export const providerCircuitOpened = new Counter({
   labelNames: ['provider'],
   registers: [registry],
 });
+
+export const budgetReserved = new Gauge({
+  name: 'parley_budget_reserved',
+  help: "Worst cases of model calls in flight held against spending budgets, by tenant and metric (cost_usd, tokens); read from the database when scraped, so every API process reports the deployment's figure.",
+  labelNames: ['tenant', 'metric'],
+  registers: [registry],
+});
+
+export const budgetBreaches = new Counter({
+  name: 'parley_budget_breaches_total',
+  help: 'Model calls a spending budget refused before they started, by tenant, scope, metric and period.',
+  labelNames: ['tenant', 'scope', 'metric', 'period'],
+  registers: [registry],
+});

@@ -48,6 +48,7 @@ interface Ids {
   execution: string;
   agent: string;
   mission: string;
+  budget: string;
 }
 
 interface Answer {
@@ -243,6 +244,16 @@ beforeAll(async () => {
     200,
     "A's mission",
   );
+  a.budget = 'acmebudget';
+  await must(
+    call(aAdmin, 'PUT', '/api/v1/budgets/acmebudget', {
+      metric: 'cost_usd',
+      period: 'month',
+      limit: 1000,
+    }),
+    200,
+    "A's budget",
+  );
   aPersonal = (await must(call(aUser, 'POST', '/api/v1/agents/default/personal'), 201, 'personal'))
     .session_id;
   await until(
@@ -261,6 +272,7 @@ beforeAll(async () => {
     execution: 'none',
     agent: 'default',
     mission: 'blocking',
+    budget: 'none',
   });
 }, 180_000);
 afterAll(async () => {
@@ -281,6 +293,7 @@ function missingIds(): Ids {
     execution: `missing_exec_${made}`,
     agent: `missing_agent_${made}`,
     mission: `missing_mission_${made}`,
+    budget: `missing_budget_${made}`,
   };
 }
 
@@ -366,6 +379,7 @@ const byRoute: Record<string, Probe> = {
     body: () => ({ execution_id: `x_${made}` }),
   },
   'DELETE /api/v1/missions/{name}': { path: (ids) => `/api/v1/missions/${ids.mission}` },
+  'DELETE /api/v1/budgets/{budget_id}': { path: (ids) => `/api/v1/budgets/${ids.budget}` },
   // Last: B's PUT of A's name creates B's own definition of that name (A's stays A's).
   'PUT /api/v1/agents/{name}': {
     path: (ids) => `/api/v1/agents/${ids.agent}`,
@@ -374,6 +388,11 @@ const byRoute: Record<string, Probe> = {
   'PUT /api/v1/missions/{name}': {
     path: (ids) => `/api/v1/missions/${ids.mission}`,
     body: () => ({ prompt: 'Ours.' }),
+  },
+  // B's PUT of A's budget id creates B's own budget of that id (A's stays A's).
+  'PUT /api/v1/budgets/{budget_id}': {
+    path: (ids) => `/api/v1/budgets/${ids.budget}`,
+    body: () => ({ metric: 'tokens', period: 'month', limit: 1_000_000_000 }),
   },
 };
 
@@ -429,6 +448,7 @@ const listQueries: Record<string, string[]> = {
   'GET /api/v1/agents': ['', '?namespace=default'],
   'GET /api/v1/schedules': [''],
   'GET /api/v1/usage': ['', '?group_by=tenant', '?group_by=agent', '?group_by=model'],
+  'GET /api/v1/budgets': [''],
   'GET /api/v1/admin/webhooks': ['', '?dead_limit=500'],
   'GET /api/v1/models': [''],
   'GET /api/v1/me': [''],
@@ -457,6 +477,7 @@ function aMarkers(): string[] {
     a.execution,
     a.agent,
     a.mission,
+    a.budget,
     aPersonal,
     'acme-ann',
     'acme-root',
@@ -594,6 +615,7 @@ describe('the cross-tenant matrix', () => {
         200,
         'cleanup',
       );
+      await must(call(bPrincipals.admin, 'DELETE', `/api/v1/budgets/${a.budget}`), 200, 'cleanup');
     });
 
     it("lists none of A's items to B, on every list route of the document", async () => {

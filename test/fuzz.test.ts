@@ -188,12 +188,18 @@ beforeAll(async () => {
     }),
     await request(full.url, 'POST', '/api/v1/agents/default/personal', {}),
     await request(full.url, 'PUT', '/api/v1/agents/other', { greeting: 'hello from the tenant' }),
+    // Far above what the fuzzer's turns use: it never stops one.
+    await request(full.url, 'PUT', '/api/v1/budgets/fuzz_month', {
+      metric: 'tokens',
+      period: 'month',
+      limit: 1e10,
+    }),
     await request(full.url, 'POST', '/api/v1/executions/fuzz_exec/cancel', { command_id: 'c_1' }),
     await request(full.url, 'POST', `/api/v1/chat/sessions/${chatId}/turns/fuzz_memory/cancel`, {
       command_id: 'c_2',
     }),
   ];
-  expect(writes.map((answer) => answer.status)).toEqual([200, 201, 200, 200, 200]);
+  expect(writes.map((answer) => answer.status)).toEqual([200, 201, 200, 200, 200, 200]);
   // A Telegram conversation answered through the outbox.
   await fetch(`${full.url}/adapters/telegram/webhook`, {
     method: 'POST',
@@ -525,6 +531,18 @@ function generator(random: () => number) {
     'PUT /api/v1/missions/{name}': () =>
       json('PUT', `/api/v1/missions/${agentOrMission()}`, { prompt: 'Do it.', namespace: 'fuzz' }),
     'DELETE /api/v1/missions/{name}': () => bare('DELETE', `/api/v1/missions/${agentOrMission()}`),
+    'GET /api/v1/budgets': () => get('/api/v1/budgets'),
+    // Limits far above what the fuzzer's turns use: a budget never stops them.
+    'PUT /api/v1/budgets/{budget_id}': () =>
+      json('PUT', `/api/v1/budgets/${pick(['fuzz', segment()])}`, {
+        scope: pick(['tenant', 'agent', 'x']),
+        scope_id: pick([null, 'default', value()]),
+        metric: pick(['tokens', 'cost_usd', 'x']),
+        period: pick(['day', 'month', 'run', 'x']),
+        limit: pick([1e10, 1e9, -1, 'x', null]),
+      }),
+    'DELETE /api/v1/budgets/{budget_id}': () =>
+      bare('DELETE', `/api/v1/budgets/${pick(['fuzz', segment()])}`),
     // The platforms' endpoints: Telegram configured (a valid secret 70 % of the time), the
     // others not (404).
     'POST /adapters/telegram/webhook': () => ({

@@ -6,6 +6,7 @@ import type { PlatformConfig } from '../config/platformTypes.js';
 import { type AgentConfig, type Config, type Principal } from '../config/types.js';
 import { isParleyError, ParleyError } from '../errors.js';
 import type { Logger } from '../log.js';
+import { isSpendingRequest } from '../protocol/inbox.js';
 import { withDeadline } from '../time/abortable.js';
 import { admitTurn } from '../store/admitTurn.js';
 import { answerInput } from '../store/answerInput.js';
@@ -251,7 +252,11 @@ async function onAction(deps: InboundDeps, event: ActionEvent): Promise<void> {
       approved: event.actionId === actionIds.approve,
       response: null,
       actor: { user: principal.user, tenant: platform.tenant },
-      mayAnswer: () => mayAnswer(agent, principal),
+      // A spending budget's request goes to whoever may raise the budget (an admin).
+      mayAnswer: (_agent, _execution, request) =>
+        isSpendingRequest(request)
+          ? principal.roles.includes('admin') || principal.roles.includes('*')
+          : mayAnswer(agent, principal),
     });
   } catch (error) {
     if (!isParleyError(error)) throw error;

@@ -11,6 +11,7 @@ import { inputRoutes } from './inputs.js';
 import { memoryRoutes } from './memories.js';
 import { missionRoutes } from './missions.js';
 import type { ApiDeps } from './deps.js';
+import { budgetsPlugin } from './budgets.js';
 import { definitionsPlugin } from './definitions.js';
 import { serializerCompiler, validatorCompiler } from './contract.js';
 import { clientErrorHandler, frameworkErrors, installErrorHandler } from './errors.js';
@@ -135,5 +136,6 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     adminWebhookRoutes(admin, deps);
   });
   await app.register(async (admin) => definitionsPlugin(admin, deps));
+  await app.register(async (admin) => budgetsPlugin(admin, deps));
   return app;
 }

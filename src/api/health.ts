@@ -1,8 +1,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { ParleyError } from '../errors.js';
-import { registry } from '../metrics.js';
+import { budgetReserved, registry } from '../metrics.js';
+import type { Queryable } from '../store/db.js';
 import { migrationsApplied } from '../store/migrate.js';
+import { reservedTotals } from '../store/reservedTotals.js';
 import { z } from 'zod';
 import { route, routeOptions, typed } from './contract.js';
 import type { ApiDeps } from './deps.js';
@@ -93,6 +95,7 @@ export function healthRoutes(app: FastifyInstance, deps: ApiDeps): void {
         throw new ParleyError('unauthorized', 'the metrics need their key (Authorization: Bearer)');
       }
     }
+    await refreshBudgetGauge(deps.db);
     return reply.type(registry.contentType).send(await registry.metrics());
   });
 }
@@ -104,4 +107,18 @@ function bearerMatches(header: string | undefined, sha256: string): boolean {
     .update(match[1] as string)
     .digest();
   return timingSafeEqual(digest, Buffer.from(sha256, 'hex'));
+}
+
+/**
+ * `parley_budget_reserved` as the database holds it at this scrape: the reservations of
+ * every worker, so each API process reports the deployment's figure (a tenant with nothing
+ * in flight has no series).
+ */
+async function refreshBudgetGauge(db: Queryable): Promise<void> {
+  const totals = await reservedTotals(db);
+  budgetReserved.reset();
+  for (const total of totals) {
+    budgetReserved.set({ tenant: total.tenant, metric: 'cost_usd' }, total.cost_usd);
+    budgetReserved.set({ tenant: total.tenant, metric: 'tokens' }, total.tokens);
+  }
 }

@@ -8,7 +8,7 @@ import { agentsOf, type ApiDeps } from './deps.js';
 import { isRoutedTo } from './executions.js';
 import { hasRole } from './principal.js';
 import { viewerOf } from './sessionAccess.js';
-import { inboxItem } from '../protocol/inbox.js';
+import { inboxItem, isSpendingRequest } from '../protocol/inbox.js';
 import { inputAnswer, page } from '../protocol/rest.js';
 import { route, routeOptions, typed } from './contract.js';
 import { pathId, storableJson, text } from './validate.js';
@@ -107,6 +107,7 @@ export function inputRoutes(app: FastifyInstance, deps: ApiDeps): void {
       hiddenAgents,
       user: principal.user,
       roles: principal.roles,
+      admin: hasRole(principal, 'admin'),
       limit: query.limit,
       cursor,
     });
@@ -133,7 +134,9 @@ export function inputRoutes(app: FastifyInstance, deps: ApiDeps): void {
         actor: { user: principal.user, tenant: principal.tenant },
         ...(body.arguments_digest === undefined ? {} : { argumentsDigest: body.arguments_digest }),
         digestRequiredForHumanOnly: true,
-        mayAnswer: (agentName, execution) => {
+        mayAnswer: (agentName, execution, inputRequest) => {
+          // A spending budget's request goes to whoever may raise the budget.
+          if (isSpendingRequest(inputRequest)) return hasRole(principal, 'admin');
           // An execution's request goes where its interrupt_to says (an admin may act).
           if (execution && !isRoutedTo(principal, execution)) return false;
           const roles = agentsOf(deps).get(principal.tenant, agentName)?.approverRoles ?? null;

@@ -21,6 +21,7 @@ import { scheduleContracts } from './schedules.js';
 import { checkpointContracts } from './checkpoints.js';
 import { personalContracts } from './personal.js';
 import { definitionContracts } from './definitions.js';
+import { budgetContracts } from './budgets.js';
 import { webhookContracts } from './webhooks.js';
 import { adapterContracts } from './adapters.js';
 import { attachmentContracts } from './attachments.js';
@@ -57,6 +58,7 @@ const contracts: RouteContract[] = [
   personalContracts,
   definitionContracts.agent,
   definitionContracts.mission,
+  budgetContracts,
   webhookContracts,
   adapterContracts,
   attachmentContracts,

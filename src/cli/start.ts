@@ -17,6 +17,7 @@ import { Directory } from '../agents/directory.js';
 import { ExecutionRunner } from '../missions/runner.js';
 import { Scheduler, seedConfiguredSchedules } from '../missions/scheduler.js';
 import { startApprovalTimer } from '../runtime/approvalTimer.js';
+import { seedBudgets } from '../store/seedBudgets.js';
 import { startRetention } from '../runtime/retention.js';
 import { Worker } from '../runtime/worker.js';
 import { startWebhooks } from '../webhooks/loop.js';
@@ -132,6 +133,7 @@ export async function startProcess(
     directory.start(wakeups);
     stops.push(() => directory.stop());
     const { agents, missions } = directory;
+    await seedBudgets(db, config.budgets);
     await seedConfiguredSchedules({ db, config, ...(options.now ? { now: options.now } : {}) });
 
     // Chat platforms: inbound endpoints on the API, their outbox and the

@@ -179,6 +179,15 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
     agents: nullPrototype(agents),
     missions: nullPrototype(missions),
     schedules: nullPrototype(schedules),
+    budgets: Object.entries(file.budgets).map(([budgetId, budget]) => ({
+      tenant: budget.tenant,
+      budgetId,
+      scope: budget.scope,
+      scopeId: budget.scope_id,
+      metric: budget.metric,
+      period: budget.period,
+      limit: budget.limit,
+    })),
     shipped: { agents: nullPrototype(file.agents), missions: nullPrototype(file.missions) },
     tenancy: {
       agentPolicy: compileAgentPolicy(file),

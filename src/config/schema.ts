@@ -278,6 +278,30 @@ export const agentPolicySchema = z
   })
   .strict();
 
+/** A budget's id: in the configuration and in `/api/v1/budgets/{id}`. */
+export const budgetId = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - (at most 64)');
+/** The largest limit a budget may have (what its column holds). */
+export const maxBudgetLimit = 1e11;
+
+/** A spending budget the operator seeds for a tenant (docs/governance.md). */
+export const budgetSchema = z
+  .object({
+    tenant: z.string().min(1),
+    scope: z.enum(['tenant', 'user', 'agent', 'session']).default('tenant'),
+    // The user, agent or session; absent for the whole tenant.
+    scope_id: z.string().min(1).max(256).nullable().default(null),
+    metric: z.enum(['cost_usd', 'tokens']),
+    period: z.enum(['day', 'month', 'run']),
+    limit: z.number().nonnegative().max(maxBudgetLimit),
+  })
+  .strict()
+  .refine((budget) => (budget.scope === 'tenant') === (budget.scope_id === null), {
+    message: 'scope_id: required for a user, agent or session budget, absent for a tenant one',
+    path: ['scope_id'],
+  });
+
 export const fileSchema = z
   .object({
     server: z
@@ -460,6 +484,7 @@ export const fileSchema = z
     webhooks: webhooksSchema,
     missions: z.record(missionName, missionSchema).default({}),
     schedules: z.record(scheduleName, scheduleSchema).default({}),
+    budgets: z.record(budgetId, budgetSchema).default({}),
   })
   .strict();
 

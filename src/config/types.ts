@@ -303,6 +303,8 @@ export interface Config {
   /** Missions and schedules as the file ships them (the database may hold edited missions). */
   missions: Record<string, MissionConfig>;
   schedules: Record<string, ScheduleConfig>;
+  /** Spending budgets the operator seeds (a tenant's admin may edit them afterwards). */
+  budgets: BudgetConfig[];
   /**
    * The shipped agents and missions in the file's shape (defaults applied), as the
    * database keeps definitions (seeded at start; tenants may customize them).
@@ -352,6 +354,17 @@ export interface AgentPolicy {
   maxMissionIterations: number;
   maxMissionTimeoutSeconds: number;
   maxLoopDelaySeconds: number;
+}
+
+/** A spending budget of the file's `budgets` (docs/governance.md). */
+export interface BudgetConfig {
+  tenant: string;
+  budgetId: string;
+  scope: 'tenant' | 'user' | 'agent' | 'session';
+  scopeId: string | null;
+  metric: 'cost_usd' | 'tokens';
+  period: 'day' | 'month' | 'run';
+  limit: number;
 }
 
 export const devPrincipal: Principal = {

@@ -1,6 +1,16 @@
 import { z } from 'zod';
 
 /**
+ * The call id of a `budget_extension` request a spending budget raised (`spend_N`): only
+ * whoever may raise the budget (a tenant admin) sees and answers it.
+ */
+export const spendingCallPrefix = 'spend_';
+
+export function isSpendingRequest(request: { kind: string; call_id: string }): boolean {
+  return request.kind === 'budget_extension' && request.call_id.startsWith(spendingCallPrefix);
+}
+
+/**
  * One pending input request in the approvals inbox (`GET /api/v1/inputs`, an extension):
  * the store builds it, the route's schema documents and checks it, `parley/client`
  * returns it, so the three cannot drift.

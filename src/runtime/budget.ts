@@ -1,6 +1,8 @@
 import { newRequestId } from '../ids.js';
+import { spendingCallPrefix } from '../protocol/inbox.js';
 import { saveBurst } from '../store/saveBurst.js';
 import type { BurstCall, BurstState, Lease } from '../store/types.js';
+import { usageEvents, type Usage } from '../store/usageRows.js';
 import type { RuntimeDeps } from './deps.js';
 
 /** The request a person answers to grant a turn one more budget. */
@@ -12,9 +14,7 @@ export function budgetExhausted(burst: BurstState): { reason: string; refused: b
   const calls = burst.steps
     .flatMap((step) => step.calls)
     .filter((call) => call.tool !== budgetTool).length;
-  const refused = burst.steps
-    .flatMap((step) => step.calls)
-    .some((call) => call.tool === budgetTool && call.error?.code === 'budget_refused');
+  const refused = budgetRefused(burst);
   if (steps >= burst.budget.iterations)
     return { reason: `the turn used its ${burst.budget.iterations} model steps`, refused };
   if (calls > burst.budget.tool_calls)
@@ -22,15 +22,29 @@ export function budgetExhausted(burst: BurstState): { reason: string; refused: b
   return null;
 }
 
-/** `on_exhausted: ask`: a `budget_extension` request; approval grants one more budget. */
+/** Did a person refuse this burst more budget? */
+export function budgetRefused(burst: BurstState): boolean {
+  return burst.steps
+    .flatMap((step) => step.calls)
+    .some((call) => call.tool === budgetTool && call.error?.code === 'budget_refused');
+}
+
+/**
+ * `on_exhausted: ask`: a `budget_extension` request; approval grants one more budget (and
+ * lets a model call a spending budget stopped try again). Provider calls not billed yet
+ * (`usage`) are billed with it.
+ */
 export async function askForBudget(
   deps: RuntimeDeps,
   lease: Lease,
   burst: BurstState,
   reason: string,
+  usage: Usage[] = [],
+  /** `spend`: a spending budget stopped a model call (its request's call id says so). */
+  budget: 'turn' | 'spend' = 'turn',
 ): Promise<void> {
   const call: BurstCall = {
-    call_id: `budget_${burst.steps.length}`,
+    call_id: `${budget === 'spend' ? spendingCallPrefix : 'budget_'}${burst.steps.length}`,
     tool: budgetTool,
     arguments: {},
     policy: 'approve',
@@ -41,6 +55,7 @@ export async function askForBudget(
   };
   burst.steps.push({ kind: 'input', text: '', calls: [call] });
   await saveBurst(deps.db, lease, burst, {
+    events: usageEvents(burst.lead, usage),
     requests: [
       {
         request_id: call.request_id as string,
@@ -55,5 +70,6 @@ export async function askForBudget(
         human_only: false,
       },
     ],
+    usage,
   });
 }

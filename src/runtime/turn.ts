@@ -8,7 +8,7 @@ import type { BurstRef, Lease } from '../store/types.js';
 import type { Usage } from '../store/usageRows.js';
 import { waitForInput } from '../store/waitForInput.js';
 import { historyBytesFor, modelInfoOf } from './basePrompt.js';
-import { askForBudget, budgetExhausted } from './budget.js';
+import { askForBudget, budgetExhausted, budgetRefused } from './budget.js';
 import type { RuntimeDeps } from './deps.js';
 import { closingMessage, type Reply } from './finish.js';
 import { foldBurst } from './fold.js';
@@ -17,6 +17,7 @@ import { modelStep } from './modelCall.js';
 import { recordCalls } from './recordCalls.js';
 import { markResumed } from '../store/markResumed.js';
 import { resumeBurst } from './resume.js';
+import { breachReason, reserveStep } from './spending.js';
 import { settleCalls } from './toolLoop.js';
 import { offeredTools } from './toolPolicy.js';
 import { countBilled } from './usage.js';
@@ -185,7 +186,9 @@ export async function answerBurst(
     // Budgets: over budget, ask a person for more or finish with the reason.
     const exhausted = budgetExhausted(burst);
     if (exhausted && agent.budgets.onExhausted === 'ask' && !exhausted.refused) {
-      await askForBudget(deps, lease, burst, exhausted.reason);
+      await askForBudget(deps, lease, burst, exhausted.reason, unbilled);
+      countBilled(lease.tenant, agent.name, unbilled);
+      unbilled = [];
       continue;
     }
     if (exhausted) {
@@ -195,6 +198,32 @@ export async function answerBurst(
         usage: unbilled,
         tail: [],
       });
+    }
+
+    // Spending budgets: the step's worst case is reserved first. Past a limit, ask a
+    // person for more (approval tries again), or end the turn with `budget_exhausted`.
+    const breaches = await reserveStep(deps, lease, agent, burst, {
+      prompt: (await prompt({})).prompt,
+      attempt,
+    });
+    if (breaches.length > 0) {
+      const reason = breachReason(breaches);
+      if (agent.budgets.onExhausted === 'ask' && !budgetRefused(burst)) {
+        await askForBudget(deps, lease, burst, reason, unbilled, 'spend');
+        countBilled(lease.tenant, agent.name, unbilled);
+        unbilled = [];
+        continue;
+      }
+      await failTurn(deps.db, lease, {
+        ...ref,
+        code: 'budget_exhausted',
+        message: reason,
+        usage: unbilled,
+        progress: true,
+      });
+      countBilled(lease.tenant, agent.name, unbilled);
+      turnOutcomes.inc({ outcome: 'error' });
+      return { kind: 'finished', holding: true };
     }
 
     // Model step (streaming, with its retries).

@@ -33,6 +33,7 @@ export interface AnswerInput {
   mayAnswer: (
     agent: string,
     execution: { interrupt_to: string | null; user_name: string } | null,
+    request: { kind: string; call_id: string },
   ) => boolean;
 }
 
@@ -66,8 +67,11 @@ export async function answerInput(
             declined_by: string | null;
             arguments_digest: string | null;
             human_only: boolean;
+            kind: string;
+            call_id: string;
           }>(
-            `select state, expected_sequence, turn_id, declined_by, arguments_digest, human_only
+            `select state, expected_sequence, turn_id, declined_by, arguments_digest, human_only,
+                    kind, call_id
                from input_requests
               where tenant = $1 and session_id = $2 and request_id = $3`,
             [input.tenant, input.sessionId, input.requestId],
@@ -87,7 +91,7 @@ export async function answerInput(
       routed && request.declined_by !== null && routed.interrupt_to?.startsWith('agent:')
         ? { ...routed, interrupt_to: null }
         : routed;
-    if (!input.mayAnswer(session.agent, execution)) {
+    if (!input.mayAnswer(session.agent, execution, request)) {
       throw new ParleyError('forbidden', 'your roles may not answer this request');
     }
     if (

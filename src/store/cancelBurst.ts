@@ -3,6 +3,7 @@ import type { Db } from './db.js';
 import { appendEvents } from './appendEvents.js';
 import { billUsage } from './billUsage.js';
 import { closeBurst } from './closeBurst.js';
+import { settleReservations } from './settleReservations.js';
 import { expirePendingRequests } from './expireRequests.js';
 import { LeaseLostError, type Lease } from './types.js';
 import { usageEvents, type Usage } from './usageRows.js';
@@ -51,6 +52,7 @@ export async function cancelBurst(db: Db, lease: Lease, usage: Usage[]): Promise
       const lastPosition = (running.rows[running.rows.length - 1] as { position: number }).position;
       await closeBurst(tx, lease, { turnIds, lastPosition }, 'cancelled');
       await billUsage(tx, lease, lead, usage);
+      await settleReservations(tx, lease.sessionId);
     }
     await tx.query('update sessions set cancel_command_id = null where session_id = $1', [
       lease.sessionId,

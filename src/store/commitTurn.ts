@@ -8,6 +8,7 @@ import { holdsLease } from './startAttempt.js';
 import { LeaseLostError, type BurstRef, type Lease } from './types.js';
 import { insertUsageSql, sumUsage, usageEvents, usageJson, type Usage } from './usageRows.js';
 import { publishWakeup, wakeupSql } from './wakeups.js';
+import { settleReservationsSql } from './settleReservations.js';
 
 /**
  * The burst's turns become `done`, found by the whole primary key (see startAttempt.ts: a
@@ -60,6 +61,8 @@ const commitText = (closed: string) => `
        where ${closed}
     ), billed as (
       ${insertUsageSql('bumped', '$16', '($6::text[])[1]')}
+    ), settled as (
+      ${settleReservationsSql('bumped')}
     )
     select b.last_sequence, b.pending,
            ${wakeupSql("'events'", 'b.session_id', 'b.last_sequence', '$4::text')} as wakeup
@@ -71,7 +74,7 @@ const commitMany = commitText(closedMany);
 /**
  * Completes a burst in ONE token-gated statement (RUNTIME.md, "finish"): the last text of
  * the reply, the assistant message, the turn rows, the cursor, usage (events, the `usage`
- * rows, the totals), the `done` event — and the lease, released unless another turn is
+ * rows, the totals, the budget reservations settled), the `done` event — and the lease, released unless another turn is
  * already queued. Either all of it is durable or, if the lease was lost or a cancel got
  * the session row first, none of it. Buffered effects (memory writes) are applied in the
  * same transaction when there are any. Returns whether the worker still holds the lease

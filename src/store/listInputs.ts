@@ -1,4 +1,4 @@
-import type { InboxItem } from '../protocol/inbox.js';
+import { spendingCallPrefix, type InboxItem } from '../protocol/inbox.js';
 import type { Queryable } from './db.js';
 import { encodeCursor } from './listSessions.js';
 import { viewerParams, visibleSql, type Viewer } from './visibility.js';
@@ -53,6 +53,8 @@ export async function listInputs(
     /** The caller: its user name and roles (`*` = every role). */
     user: string;
     roles: string[];
+    /** The caller may raise spending budgets: it sees their requests (and only it does). */
+    admin?: boolean;
     limit: number;
     /** The priority and request_id of the last item of the previous page. */
     cursor: { priority: number; requestId: string } | null;
@@ -72,6 +74,9 @@ export async function listInputs(
     after =
       'and (coalesce(x.priority, 1) < $10 or (coalesce(x.priority, 1) = $10 and r.request_id > $11))';
   }
+  params.push(options.admin === true, `${spendingCallPrefix.replace('_', '\\_')}%`);
+  const admin = `$${params.length - 1}`;
+  const spending = `(r.kind = 'budget_extension' and r.call_id like $${params.length})`;
   const found = await db.query<InputRow>(
     `select r.request_id, r.session_id, s.title, s.agent, r.turn_id, r.kind, r.call_id, r.tool,
             r.arguments, e.payload ->> 'prompt' as prompt, r.expected_sequence, r.created_at,
@@ -82,7 +87,9 @@ export async function listInputs(
        join sessions s on s.session_id = r.session_id and s.tenant = r.tenant
        left join executions x on x.session_id = r.session_id and x.tenant = r.tenant
        left join events e on e.session_id = r.session_id and e.sequence = r.expected_sequence
-      where r.tenant = $1 and r.state = 'pending' and not (s.agent = any($2::text[]))
+      where r.tenant = $1 and r.state = 'pending'
+        and (not (s.agent = any($2::text[])) or ${spending})
+        and (not ${spending} or ${admin}::boolean)
         and ${visibleSql('s', 6)}
         and (x.execution_id is null
              or coalesce(x.interrupt_to, 'user:' || x.user_name) = 'user:' || $4

@@ -5,6 +5,7 @@ import { liveEvents, storedEventsJson } from './eventRows.js';
 import { LeaseLostError, type BurstState, type Lease } from './types.js';
 import { insertUsageSql, sumUsage, usageJson, type Usage } from './usageRows.js';
 import { notifySql } from './wakeups.js';
+import { settleReservationsSql } from './settleReservations.js';
 
 export interface NewInputRequest {
   request_id: string;
@@ -43,6 +44,8 @@ const saveStatement: Statement = {
       ${insertEventsSql('bumped', '$3')}
     ), billed as (
       ${insertUsageSql('bumped', '$11', '$12::text')}
+    ), settled as (
+      ${settleReservationsSql('bumped', 'jsonb_array_length($11::jsonb) > 0')}
     ), requests as (
       insert into input_requests (request_id, tenant, session_id, turn_id, call_id, kind, tool,
                                   arguments, expected_sequence, deadline_at, on_timeout,
@@ -75,7 +78,7 @@ export async function saveBurst(
   changes: {
     events?: NewEvent[];
     requests?: NewInputRequest[];
-    /** Model calls made for this step: billed (rows, session totals) with it. */
+    /** Model calls made for this step: billed (rows, session totals, reservations settled) with it. */
     usage?: Usage[];
     /** The events carry text of the current attempt. */
     partialOutput?: boolean;

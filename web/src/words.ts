@@ -29,6 +29,8 @@ export function explainError(code: string | undefined, fallback: string | undefi
       return 'The reply stopped making progress, even after another try, so it was ended. Send your message again; if it keeps happening, tell an operator.';
     case 'unknown_agent':
       return "This conversation's agent no longer exists on this server.";
+    case 'budget_exhausted':
+      return 'A spending budget would have been exceeded by the next model call, and no more was granted. A tenant admin can raise the budget; then send your message again.';
     default:
       return fallback ? `The reply failed: ${fallback}` : 'The reply failed.';
   }
