@@ -53,6 +53,8 @@ export async function modelStep(
     turns: QueuedTurn[];
     attempt: number;
     state: StepControl;
+    /** The agent revision the turn runs with, journaled again by a new attempt. */
+    agentRevision: number | null;
   },
 ): Promise<StepOutcome> {
   const { runtime } = deps.config;
@@ -157,6 +159,8 @@ export async function modelStep(
           historyBefore: 0,
           historyLimit: 0,
           historyBytes: 0,
+          agent: agent.name,
+          agentRevision: step.agentRevision,
         });
       }
     } finally {
