@@ -25,7 +25,7 @@ const admitBody = z
     attachments: z.array(text().min(1).max(128)).max(10).optional(),
     agent_revision: z.number().int().min(1).optional().meta({
       description:
-        "the agent revision the client expects (`revision` of GET /api/v1/agents): the turn runs with it; another current revision is 409 agent_revision_mismatch. Part of the idempotency fingerprint",
+        'the agent revision the client expects (`revision` of GET /api/v1/agents): the turn runs with it; another current revision is 409 agent_revision_mismatch. Part of the idempotency fingerprint',
     }),
   })
   .strict();
