@@ -33,6 +33,7 @@ beforeAll(async () => {
           tools: { calculator: 'approve' },
         },
       },
+      missions: { report: { prompt: 'Report.' } },
     },
     keys,
   );
@@ -218,5 +219,40 @@ describe('definitions pinned per run', () => {
       agent_revision: revision,
     });
     expect((await journal(sessionId)).length).toBe(events.length);
+  });
+
+  it('an execution records the mission revision its settings were taken from', async () => {
+    const dispatch = () =>
+      request(
+        url,
+        'POST',
+        '/api/v1/missions/report/executions',
+        { execution_id: `pin_exec_${counter++}` },
+        alice,
+      );
+    const view = await request(url, 'GET', '/api/v1/missions/report', undefined, alice);
+    expect(view.status).toBe(200);
+    const first = await dispatch();
+    expect(first.status).toBe(202);
+    expect(first.body.mission_revision).toBe(view.body.revision);
+
+    const put = await request(
+      url,
+      'PUT',
+      '/api/v1/missions/report',
+      { ...view.body.definition, prompt: 'Report again.' },
+      alice,
+    );
+    expect(put.status).toBe(200);
+    const second = await dispatch();
+    expect(second.body.mission_revision).toBe(put.body.revision);
+    const again = await request(
+      url,
+      'GET',
+      `/api/v1/executions/${first.body.execution_id}`,
+      undefined,
+      alice,
+    );
+    expect(again.body.mission_revision).toBe(view.body.revision);
   });
 });
