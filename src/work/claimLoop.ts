@@ -105,10 +105,13 @@ export class ClaimLoop<T> {
    * resumes it without waiting for the lease to expire. The log says how many of each.
    */
   private async drain(): Promise<void> {
+    // In hand: what runs as the stop begins, and what a round already under way claims.
+    const inHand = new Set(this.active);
     this.shutdown.abort();
     this.unsubscribe?.();
     await this.loop?.stop();
-    const running = this.active.size;
+    for (const handled of this.active) inHand.add(handled);
+    const running = inHand.size;
     let handedOver = 0;
     await drainWithin(this.active, this.options.graceMs, this.hardStop.signal, () => {
       handedOver = this.active.size;
