@@ -44,10 +44,6 @@ export const execution = z
   .object({
     execution_id: z.string(),
     mission: z.string(),
-    mission_revision: z.number().int().nullable().meta({
-      description:
-        "the revision of the mission's definition its settings were taken from at dispatch (null: none stored)",
-    }),
     agent: z.string(),
     user: z.string(),
     session_id: z.string().meta({ description: 'its events stream over this session' }),

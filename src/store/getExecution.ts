@@ -85,7 +85,6 @@ export function toExecutionProjection(row: ExecutionRow): Execution {
   return {
     execution_id: row.execution_id,
     mission: row.mission,
-    mission_revision: row.mission_revision ?? null,
     agent: row.agent,
     user: row.user_name,
     session_id: row.session_id,
