@@ -31,6 +31,7 @@ export const errorCodes = {
   budget_not_found: 404,
   turn_conflict: 409,
   agent_mismatch: 409,
+  agent_revision_mismatch: 409,
   cursor_ahead: 409,
   session_not_parked: 409,
   command_conflict: 409,

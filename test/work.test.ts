@@ -1,3 +1,4 @@
+import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../src/log.js';
 import type { Db } from '../src/store/db.js';
@@ -171,6 +172,51 @@ describe('the engine (src/work)', () => {
     await loop.stop();
     expect(sawHardStop).toBe(true);
     expect(loop.size).toBe(0);
+  });
+
+  it('says on stop how many items in hand finished and how many were handed over', async () => {
+    const lines: string[] = [];
+    const capture = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(...String(chunk).split('\n').filter(Boolean));
+        done();
+      },
+    });
+    const items = ['prompt', 'stuck'];
+    const kind: ClaimKind<string> = {
+      name: 'test',
+      capacity: 2,
+      claim: async (limit) => items.splice(0, limit),
+      onWakeup: () => {},
+      // `prompt` finishes its unit when the stop begins; `stuck` only when aborted.
+      handle: (item, control) =>
+        new Promise<void>((resolve) => {
+          const signal = item === 'prompt' ? control.shutdown : control.hardStop;
+          signal.addEventListener('abort', () => resolve(), { once: true });
+        }),
+      describe: (item) => ({ item }),
+    };
+    const loop = new ClaimLoop(kind, {
+      wakeups,
+      log: createLogger({ level: 'info', destination: capture }),
+      pollMs: never,
+      graceMs: 10,
+    });
+    loop.start();
+    await until(
+      () => loop.size,
+      (n) => n === 2,
+      'both items in hand',
+    );
+    await loop.stop();
+    const summary = lines.map((line) => JSON.parse(line)).find((entry) => 'handed_over' in entry);
+    expect(summary).toMatchObject({
+      kind: 'test',
+      running: 2,
+      finished: 1,
+      handed_over: 1,
+      grace_ms: 10,
+    });
   });
 
   it('claims at once on a wake-up its kind asks for', async () => {

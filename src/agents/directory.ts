@@ -17,6 +17,7 @@ import type { Logger } from '../log.js';
 import type { Db } from '../store/db.js';
 import type { DefinitionKind, DefinitionRow } from '../store/definitions.js';
 import { definitionsVersion } from '../store/definitionsVersion.js';
+import { readDefinitionRevision } from '../store/readDefinitionRevision.js';
 import { readDefinitions } from '../store/readDefinitions.js';
 import { seedDefinitions } from '../store/seedDefinitions.js';
 import type { Wakeups } from '../store/wakeups.js';
@@ -29,6 +30,8 @@ export interface DefinitionInfo {
   namespace: string;
   is_customized: boolean;
   content_hash: string;
+  /** Raised by every write of it: what a turn records as its `agent_revision`. */
+  revision: number;
   /** The shipped hash a customized definition was edited from (null: created here). */
   shipped_content_hash: string | null;
   /** Customized, and the configuration has shipped another version since. */
@@ -75,6 +78,11 @@ export class Directory {
     get: (tenant, name) => this.find(this.snapshot.agents, tenant, name)?.config ?? undefined,
     list: (tenant) => configs(this.all(this.snapshot.agents, tenant)),
     refused: (tenant, name) => this.find(this.snapshot.agents, tenant, name)?.refused ?? null,
+    revision: (tenant, name) => {
+      const entry = this.find(this.snapshot.agents, tenant, name);
+      return entry?.config ? entry.row.revision : null;
+    },
+    pinned: (tenant, name, revision) => this.pinnedAgent(tenant, name, revision),
     defaultName: (tenant) => {
       const shipped = defaultAgentName(this.deps.config);
       // A refused default stays the default: its turns say so, never another agent's.
@@ -88,7 +96,14 @@ export class Directory {
   readonly missions: MissionLookup = {
     get: (tenant, name) => this.find(this.snapshot.missions, tenant, name)?.config ?? undefined,
     list: (tenant) => configs(this.all(this.snapshot.missions, tenant)),
+    revision: (tenant, name) => {
+      const entry = this.find(this.snapshot.missions, tenant, name);
+      return entry?.config ? entry.row.revision : null;
+    },
   };
+
+  /** Agents compiled from kept revisions, for the turns pinned to them (see `pinnedAgent`). */
+  private readonly revisions = new Map<string, Promise<AgentConfig | null>>();
 
   /** Whether bubblewrap works here (run once, when a definition first needs it). */
   private readonly sandboxProblem: () => string | null;
@@ -147,6 +162,67 @@ export class Directory {
     }
   }
 
+  /**
+   * The agent `name` as `tenant` saw it at `revision`: the current one when it is still
+   * that revision, else compiled from `definition_history` the way a load compiles it (a
+   * shipped one against this process's configuration, a tenant's own through the
+   * privilege layer). null when the revision was not kept or no longer compiles (a deploy
+   * removed a provider it used): the caller runs the current one and journals that.
+   */
+  private async pinnedAgent(
+    tenant: string,
+    name: string,
+    revision: number,
+  ): Promise<AgentConfig | null> {
+    const entry = this.find(this.snapshot.agents, tenant, name);
+    if (entry?.config && entry.row.revision === revision) return entry.config;
+    const key = `${tenant}\u0000${name}\u0000${revision}`;
+    let compiled = this.revisions.get(key);
+    if (!compiled) {
+      compiled = this.compileRevision(tenant, name, revision);
+      // A few running turns need old revisions at once; forget the oldest beyond that.
+      if (this.revisions.size >= 256) {
+        const oldest = this.revisions.keys().next().value;
+        if (oldest !== undefined) this.revisions.delete(oldest);
+      }
+      this.revisions.set(key, compiled);
+      // Only what compiled is kept: a failed read is tried again by the next step.
+      void compiled.then((agent) => {
+        if (agent === null) this.revisions.delete(key);
+      });
+    }
+    return compiled;
+  }
+
+  private async compileRevision(
+    tenant: string,
+    name: string,
+    revision: number,
+  ): Promise<AgentConfig | null> {
+    const { config } = this.deps;
+    try {
+      const kept = await readDefinitionRevision(this.deps.db, {
+        kind: 'agent',
+        tenant,
+        name,
+        revision,
+      });
+      if (!kept) return null;
+      return kept.tenant === ''
+        ? compileAgent(name, agentSchema.parse(kept.definition), {
+            providers: config.providers,
+            mcpServers: config.mcpServers,
+          })
+        : this.compileTenantAgent(kept.tenant, name, kept.definition).agent;
+    } catch (error) {
+      this.deps.log.warn(
+        { tenant, agent: name, revision, err: (error as Error).message },
+        'a kept agent revision does not load or compile',
+      );
+      return null;
+    }
+  }
+
   /** Where the definition a tenant sees comes from (null: none). */
   info(kind: DefinitionKind, tenant: string, name: string): DefinitionInfo | null {
     const row = this.rowOf(kind, tenant, name);
@@ -156,6 +232,7 @@ export class Directory {
       namespace: row.namespace,
       is_customized: row.is_customized,
       content_hash: row.content_hash,
+      revision: row.revision,
       shipped_content_hash: row.shipped_content_hash,
       shipped_changed:
         row.is_customized && shipped !== null && shipped.content_hash !== row.shipped_content_hash,

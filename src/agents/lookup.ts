@@ -16,11 +16,23 @@ export interface AgentLookup {
    * passes the operator's checks), else null. `get` answers undefined for a refused one.
    */
   refused?(tenant: string, name: string): string | null;
+  /**
+   * The revision of the definition `get` answers (`definitions.revision`), recorded on a
+   * turn when it starts; null or absent: none (the configuration's lookup).
+   */
+  revision?(tenant: string, name: string): number | null;
+  /**
+   * The agent as it was at `revision`, for a turn that started with it: compiled from the
+   * kept revision. null: that revision can no longer be loaded or no longer compiles.
+   */
+  pinned?(tenant: string, name: string, revision: number): Promise<AgentConfig | null>;
 }
 
 export interface MissionLookup {
   get(tenant: string, name: string): MissionConfig | undefined;
   list(tenant: string): MissionConfig[];
+  /** The revision of the definition `get` answers, recorded on an execution it starts. */
+  revision?(tenant: string, name: string): number | null;
 }
 
 /** The shipped definitions only: for tests and tools that have no database. */

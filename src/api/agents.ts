@@ -36,6 +36,7 @@ function describeAgent(
     // Shipped, or this tenant's own (customized or created).
     is_customized: origin?.is_customized ?? false,
     content_hash: origin?.content_hash ?? null,
+    revision: origin?.revision ?? null,
     shipped_content_hash: origin?.shipped_content_hash ?? null,
     shipped_changed: origin?.shipped_changed ?? false,
   };

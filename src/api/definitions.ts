@@ -21,6 +21,10 @@ const definitionView = z
     name: z.string(),
     namespace: z.string(),
     ...definitionOrigin,
+    revision: z.number().int().meta({
+      description:
+        'raised by every write of this definition; a turn records the revision it started with (`turn_started.agent_revision`)',
+    }),
     updated_at: timestamp,
     updated_by: z.string().nullable(),
     refused: z.string().nullable().meta({

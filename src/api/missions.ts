@@ -148,6 +148,7 @@ export function missionRoutes(app: FastifyInstance, deps: ApiDeps): void {
           threads,
           priority: body.priority ?? null,
           timeoutSeconds: body.timeout_seconds ?? null,
+          missionRevision: missionsOf(deps).revision?.(principal.tenant, name) ?? null,
         },
         (name) => agents.get(principal.tenant, name)?.visibility ?? 'tenant',
       ),

@@ -23,6 +23,10 @@ const admitBody = z
       .strict()
       .optional(),
     attachments: z.array(text().min(1).max(128)).max(10).optional(),
+    agent_revision: z.number().int().min(1).optional().meta({
+      description:
+        'the agent revision the client expects (`revision` of GET /api/v1/agents): the turn runs with it; another current revision is 409 agent_revision_mismatch. Part of the idempotency fingerprint',
+    }),
   })
   .strict();
 
@@ -36,7 +40,7 @@ export const turnContracts = {
     errors: {
       '400': 'invalid_request, empty_message or malformed_json',
       '404': 'unknown_agent, session_not_found or option_not_found',
-      '409': 'turn_conflict, agent_mismatch or option_locked',
+      '409': 'turn_conflict, agent_mismatch, agent_revision_mismatch or option_locked',
       '413': 'message_too_long or payload_too_large',
     },
   }),
@@ -89,6 +93,7 @@ export function turnRoutes(app: FastifyInstance, deps: ApiDeps): void {
       attachments: body.attachments ?? [],
       triggers: triggersFor(request.principal, agents),
       pendingInput: new Map(agents.map((agent) => [agent.name, agent.pendingInput])),
+      agentRevision: body.agent_revision ?? null,
     });
     turnsAdmitted.inc();
     admissionSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);

@@ -25,6 +25,8 @@ export interface AdmitTurnOptions {
   option?: { request_id: string; value: string } | undefined;
   /** The idempotency key; made here (once) when omitted. */
   turnId?: string | undefined;
+  /** The agent revision expected (`revision` of the agent listing): the turn runs with it. */
+  agentRevision?: number | undefined;
   signal?: AbortSignal | undefined;
 }
 
@@ -147,6 +149,7 @@ export class ParleyClient {
     if (options.sessionId !== undefined) body.session_id = options.sessionId;
     if (options.agent !== undefined) body.agent = options.agent;
     if (options.option !== undefined) body.option = options.option;
+    if (options.agentRevision !== undefined) body.agent_revision = options.agentRevision;
     return this.http.request('POST', '/api/v1/chat/turns', {
       body,
       idempotent: true,

@@ -7,7 +7,8 @@ export const priorities: Record<Priority, number> = { low: 0, normal: 1, high: 2
 /**
  * What an execution of `mission` is dispatched with, from an API request or a schedule's
  * fire: the prompts rendered from the input, the mission's loop settings snapshotted (an
- * edit of the mission applies to later executions only), routing and limits.
+ * edit of the mission applies to later executions only) with the revision they were
+ * taken from, routing and limits.
  */
 export function dispatchOf(
   mission: MissionConfig,
@@ -20,6 +21,8 @@ export function dispatchOf(
     threads: { agent: string; input: Record<string, unknown> }[] | null;
     priority: Priority | null;
     timeoutSeconds: number | null;
+    /** The revision of `mission` (MissionLookup.revision), recorded on the execution. */
+    missionRevision?: number | null;
   },
   /** Each agent's `visibility`: its sessions' (unknown agents: `tenant`). */
   visibilityOf: (agent: string) => Visibility,
@@ -29,6 +32,7 @@ export function dispatchOf(
     executionId: request.executionId,
     user: request.user,
     mission: mission.name,
+    missionRevision: request.missionRevision ?? null,
     agent: request.agent,
     visibility: visibilityOf(request.agent),
     input: request.input,

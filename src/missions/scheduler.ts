@@ -161,6 +161,7 @@ export class Scheduler {
           threads: null,
           priority: null,
           timeoutSeconds: null,
+          missionRevision: this.deps.missions.revision?.(schedule.tenant, mission.name) ?? null,
         },
         (name) => this.deps.agents.get(schedule.tenant, name)?.visibility ?? 'tenant',
       ),

@@ -46,6 +46,18 @@ export interface TurnStartedEvent extends EventBase {
   turn_id: string;
   attempt: number;
   turn_ids: string[];
+  /** The session's agent (absent in journals written before it was recorded). */
+  agent?: string;
+  /**
+   * The agent's definition revision the turn runs with: the one it first started with,
+   * kept by every later step and attempt (null: the server keeps no stored definitions).
+   */
+  agent_revision?: number | null;
+  /**
+   * The revision the turn had recorded but that could no longer be loaded (a deploy
+   * changed what it needs): the turn continues with `agent_revision`.
+   */
+  unpinned_revision?: number;
 }
 
 /** A fragment of assistant text of the current attempt. */

@@ -143,6 +143,10 @@ export const agentInfo = z
       .boolean()
       .meta({ description: "the tenant's own definition (edited or created)" }),
     content_hash: z.string().nullable(),
+    revision: z.number().int().nullable().meta({
+      description:
+        "the definition's revision, which a turn records when it starts (`turn_started.agent_revision`) and an admission may name (`agent_revision`); null without stored definitions",
+    }),
     shipped_content_hash: z.string().nullable(),
     shipped_changed: z.boolean(),
   })

@@ -35,9 +35,11 @@ import { gateToolName } from './gate.js';
  * answers text outside the schema; none completes. As an agent deciding another agent's
  * request (a call forcing `record_approval`): the last `/approval approve|reject|garbage
  * [REASON]` of its instructions — never of the request, which fetched content may shape —
- * decides; none rejects; a `/fail` line in its instructions fails those calls as above. With `/answer TEXT` in its instructions
- * it replies TEXT to every turn (an agent that answers other agents' requests). With images in its last user message: a model whose id contains
- * `vision` replies with each image's media type and size, any other says it cannot see
+ * decides; none rejects; a `/fail` line in its instructions fails those calls as above.
+ * With `/answer TEXT` in its instructions it replies TEXT to every turn (an agent that
+ * answers other agents' requests); with `/sign TEXT` there, every reply that has text
+ * ends with a line `(signed: TEXT)`. With images in its last user message: a model whose
+ * id contains `vision` replies with each image's media type and size, any other says it cannot see
  * images.
  */
 export function createDemoModel(options: { modelId: string; delayMs: number }): LanguageModelV3 {
@@ -97,7 +99,14 @@ export function createDemoModel(options: { modelId: string; delayMs: number }): 
                         `[${index + 1}] You said: ${words(input.content).join(' ')}`,
                     )
                     .join('\n'));
-      const replyWords = reply === '' ? [] : reply.split(/(?<=\s)/);
+      // `/sign TEXT` in its instructions: every reply with text ends with `(signed: TEXT)`,
+      // so a test can tell which instructions each model step saw.
+      const signature = /^\s*\/sign[ \t]+(.+)$/m.exec(systemText(call.prompt))?.[1];
+      const signed =
+        signature !== undefined && reply !== '' && !gate && evaluation === null
+          ? `${reply}\n(signed: ${signature.trim()})`
+          : reply;
+      const replyWords = signed === '' ? [] : signed.split(/(?<=\s)/);
       const stall = !gate && inputs.some((input) => /^\s*\/stall\b/m.test(input.content));
       const keepAlive = !gate && inputs.some((input) => /^\s*\/keepalive\b/m.test(input.content));
       const inputTokens = promptWords(call.prompt);

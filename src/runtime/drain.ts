@@ -136,6 +136,14 @@ export async function drainSession(
       turnOutcomes.inc({ outcome: 'lease_lost' });
       return;
     }
+    if (control.hardStop.aborted) {
+      // The shutdown grace period ran out mid-step: the step is abandoned (its partial
+      // output is reset by the next attempt) and the lease given back at once, so another
+      // worker resumes the turn with the revision it recorded.
+      const released = await releaseLease(deps.db, lease).catch(() => false);
+      log.info({ released }, 'shutdown: turn handed over');
+      return;
+    }
     log.error({ err: describeError(error) }, 'turn failed unexpectedly; releasing the lease');
     await releaseLease(deps.db, lease).catch(() => {});
   } finally {

@@ -59,6 +59,8 @@ export async function modelStep(
     attempt: number;
     state: StepControl;
     watchdog: Watchdog;
+    /** The agent revision the turn runs with, journaled again by a new attempt. */
+    agentRevision: number | null;
   },
 ): Promise<StepOutcome> {
   const { runtime } = deps.config;
@@ -139,7 +141,10 @@ export async function modelStep(
             unbilled,
           };
         }
-        attempt = await resetIfShown(deps, lease, burst, buffer, attempt);
+        attempt = await resetIfShown(deps, lease, burst, buffer, attempt, {
+          agent: agent.name,
+          agentRevision: step.agentRevision,
+        });
         continue;
       }
       if (!(error instanceof ProviderFailure)) throw error;
@@ -192,7 +197,10 @@ export async function modelStep(
         if (state.signal.aborted) throw state.signal.reason;
         if (state.cancel.aborted) return { kind: 'cancel', unbilled };
       }
-      attempt = await resetIfShown(deps, lease, burst, buffer, attempt);
+      attempt = await resetIfShown(deps, lease, burst, buffer, attempt, {
+        agent: agent.name,
+        agentRevision: step.agentRevision,
+      });
     } finally {
       pivot.stop();
       watch.stop();
@@ -210,6 +218,7 @@ async function resetIfShown(
   burst: BurstState,
   buffer: DeltaBuffer,
   attempt: number,
+  pinned: { agent: string; agentRevision: number | null },
 ): Promise<number> {
   if (!buffer.wroteText) return attempt;
   await startAttempt(deps.db, lease, {
@@ -220,6 +229,7 @@ async function resetIfShown(
     historyBefore: 0,
     historyLimit: 0,
     historyBytes: 0,
+    ...pinned,
   });
   return attempt + 1;
 }

@@ -1,4 +1,3 @@
-import { agentFor } from '../agents/lookup.js';
 import { turnOutcomes } from '../metrics.js';
 import type { QueuedTurn, SessionTurns } from '../store/collectTurns.js';
 import { commitTurn } from '../store/commitTurn.js';
@@ -19,6 +18,7 @@ import { markResumed } from '../store/markResumed.js';
 import { resumeBurst } from './resume.js';
 import { breachReason, reserveStep } from './spending.js';
 import { settleCalls } from './toolLoop.js';
+import { pinnedAgent } from './pinnedAgent.js';
 import { offeredTools } from './toolPolicy.js';
 import { countBilled } from './usage.js';
 import { Watchdog } from './watchdog.js';
@@ -68,7 +68,9 @@ export async function answerBurst(
   turns: SessionTurns,
   control: TurnControl,
 ): Promise<TurnOutcome> {
-  const agent = agentFor(deps, lease.tenant, agentName);
+  // The revision the burst started with, if it did (runtime/pinnedAgent.ts).
+  const pinned = await pinnedAgent(deps, lease, agentName, turns.queued);
+  const { agent } = pinned;
   const supersede = (agent?.pendingInput ?? 'supersede') === 'supersede';
 
   // Structured inputs: a person's answers to the saved burst's requests apply first.
@@ -107,6 +109,9 @@ export async function answerBurst(
     historyBefore: (base[0] as QueuedTurn).admitted_sequence,
     historyLimit: deps.config.runtime.historyMessages,
     historyBytes: agent ? historyBytesFor(modelInfoOf(deps, agent)) : 0,
+    agent: agentName,
+    agentRevision: pinned.revision,
+    unpinnedRevision: pinned.unpinned,
   });
   if (started === 'changed') return { kind: 'changed' };
 
@@ -234,6 +239,7 @@ export async function answerBurst(
       attempt,
       state: control,
       watchdog,
+      agentRevision: pinned.revision,
     });
     unbilled.push(...step.unbilled);
     // A permanent provider error, retries spent, or the watchdog's budget spent: the turn

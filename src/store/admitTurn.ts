@@ -5,6 +5,7 @@ import { newMessageId, newSessionId } from '../ids.js';
 import { newEvent, type NewEvent } from '../protocol/events.js';
 import { isUniqueViolation, type Db, type Queryable, type Statement } from './db.js';
 import { createSession } from './createSession.js';
+import { currentDefinitionRevision } from './currentDefinitionRevision.js';
 import { journalEvents } from './appendEvents.js';
 import { liveEvents } from './eventRows.js';
 import { expirePendingRequests } from './expireRequests.js';
@@ -35,6 +36,11 @@ export interface AdmitTurnInput {
   triggers: ReadonlyMap<string, boolean>;
   /** Each agent's `pending_input`: may a new message supersede a waiting request? */
   pendingInput: ReadonlyMap<string, 'supersede' | 'queue'>;
+  /**
+   * The agent revision the client expects (`agent_revision`): it must be the agent's
+   * current one, is part of the fingerprint, and the turn runs with it.
+   */
+  agentRevision?: number | null;
 }
 
 export interface Admission {
@@ -57,18 +63,21 @@ export interface Admission {
  * general path.
  */
 export async function admitTurn(db: Db, input: AdmitTurnInput): Promise<Admission> {
-  const fingerprint = createHash('sha256')
-    .update(
-      JSON.stringify(
-        input.attachments.length > 0
-          ? [input.message, input.option, input.attachments]
-          : [input.message, input.option],
-      ),
-    )
-    .digest('hex');
+  const agentRevision = input.agentRevision ?? null;
+  // What a retry must repeat; parts a request may leave out count only when given, so a
+  // fingerprint of a request without them stays what it always was.
+  const covered: unknown[] = [input.message, input.option];
+  if (input.attachments.length > 0) covered.push(input.attachments);
+  if (agentRevision !== null) covered.push({ agent_revision: agentRevision });
+  const fingerprint = createHash('sha256').update(JSON.stringify(covered)).digest('hex');
   for (let attempt = 0; ; attempt++) {
     try {
-      if (input.sessionId !== null && input.option === null && input.attachments.length === 0) {
+      if (
+        input.sessionId !== null &&
+        input.option === null &&
+        input.attachments.length === 0 &&
+        agentRevision === null
+      ) {
         const fast = await admitToSession(db, input, input.sessionId, fingerprint);
         if (fast) return fast;
       }
@@ -247,6 +256,7 @@ async function admitOnce(
     });
   }
 
+  if (input.agentRevision != null) await checkAgentRevision(tx, input, session.agent);
   const triggers = input.triggers.get(session.agent) ?? true;
   if (input.option) await lockOption(tx, input, session.session_id);
   if (input.attachments.length > 0) await checkAttachments(tx, input, session.session_id);
@@ -282,8 +292,8 @@ async function admitOnce(
   const messageId = newMessageId();
   await tx.query(
     `insert into turns (tenant, turn_id, session_id, position, state, fingerprint, admitted_sequence,
-                        message_id, option, attachments)
-     values ($1, $2, $3, $4, $5, decode($6, 'hex'), $7, $8, $9, $10)`,
+                        message_id, option, attachments, agent_revision)
+     values ($1, $2, $3, $4, $5, decode($6, 'hex'), $7, $8, $9, $10, $11)`,
     [
       input.tenant,
       input.turnId,
@@ -295,6 +305,7 @@ async function admitOnce(
       messageId,
       input.option === null ? null : JSON.stringify(input.option),
       input.attachments.length === 0 ? null : JSON.stringify(input.attachments),
+      input.agentRevision ?? null,
     ],
   );
   await tx.query(
@@ -350,6 +361,30 @@ async function lockOption(tx: Queryable, input: AdmitTurnInput, sessionId: strin
       where request_id = $1`,
     [option.request_id, option.value, input.turnId],
   );
+}
+
+/**
+ * A named `agent_revision` must be the revision of the session's agent the tenant sees
+ * now: a client that read the definition gets a turn of exactly that definition, or a 409
+ * that names the current revision (an edit landed since it looked).
+ */
+async function checkAgentRevision(
+  tx: Queryable,
+  input: AdmitTurnInput,
+  agent: string,
+): Promise<void> {
+  const current = await currentDefinitionRevision(tx, {
+    kind: 'agent',
+    tenant: input.tenant,
+    name: agent,
+  });
+  if (current !== input.agentRevision) {
+    throw new ParleyError(
+      'agent_revision_mismatch',
+      `agent_revision: the agent "${agent}" is at revision ${current ?? 'none'}`,
+      { agent, agent_revision: current },
+    );
+  }
 }
 
 /** Every attachment a turn names must be an image of this very session (else 404). */

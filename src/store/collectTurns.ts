@@ -16,6 +16,8 @@ export interface QueuedTurn {
   option: { request_id: string; value: string } | null;
   /** Ids of the images the turn carries (attachments of its session), or null. */
   attachments: string[] | null;
+  /** The agent revision the turn runs with: recorded when it first started (or admitted). */
+  agent_revision?: number | null;
 }
 
 /**
@@ -25,7 +27,7 @@ export interface QueuedTurn {
 export function queuedTurnsSql(session: string, limit: string): string {
   return `select coalesce(json_agg(q order by q.position), '[]'::json) from (
             select t.turn_id, t.position, t.admitted_sequence, t.message_id, m.author, m.content,
-                   t.option, t.attachments
+                   t.option, t.attachments, t.agent_revision
               from turns t join messages m on m.message_id = t.message_id
              where t.session_id = ${session}.session_id and t.position > ${session}.input_cursor
                and t.state in ('queued', 'running')

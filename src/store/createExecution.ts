@@ -23,6 +23,8 @@ export interface DispatchInput {
   executionId: string;
   user: string;
   mission: string;
+  /** The revision of the mission's definition the spec was taken from (null: none stored). */
+  missionRevision?: number | null;
   agent: string;
   /** The agent's visibility: the execution's session's (owned by `user`). */
   visibility: Visibility;
@@ -148,11 +150,11 @@ async function insertExecution(
     `insert into executions (tenant, execution_id, mission, agent, user_name, session_id,
                              parent_execution_id, schedule, fire_time, after_execution_id,
                              fingerprint, input, spec, interrupt_to, priority, status, loop_status,
-                             max_iterations, next_run_at, timeout_at)
+                             max_iterations, next_run_at, timeout_at, mission_revision)
      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 'starting',
              case when $16::text is null then null else 'idle' end, $17,
              now(),
-             now() + $18::double precision * interval '1 second')
+             now() + $18::double precision * interval '1 second', $19)
      returning *`,
     [
       input.tenant,
@@ -173,6 +175,7 @@ async function insertExecution(
       row.spec.threads === null ? row.spec.loop_prompt : null,
       input.maxIterations,
       input.timeoutSeconds,
+      input.missionRevision ?? null,
     ],
   );
   const execution = inserted.rows[0] as ExecutionRow;

@@ -30,6 +30,8 @@ export interface ExecutionRow {
   tenant: string;
   execution_id: string;
   mission: string;
+  /** The revision of the mission's definition its spec was taken from (null: none stored). */
+  mission_revision: number | null;
   agent: string;
   user_name: string;
   session_id: string;

@@ -1,12 +1,14 @@
 import type { Db } from './db.js';
 import { contentHash, type DefinitionKind, type DefinitionRow } from './definitions.js';
+import { recordRevision } from './recordRevision.js';
 import { notifyWakeup } from './wakeups.js';
 
 /**
  * A tenant's own definition (PUT /api/v1/agents/{name}, /missions/{name}, admin): written
  * as a customized row, which a changed configuration no longer overwrites. It records the
  * shipped hash it replaces (null when there is no shipped one: created through the API),
- * and wakes every process's directory so workers use it from their next turn.
+ * and wakes every process's directory so workers use it from their next turn. The revision
+ * is kept in `definition_history`, so turns that started with the one it replaces keep it.
  */
 export async function putDefinition(
   db: Db,
@@ -43,7 +45,9 @@ export async function putDefinition(
         input.updatedBy,
       ],
     );
+    const row = written.rows[0] as DefinitionRow;
+    await recordRevision(tx, row);
     await notifyWakeup(tx, { kind: 'definitions', sessionId: '-', sequence: 0 });
-    return written.rows[0] as DefinitionRow;
+    return row;
   });
 }

@@ -5,7 +5,8 @@ import { notifyWakeup } from './wakeups.js';
 /**
  * Makes the shipped definitions of one kind what the configuration says, at start: a new or
  * changed one is written (its content hash moves), an unchanged one is left alone, one the
- * configuration no longer has is deleted. Tenants' customized rows are never touched: that
+ * configuration no longer has is deleted (its revisions stay in `definition_history`, for the
+ * turns that started with them). Tenants' customized rows are never touched: that
  * is what customizing means. Every process seeds the same way.
  */
 export async function seedDefinitions(
@@ -18,7 +19,8 @@ export async function seedDefinitions(
     for (const entry of shipped) {
       const hash = contentHash(entry.definition);
       const written = await tx.query(
-        `insert into definitions (kind, tenant, name, namespace, definition, content_hash,
+        `with written as (
+         insert into definitions (kind, tenant, name, namespace, definition, content_hash,
                                   shipped_content_hash, is_customized)
          values ($1, '', $2, $3, $4, $5, $5, false)
          on conflict (kind, tenant, name) do update
@@ -26,7 +28,10 @@ export async function seedDefinitions(
                 content_hash = excluded.content_hash,
                 shipped_content_hash = excluded.shipped_content_hash,
                 revision = nextval('definition_revisions'), updated_at = now()
-          where definitions.content_hash <> excluded.content_hash`,
+          where definitions.content_hash <> excluded.content_hash
+         returning kind, tenant, name, revision, definition, content_hash)
+         insert into definition_history (kind, tenant, name, revision, definition, content_hash)
+         select kind, tenant, name, revision, definition, content_hash from written`,
         [kind, entry.name, entry.namespace, JSON.stringify(entry.definition), hash],
       );
       changed += written.rowCount;

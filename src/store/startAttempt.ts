@@ -23,10 +23,10 @@ export interface HistoryMessage {
  * A one-turn burst (nearly all) names its turn; a folded burst's list goes in an unnamed
  * statement, planned with its values on each call.
  */
-const startedOne = `update turns t set state = 'running'
+const startedOne = `update turns t set state = 'running', agent_revision = coalesce($13::bigint, t.agent_revision)
         from bumped b
        where t.tenant = $12 and t.turn_id = ($8::text[])[1] and t.state in ('queued', 'running')`;
-const startedMany = `update turns t set state = 'running'
+const startedMany = `update turns t set state = 'running', agent_revision = coalesce($13::bigint, t.agent_revision)
         from bumped b
        where t.tenant = $12 and t.turn_id = any($8::text[]) and t.state in ('queued', 'running')`;
 
@@ -79,7 +79,8 @@ const startMany = startText(startedMany);
 /**
  * Opens an attempt at answering a burst, in one statement: `attempt_reset` first if an
  * earlier attempt left partial output (its worker lost the lease), then `turn_started`;
- * the burst's turns become `running`; and the history before the burst is read for the
+ * the burst's turns become `running` with the agent revision they run with (recorded, so
+ * every later step and attempt uses it); and the history before the burst is read for the
  * prompt. It applies only if nothing was journaled since the turns were collected
  * (`seenSequence`): a turn cancelled or admitted meanwhile makes it write nothing and
  * return `'changed'`, and the caller collects again. A lost lease throws LeaseLostError. Not "progress" for parking: a worker
@@ -99,6 +100,14 @@ export async function startAttempt(
     historyBefore: number;
     historyLimit: number;
     historyBytes: number;
+    /**
+     * The agent, and the revision of it the burst runs with (runtime/pinnedAgent.ts),
+     * recorded on its turns; absent or null keeps what they recorded.
+     */
+    agent?: string;
+    agentRevision?: number | null;
+    /** A recorded revision that could not be loaded: journaled on `turn_started`. */
+    unpinnedRevision?: number | null;
   },
 ): Promise<{ sequence: number; history: HistoryMessage[] } | 'changed'> {
   const lead = burst.turnIds[0] as string;
@@ -106,7 +115,16 @@ export async function startAttempt(
   if (burst.resetPrevious) {
     events.push(newEvent('attempt_reset', lead, { attempt: burst.attempt - 1 }));
   }
-  events.push(newEvent('turn_started', lead, { attempt: burst.attempt, turn_ids: burst.turnIds }));
+  events.push(
+    newEvent('turn_started', lead, {
+      attempt: burst.attempt,
+      turn_ids: burst.turnIds,
+      ...(burst.agent === undefined
+        ? {}
+        : { agent: burst.agent, agent_revision: burst.agentRevision ?? null }),
+      ...(burst.unpinnedRevision == null ? {} : { unpinned_revision: burst.unpinnedRevision }),
+    }),
+  );
   const started = await db.query<{
     last_sequence: number;
     history: HistoryMessage[];
@@ -124,6 +142,7 @@ export async function startAttempt(
     burst.historyLimit,
     burst.historyBytes,
     lease.tenant,
+    burst.agentRevision ?? null,
   ]);
   const row = started.rows[0];
   if (row) {

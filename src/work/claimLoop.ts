@@ -98,17 +98,41 @@ export class ClaimLoop<T> {
     return this.stopping;
   }
 
+  /**
+   * Every item in hand at the stop either finishes its unit of work within the grace
+   * period (then gives its lease back, with any work left announced for another process)
+   * or is aborted when it runs out and gives its lease back at once: another process
+   * resumes it without waiting for the lease to expire. The log says how many of each.
+   */
   private async drain(): Promise<void> {
+    // In hand: what runs as the stop begins, and what a round already under way claims.
+    const inHand = new Set(this.active);
     this.shutdown.abort();
     this.unsubscribe?.();
     await this.loop?.stop();
+    for (const handled of this.active) inHand.add(handled);
+    const running = inHand.size;
+    let handedOver = 0;
     await drainWithin(this.active, this.options.graceMs, this.hardStop.signal, () => {
+      handedOver = this.active.size;
       this.options.log.warn(
-        { kind: this.kind.name, running: this.active.size },
+        { kind: this.kind.name, running: handedOver },
         'grace period over; aborting running work',
       );
       this.hardStop.abort(new Error('shutdown grace period over'));
     });
+    if (running > 0) {
+      this.options.log.info(
+        {
+          kind: this.kind.name,
+          running,
+          finished: running - handedOver,
+          handed_over: handedOver,
+          grace_ms: this.options.graceMs,
+        },
+        'stopped: work in hand finished, or aborted and handed over with its lease released',
+      );
+    }
   }
 
   /** Claims up to the free capacity and starts a handler per item. */
