@@ -60,9 +60,10 @@ function scripted(outcomes: ('ok' | 'transient' | 'permanent' | 'cut')[]) {
   return { model, calls: () => calls };
 }
 
-async function call(model: LanguageModelV3): Promise<'ok' | string> {
+/** `ok`, the refusing ProviderFailure's code, or `failed`. */
+async function call(model: LanguageModelV3): Promise<string> {
   try {
-    const result = await model.doStream({ prompt: [] } as never);
+    const result = await model.doStream({ prompt: [] });
     const reader = result.stream.getReader();
     for (;;) {
       const next = await reader.read();
