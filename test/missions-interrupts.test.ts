@@ -258,7 +258,7 @@ describe('interruptions routed to an agent', () => {
     // commit, say) cannot answer twice: the answer is single-use.
     const row = await getExecution(server.db, 'acme', execution.execution_id);
     const answered = await server.db.query<PendingRequest>(
-      `select request_id, turn_id, kind, tool, arguments, null as prompt, expected_sequence
+      `select request_id, turn_id, kind, call_id, tool, arguments, null as prompt, expected_sequence
          from input_requests where session_id = $1`,
       [done.session_id],
     );

@@ -1,6 +1,7 @@
 import type { AgentConfig } from '../config/types.js';
 import { isParleyError } from '../errors.js';
 import { decideApproval } from '../providers/approvalDecision.js';
+import { isSpendingRequest } from '../protocol/inbox.js';
 import { answerInput } from '../store/answerInput.js';
 import { declineInput } from '../store/declineInput.js';
 import type { ExecutionRow } from '../store/getExecution.js';
@@ -94,6 +95,8 @@ function mayNotAnswer(
   request: PendingRequest,
 ): string | null {
   if (!requester) return 'the requesting agent is not available';
+  // Raising a spending budget is an admin's decision (governance.md), never an agent's.
+  if (isSpendingRequest(request)) return 'a spending budget goes to its admins';
   if (requester.approverRoles === null || !requester.approverRoles.includes(actor)) {
     return `the agent ${requester.name}'s approver_roles do not name ${actor}`;
   }

@@ -6,6 +6,7 @@ export interface PendingRequest {
   request_id: string;
   turn_id: string;
   kind: InputKind;
+  call_id: string;
   tool: string | null;
   arguments: unknown;
   prompt: string | null;
@@ -60,7 +61,7 @@ export async function readTurnOutcome(
                    and m.role = 'assistant') as reply,
                (select coalesce(json_agg(json_build_object(
                          'request_id', r.request_id, 'turn_id', r.turn_id, 'kind', r.kind,
-                         'tool', r.tool, 'arguments', r.arguments,
+                         'call_id', r.call_id, 'tool', r.tool, 'arguments', r.arguments,
                          'prompt', e.payload ->> 'prompt',
                          'expected_sequence', r.expected_sequence) order by r.request_id), '[]')
                   from input_requests r
