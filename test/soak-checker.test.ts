@@ -266,6 +266,27 @@ describe('the soak checker finds each broken rule', () => {
     }
   });
 
+  it('a request ended by its deadline but resolved by someone else is a mismatch', async () => {
+    const { sessionId } = turns.rejected as { sessionId: string; turnId: string };
+    // The rejected request was answered by a person; call its row timed out.
+    const row = await server.db.query<{ request_id: string; state: string }>(
+      `select request_id, state from input_requests where session_id = $1 and approved = false`,
+      [sessionId],
+    );
+    const { request_id: requestId, state } = row.rows[0] as { request_id: string; state: string };
+    await server.db.query(`update input_requests set state = 'timeout' where request_id = $1`, [
+      requestId,
+    ]);
+    try {
+      await expectFound('mismatch', 'deadline ends a request once, rejected');
+    } finally {
+      await server.db.query('update input_requests set state = $2 where request_id = $1', [
+        requestId,
+        state,
+      ]);
+    }
+  });
+
   it('a delta after its turn ended is out of order', async () => {
     const { sessionId, turnId } = turns.plain as { sessionId: string; turnId: string };
     const undo = await appendCopy(

@@ -67,6 +67,8 @@ export class Ledger {
     /** Turns given up on without any 202 (may or may not be in the journal). */
     unacknowledged: 0,
     approvalsRequested: 0,
+    /** Approvals the client walked away from: their deadline ends them. */
+    approvalsLeft: 0,
     approved: 0,
     rejected: 0,
     /** Answers refused with 409 stale_input (superseded, or a retry of a landed answer). */

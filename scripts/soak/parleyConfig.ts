@@ -8,6 +8,9 @@ import { soakSchedules } from './schedules.js';
 /** Short leases, so that a killed or paused worker's sessions move within seconds. */
 export const leaseTtlMs = 3_000;
 
+/** How long a `calculator` approval waits before it times out (rejected). */
+export const approvalTimeoutMs = 4_000;
+
 /**
  * The configuration every soak process runs with (docs/configuration.md): dev mode on
  * 127.0.0.1, a short lease, small polls, and an agent whose `calculator` needs a person's
@@ -38,7 +41,12 @@ export function writeParleyConfig(
     agents: {
       default: {
         model: 'demo/echo',
-        tools: { calculator: 'approve', clock: 'allow', ...additions.agentTools },
+        // An approval nobody answers ends at its deadline with the safe default (reject).
+        tools: {
+          calculator: { policy: 'approve', approval_timeout_ms: approvalTimeoutMs },
+          clock: 'allow',
+          ...additions.agentTools,
+        },
         pending_input: 'supersede',
         budgets: soakBudgets,
       },

@@ -55,6 +55,10 @@ export function figuresTable(facts: RunFacts): string {
       'approvals asked / approved / rejected / stale',
       `${counters.approvalsRequested} / ${counters.approved} / ${counters.rejected} / ${counters.staleAnswers}`,
     ],
+    [
+      'approvals left unanswered / ended by their deadline',
+      `${counters.approvalsLeft} / ${check.timedOut}`,
+    ],
     ['tool results', check.totals.toolResults],
     ['budget extensions answered', check.budgetExtensions],
     [

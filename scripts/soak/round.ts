@@ -107,6 +107,11 @@ export class Round {
       await this.admit('follow_up');
       if (!rng.chance(0.5)) return;
     }
+    if (this.kind !== 'supersede' && rng.chance(0.15)) {
+      // Nobody answers: the request's deadline ends it (rejected, as the safe default).
+      ledger.counters.approvalsLeft += 1;
+      return;
+    }
     const approved = this.kind === 'supersede' || rng.chance(0.75);
     const view = this.loop.sessionView;
     const answer = await this.loop.post(

@@ -52,6 +52,8 @@ export interface CheckResult {
   effects: EffectTotals | null;
   /** Budget extension requests answered (by clients or the drain). */
   budgetExtensions: number;
+  /** Approvals ended by their deadline (the timer, with the safe default). */
+  timedOut: number;
 }
 
 /**
@@ -145,5 +147,6 @@ export async function checkDatabase(
     },
     effects,
     budgetExtensions,
+    timedOut: journal.snapshot.requests.filter((request) => request.state === 'timeout').length,
   };
 }

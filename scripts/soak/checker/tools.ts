@@ -55,6 +55,26 @@ export function checkTools(journal: Journal, findings: Findings): void {
     }
   }
 
+  // A request ended by its deadline: resolved once, by the timer, with the safe default.
+  for (const request of journal.snapshot.requests) {
+    if (request.state !== 'timeout') continue;
+    const resolution = resolved.get(request.request_id)?.[0];
+    const payload = resolution?.payload;
+    if (
+      !resolution ||
+      payload?.state !== 'timeout' ||
+      payload?.actor?.user !== 'system:timeout' ||
+      payload?.approved !== false ||
+      request.approved !== false
+    ) {
+      findings.add(
+        'mismatch',
+        'deadline ends a request once, rejected',
+        `request ${request.request_id} is timeout/${request.approved} but journaled ${resolution ? JSON.stringify(payload) : 'nowhere'}`,
+      );
+    }
+  }
+
   for (const request of journal.snapshot.requests) {
     if (request.kind !== 'approval' || request.approved !== false) continue;
     const result = results.get(request.call_id)?.[0];
