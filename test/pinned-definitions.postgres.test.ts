@@ -51,7 +51,8 @@ async function editInstructions(api: string, instructions: string): Promise<numb
     instructions,
   });
   expect(put.status).toBe(200);
-  return put.body.revision as number;
+  const listed = await request(api, 'GET', '/api/v1/agents');
+  return listed.body.items.find((item: any) => item.name === 'pinned').revision as number;
 }
 
 describe('pinned revisions across processes (PostgreSQL)', () => {

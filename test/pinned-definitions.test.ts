@@ -79,6 +79,7 @@ async function revisionOf(name: string): Promise<number> {
 
 /** Edits the agent's instructions (the rest of its definition as the admin reads it). */
 async function editInstructions(name: string, instructions: string): Promise<number> {
+  const before = await revisionOf(name);
   const current = await request(url, 'GET', `/api/v1/agents/${name}`, undefined, alice);
   expect(current.status).toBe(200);
   const put = await request(
@@ -89,8 +90,19 @@ async function editInstructions(name: string, instructions: string): Promise<num
     alice,
   );
   expect(put.status).toBe(200);
-  expect(put.body.revision).toBeGreaterThan(current.body.revision);
-  return put.body.revision as number;
+  const after = await revisionOf(name);
+  expect(after).toBeGreaterThan(before);
+  return after;
+}
+
+/** The revision of the mission the tenant sees now, as the directory records it. */
+async function missionRevision(name: string): Promise<number> {
+  const found = await running.db.query<{ revision: number }>(
+    `select revision from definitions where kind = 'mission' and tenant in ('acme', '')
+        and name = $1 order by tenant desc limit 1`,
+    [name],
+  );
+  return found.rows[0]?.revision as number;
 }
 
 /** Admits a calculator call and waits until it asks for approval. */
@@ -239,9 +251,10 @@ describe('definitions pinned per run', () => {
       ).rows[0]?.mission_revision;
     const view = await request(url, 'GET', '/api/v1/missions/report', undefined, alice);
     expect(view.status).toBe(200);
+    const shipped = await missionRevision('report');
     const first = await dispatch();
     expect(first.status).toBe(202);
-    expect(await recorded(first.body.execution_id)).toBe(view.body.revision);
+    expect(await recorded(first.body.execution_id)).toBe(shipped);
 
     const put = await request(
       url,
@@ -251,10 +264,11 @@ describe('definitions pinned per run', () => {
       alice,
     );
     expect(put.status).toBe(200);
-    expect(put.body.revision).toBeGreaterThan(view.body.revision);
+    const edited = await missionRevision('report');
+    expect(edited).toBeGreaterThan(shipped);
     const second = await dispatch();
     expect(second.status).toBe(202);
-    expect(await recorded(second.body.execution_id)).toBe(put.body.revision);
-    expect(await recorded(first.body.execution_id)).toBe(view.body.revision);
+    expect(await recorded(second.body.execution_id)).toBe(edited);
+    expect(await recorded(first.body.execution_id)).toBe(shipped);
   });
 });

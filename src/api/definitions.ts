@@ -21,10 +21,6 @@ const definitionView = z
     name: z.string(),
     namespace: z.string(),
     ...definitionOrigin,
-    revision: z.number().int().meta({
-      description:
-        'raised by every write of this definition; a turn records the revision it started with (`turn_started.agent_revision`)',
-    }),
     updated_at: timestamp,
     updated_by: z.string().nullable(),
     refused: z.string().nullable().meta({
@@ -197,5 +193,8 @@ function nameOf(kind: DefinitionKind, raw: string): string {
 function describe(directory: Directory, kind: DefinitionKind, tenant: string, name: string) {
   const info = directory.info(kind, tenant, name);
   if (!info) return null;
-  return { name, ...info, definition: directory.definition(kind, tenant, name) };
+  // `revision` comes from one sequence for every tenant: the view of one name must not
+  // tell how many writes other tenants made (it is the same as for a name nobody has).
+  const { revision: _revision, ...origin } = info;
+  return { name, ...origin, definition: directory.definition(kind, tenant, name) };
 }
