@@ -77,6 +77,19 @@ beforeAll(async () => {
           instructions: 'You review requests.\n/fail transient 1\n/approval approve on a retry',
         },
         oracle: { instructions: 'You answer questions.\n/answer blue' },
+        // Over its spending budget from its first call; its approvers name an agent.
+        spender: { max_output_tokens: 100, approver_roles: ['agent:approver'] },
+      },
+      pricing: { 'demo/echo': { input: 1000, output: 1000 } },
+      budgets: {
+        spender_cap: {
+          tenant: 'acme',
+          scope: 'agent',
+          scope_id: 'spender',
+          metric: 'cost_usd',
+          period: 'month',
+          limit: 0.01,
+        },
       },
       missions: {
         own: { prompt: calculate },
@@ -103,6 +116,7 @@ beforeAll(async () => {
           prompt: '/tool clock {}',
           interrupt_to: 'agent:approver',
         },
+        spending: { agent: 'spender', prompt: 'hello', interrupt_to: 'agent:approver' },
         human_listed: {
           agent: 'reviewed',
           prompt: '/tool remember {"text": "the sky is blue"}',
@@ -389,5 +403,37 @@ describe('interruptions routed to an agent', () => {
       expect(events).toHaveLength(1);
       expect(events[0]?.actor?.user).not.toBe('agent:approver');
     }
+  });
+
+  it("never lets an agent raise a spending budget: the request stays pending for the tenant's admins", async () => {
+    const execution = await dispatch('spending', carol);
+    const row = await until(
+      () =>
+        server.db.query<{ kind: string; call_id: string; declined_by: string; state: string }>(
+          `select r.kind, r.call_id, r.declined_by, r.state from input_requests r
+             join executions x on x.session_id = r.session_id where x.execution_id = $1`,
+          [execution.execution_id],
+        ),
+      (found) => found.rows.some((request) => request.declined_by !== null),
+      'the spending request declined by the agent',
+    );
+    expect(row.rows).toEqual([
+      {
+        kind: 'budget_extension',
+        call_id: expect.stringMatching(/^spend_/),
+        declined_by: 'agent:approver',
+        state: 'pending',
+      },
+    ]);
+    const session = (
+      await request(
+        server.url,
+        'GET',
+        `/api/v1/executions/${execution.execution_id}`,
+        undefined,
+        carol,
+      )
+    ).body.session_id;
+    expect(await resolved(session)).toEqual([]);
   });
 });
