@@ -55,35 +55,40 @@ const projection = async (sessionId: string) =>
 const unpark = (sessionId: string) =>
   request(server.url, 'POST', `/api/v1/admin/sessions/${sessionId}/unpark`);
 
+/** Five workers claim the session, open an attempt at `turnId`, and die without another write. */
+async function crashedAttempts(sessionId: string, turnId: string): Promise<void> {
+  for (let claim = 1; claim <= 5; claim++) {
+    const claimed = (await claimSession(server.db, {
+      token: `crashed_${claim}`,
+      owner: `crashed_${claim}`,
+      ttlMs: 100,
+      maxTurns: 50,
+    })) as SessionRow;
+    expect(claimed?.session_id).toBe(sessionId);
+    expect(claimed.claim_count).toBe(claim);
+    await startAttempt(
+      server.db,
+      { sessionId, tenant: claimed.tenant, token: claimed.lease_token as string },
+      {
+        turnIds: [turnId],
+        attempt: claimed.attempt + 1,
+        resetPrevious: claimed.partial_output,
+        seenSequence: null,
+        historyBefore: 0,
+        historyLimit: 0,
+        historyBytes: 0,
+      },
+    );
+    await waitForLeaseExpiry(server.db, sessionId);
+  }
+}
+
 describe('parking after claims without progress', () => {
   it('parks a session whose workers keep dying, skips it, and resumes it on unpark', async () => {
     const t1 = turnId();
     const { session_id: sessionId } = await admit({ turn_id: t1, message: 'doomed' });
     // Five workers claim the session, open an attempt, and die without another write.
-    for (let claim = 1; claim <= 5; claim++) {
-      const claimed = (await claimSession(server.db, {
-        token: `crashed_${claim}`,
-        owner: `crashed_${claim}`,
-        ttlMs: 100,
-        maxTurns: 50,
-      })) as SessionRow;
-      expect(claimed?.session_id).toBe(sessionId);
-      expect(claimed.claim_count).toBe(claim);
-      await startAttempt(
-        server.db,
-        { sessionId, tenant: claimed.tenant, token: claimed.lease_token as string },
-        {
-          turnIds: [t1],
-          attempt: claimed.attempt + 1,
-          resetPrevious: claimed.partial_output,
-          seenSequence: null,
-          historyBefore: 0,
-          historyLimit: 0,
-          historyBytes: 0,
-        },
-      );
-      await waitForLeaseExpiry(server.db, sessionId);
-    }
+    await crashedAttempts(sessionId, t1);
 
     // The next claim (a real worker's) parks it instead of burning another attempt.
     worker = await startTestWorker(server.db, server.config);
@@ -215,28 +220,7 @@ describe('parking after claims without progress', () => {
   it('holds the messages queued behind the attempted turn; the unpark answers them', async () => {
     const t1 = turnId();
     const { session_id: sessionId } = await admit({ turn_id: t1, message: 'poison' });
-    for (let claim = 1; claim <= 5; claim++) {
-      const claimed = (await claimSession(server.db, {
-        token: `held_${claim}`,
-        owner: 'held',
-        ttlMs: 100,
-        maxTurns: 50,
-      })) as SessionRow;
-      await startAttempt(
-        server.db,
-        { sessionId, tenant: claimed.tenant, token: claimed.lease_token as string },
-        {
-          turnIds: [t1],
-          attempt: claimed.attempt + 1,
-          resetPrevious: claimed.partial_output,
-          seenSequence: null,
-          historyBefore: 0,
-          historyLimit: 0,
-          historyBytes: 0,
-        },
-      );
-      await waitForLeaseExpiry(server.db, sessionId);
-    }
+    await crashedAttempts(sessionId, t1);
     // Two messages arrive behind the attempted turn before the session is parked.
     const [t2, t3] = [turnId(), turnId()];
     await admit({ session_id: sessionId, turn_id: t2, message: 'second' });

@@ -1,5 +1,6 @@
 import { useState } from 'react';
 import type { AgentInfo, ParleyClient } from 'parley/client';
+import type { InputResolution } from '../conversation/items';
 import { explainRequestError, timeLeft } from '../words';
 
 export interface InputRequest {
@@ -12,14 +13,7 @@ export interface InputRequest {
   expectedSequence: number;
   argumentsDigest?: string | null | undefined;
   deadlineAt?: string | null | undefined;
-  resolved?:
-    | {
-        approved: boolean;
-        actor: string | null;
-        expired?: string | undefined;
-        timedOut?: boolean | undefined;
-      }
-    | undefined;
+  resolved?: InputResolution | undefined;
 }
 
 const titles = {

@@ -15,6 +15,14 @@ export interface OptionOffer {
   choices: string[];
 }
 
+/** How an input request ended: answered (by `actor`), expired, or timed out. */
+export interface InputResolution {
+  approved: boolean;
+  actor: string | null;
+  expired?: string | undefined;
+  timedOut?: boolean | undefined;
+}
+
 export type Item =
   | {
       kind: 'message';
@@ -57,14 +65,7 @@ export type Item =
       expectedSequence: number;
       argumentsDigest?: string | undefined;
       deadlineAt?: string | undefined;
-      resolved?:
-        | {
-            approved: boolean;
-            actor: string | null;
-            expired?: string | undefined;
-            timedOut?: boolean | undefined;
-          }
-        | undefined;
+      resolved?: InputResolution | undefined;
     }
   | {
       /** The progress watchdog stopped a step: `retry` (tried again) or `end`. */
