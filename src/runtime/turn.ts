@@ -207,10 +207,10 @@ export async function answerBurst(
 
     // Spending budgets: the step's worst case is reserved first. Past a limit, ask a
     // person for more (approval tries again), or end the turn with `budget_exhausted`.
-    const breaches = await reserveStep(deps, lease, agent, burst, {
-      prompt: (await prompt({})).prompt,
-      attempt,
-    });
+    // Most tenants have none: the attempt's start said so, and then nothing runs here.
+    const breaches = started.budgeted
+      ? await reserveStep(deps, lease, agent, burst, { prompt: (await prompt({})).prompt, attempt })
+      : [];
     if (breaches.length > 0) {
       const reason = breachReason(breaches);
       if (agent.budgets.onExhausted === 'ask' && !budgetRefused(burst)) {

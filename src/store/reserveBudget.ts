@@ -37,9 +37,6 @@ export async function reserveBudget(
   lease: Lease,
   call: Reservation,
 ): Promise<{ reserved: boolean; breaches: Breach[] }> {
-  // Most tenants have no budget: one indexed read, and no transaction, says so.
-  const any = await db.query('select 1 from budgets where tenant = $1 limit 1', [lease.tenant]);
-  if (any.rowCount === 0) return { reserved: false, breaches: [] };
   return db.transaction(async (tx) => {
     const owner = `(select owner from sessions where session_id = $2)`;
     const locked = await tx.query(

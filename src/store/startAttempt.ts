@@ -67,7 +67,10 @@ const startText = (started: string) => `
                                       and m.sequence > r.to_sequence and m.sequence < r.at_sequence)
                  order by m.sequence desc
                  limit $10) w
-               where w.running - octet_length(w.content) < $11) h) as history
+               where w.running - octet_length(w.content) < $11) h) as history,
+           -- Whether the tenant has a spending budget: the attempt's model steps reserve
+           -- against budgets only if so (runtime/spending.ts), without a read of their own.
+           exists (select 1 from budgets bg where bg.tenant = b.tenant) as budgeted
       from bumped b`;
 
 export const startAttemptStatement: Statement = {
@@ -109,7 +112,7 @@ export async function startAttempt(
     /** A recorded revision that could not be loaded: journaled on `turn_started`. */
     unpinnedRevision?: number | null;
   },
-): Promise<{ sequence: number; history: HistoryMessage[] } | 'changed'> {
+): Promise<{ sequence: number; history: HistoryMessage[]; budgeted: boolean } | 'changed'> {
   const lead = burst.turnIds[0] as string;
   const events: NewEvent[] = [];
   if (burst.resetPrevious) {
@@ -129,6 +132,7 @@ export async function startAttempt(
     last_sequence: number;
     history: HistoryMessage[];
     wakeup: string;
+    budgeted: boolean;
   }>(burst.turnIds.length === 1 ? startAttemptStatement : startMany, [
     lease.sessionId,
     lease.token,
@@ -147,7 +151,7 @@ export async function startAttempt(
   const row = started.rows[0];
   if (row) {
     publishWakeup(db, row.wakeup);
-    return { sequence: row.last_sequence, history: row.history };
+    return { sequence: row.last_sequence, history: row.history, budgeted: row.budgeted };
   }
   if (await holdsLease(db, lease)) return 'changed';
   throw new LeaseLostError(lease.sessionId);
