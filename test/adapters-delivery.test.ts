@@ -312,4 +312,38 @@ describe('fold (journal events into outbox rows)', () => {
     expect(reply).toMatchObject({ state: 'delivered', final: true });
     expect(closed.state.typing).toBe(false);
   });
+
+  it('posts an escalation and a reminder as messages of their own, naming the tool', () => {
+    const rows = { byId: new Map(), byRequest: new Map() };
+    const result = fold(
+      { openReplyId: null, typing: false },
+      wire([
+        newEvent('input_required', turn, {
+          request_id: 'req_5',
+          kind: 'approval',
+          call_id: 'c',
+          tool: 'refund',
+        }),
+        newEvent('input_escalated', turn, { request_id: 'req_5', step: 1, to: 'role:lead' }),
+        newEvent('input_reminder', turn, {
+          request_id: 'req_5',
+          deadline_at: '2026-01-01T01:00:00.000Z',
+        }),
+      ]),
+      rows,
+      newId,
+    );
+    const notices = [...result.touched].filter((row) => row.kind === 'notice');
+    expect(notices.map((row) => row.content)).toEqual([
+      {
+        type: 'notice',
+        text: 'The approval of refund is escalated to role:lead: it may answer it now.',
+      },
+      {
+        type: 'notice',
+        text: 'Reminder — The approval of refund still waits for an answer: its default applies at 2026-01-01T01:00:00.000Z.',
+      },
+    ]);
+    expect(notices.every((row) => row.final && row.request_id === null)).toBe(true);
+  });
 });

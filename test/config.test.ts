@@ -74,6 +74,33 @@ describe('configuration (CONFIG.md)', () => {
     expect(() => compileConfig(raw)).toThrow(key);
   });
 
+  it("compiles an approval's escalation chain and reminder, the tool's over the agent's", () => {
+    const config = compileConfig({
+      agents: {
+        default: {
+          escalate: [{ after_ms: 1000, to: 'role:lead' }],
+          remind_before_ms: 500,
+          tools: { calculator: { policy: 'approve', escalate: [{ after_ms: 10, to: 'user:x' }] } },
+        },
+      },
+    });
+    const agent = config.agents.default;
+    expect(agent?.escalate).toEqual([{ afterMs: 1000, to: 'role:lead' }]);
+    expect(agent?.remindBeforeMs).toBe(500);
+    expect(agent?.tools.calculator).toMatchObject({
+      escalate: [{ afterMs: 10, to: 'user:x' }],
+      remindBeforeMs: null,
+    });
+    const bad = (escalate: unknown) => () => compileConfig({ agents: { default: { escalate } } });
+    expect(bad([{ after_ms: 10, to: 'agent:bot' }])).toThrow('agents.default.escalate');
+    expect(
+      bad([
+        { after_ms: 20, to: 'role:a' },
+        { after_ms: 10, to: 'role:b' },
+      ]),
+    ).toThrow('increasing after_ms');
+  });
+
   it('rejects a bad environment override by name', () => {
     expect(() => compileConfig({}, { PARLEY_PORT: 'x' })).toThrow('PARLEY_PORT');
   });

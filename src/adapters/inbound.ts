@@ -17,6 +17,7 @@ import { legacyTurnAdmitted } from '../store/legacyTurnAdmitted.js';
 import { pendingQuestion } from '../store/pendingQuestion.js';
 import { trustedViewer } from '../store/visibility.js';
 import { actionIds, type ApprovalCard, type ReplyText } from './delivery/content.js';
+import { hasRole, isAddressed } from '../config/principals.js';
 import { clientKey, mayAnswer, platformTurnId, principalFor } from './identity.js';
 import type { PlatformClient } from './platforms/types.js';
 import { platformText, storable } from './text.js';
@@ -255,8 +256,9 @@ async function onAction(deps: InboundDeps, event: ActionEvent): Promise<void> {
       // A spending budget's request goes to whoever may raise the budget (an admin).
       mayAnswer: (_agent, _execution, request) =>
         isSpendingRequest(request)
-          ? principal.roles.includes('admin') || principal.roles.includes('*')
-          : mayAnswer(agent, principal),
+          ? hasRole(principal, 'admin')
+          : mayAnswer(agent, principal) ||
+            request.escalated_to.some((to) => isAddressed(principal, to)),
     });
   } catch (error) {
     if (!isParleyError(error)) throw error;

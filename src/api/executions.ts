@@ -10,7 +10,7 @@ import { listExecutions } from '../store/listExecutions.js';
 import { decodeCursor } from '../store/listSessions.js';
 import { findVisibleSession } from '../store/findVisibleSession.js';
 import type { ApiDeps } from './deps.js';
-import { hasRole } from './principal.js';
+import { hasRole, isAddressed } from './principal.js';
 import { viewerOf } from './sessionAccess.js';
 import { page } from '../protocol/rest.js';
 import { execution, executionCommandAnswer, executionStatus } from '../protocol/missions.js';
@@ -92,10 +92,7 @@ export function isRoutedTo(
   execution: Pick<ExecutionRow, 'interrupt_to' | 'user_name'>,
 ): boolean {
   if (hasRole(principal, 'admin')) return true;
-  const route = execution.interrupt_to ?? `user:${execution.user_name}`;
-  if (route.startsWith('user:')) return principal.user === route.slice('user:'.length);
-  if (route.startsWith('role:')) return hasRole(principal, route.slice('role:'.length));
-  return false;
+  return isAddressed(principal, execution.interrupt_to ?? `user:${execution.user_name}`);
 }
 
 /**

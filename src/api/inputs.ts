@@ -6,7 +6,7 @@ import { listInputs } from '../store/listInputs.js';
 import { decodeCursor } from '../store/listSessions.js';
 import { agentsOf, type ApiDeps } from './deps.js';
 import { isRoutedTo } from './executions.js';
-import { hasRole } from './principal.js';
+import { hasRole, isAddressed } from './principal.js';
 import { viewerOf } from './sessionAccess.js';
 import { inboxItem, isSpendingRequest } from '../protocol/inbox.js';
 import { inputAnswer, page } from '../protocol/rest.js';
@@ -137,6 +137,8 @@ export function inputRoutes(app: FastifyInstance, deps: ApiDeps): void {
         mayAnswer: (agentName, execution, inputRequest) => {
           // A spending budget's request goes to whoever may raise the budget.
           if (isSpendingRequest(inputRequest)) return hasRole(principal, 'admin');
+          // An escalated request is also its escalations' audiences' to answer.
+          if (inputRequest.escalated_to.some((to) => isAddressed(principal, to))) return true;
           // An execution's request goes where its interrupt_to says (an admin may act).
           if (execution && !isRoutedTo(principal, execution)) return false;
           const roles = agentsOf(deps).get(principal.tenant, agentName)?.approverRoles ?? null;

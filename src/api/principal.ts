@@ -75,6 +75,4 @@ export function requireOperator(principal: Principal): void {
   }
 }
 
-export function hasRole(principal: Principal, role: string): boolean {
-  return principal.roles.includes('*') || principal.roles.includes(role);
-}
+export { hasRole, isAddressed } from '../config/principals.js';

@@ -1,6 +1,6 @@
 import { ConfigError } from './errors.js';
 import type { AgentFile } from './schema.js';
-import { compileAgentTools, ToolConfigError } from './tools.js';
+import { compileAgentTools, escalationSteps, ToolConfigError } from './tools.js';
 import type { AgentConfig, ProviderConfig } from './types.js';
 
 /** What an agent definition is checked against: the deployment's providers and MCP servers. */
@@ -68,6 +68,8 @@ export function compileAgent(name: string, agent: AgentFile, context: AgentConte
     triggerRoles: agent.trigger_roles,
     approverRoles: agent.approver_roles,
     approvalTimeoutMs: agent.approval_timeout_ms,
+    escalate: escalationSteps(agent.escalate),
+    remindBeforeMs: agent.remind_before_ms,
     owner: context.owner?.tenant ?? null,
     mcpGrants: context.owner?.mcpGrants ?? null,
     tools,

@@ -120,6 +120,8 @@ export const webhookEventTypes = [
   'tool_call',
   'input_required',
   'input_resolved',
+  'input_escalated',
+  'input_reminder',
   'tool_result',
   'usage',
   'done',

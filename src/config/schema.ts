@@ -29,10 +29,27 @@ const envName = z
 
 const policy = z.enum(['allow', 'approve', 'deny']);
 
+/** Whom an escalation re-routes a request to: a person or everyone with a role. */
+const escalationTarget = z
+  .string()
+  .regex(/^(user|role):[^\s:][^\s]{0,127}$/, 'must be user:NAME or role:NAME');
+
+/**
+ * An approval's escalation chain: each step re-routes the request, still pending, this
+ * long after it was made; steps come in order of `after_ms`.
+ */
+const escalationChain = z
+  .array(z.object({ after_ms: durationMs, to: escalationTarget }).strict())
+  .max(8)
+  .refine(
+    (steps) => steps.every((step, i) => i === 0 || step.after_ms > (steps[i - 1]?.after_ms ?? 0)),
+    'steps must come in increasing after_ms',
+  );
+
 /**
  * A tool's entry under an agent: a policy, or a table with a policy (optional: each tool
  * has a default) and options. `timeout_ms`, `idempotent`, `human_only`,
- * `approval_timeout_ms` and `on_timeout` apply to every tool; a tool's own keys (http_fetch's `allow_hosts`…) are checked by that tool when the
+ * `approval_timeout_ms`, `on_timeout`, `escalate` and `remind_before_ms` apply to every tool; a tool's own keys (http_fetch's `allow_hosts`…) are checked by that tool when the
  * file compiles.
  */
 export const toolEntrySchema = z.union([
@@ -48,6 +65,10 @@ export const toolEntrySchema = z.union([
       // when nobody answers in time: reject (the safe default), or approve (operator only).
       approval_timeout_ms: durationMs.optional(),
       on_timeout: z.enum(['reject', 'approve']).optional(),
+      // Who else its approvals go to, and when (overrides the agent's chain), and the
+      // reminder before the deadline.
+      escalate: escalationChain.optional(),
+      remind_before_ms: durationMs.optional(),
     })
     .catchall(z.unknown()),
 ]);
@@ -104,6 +125,10 @@ export const agentSchema = z
     // How long an approval waits for an answer before its safe default applies (null: for
     // ever). A tool's entry may override it.
     approval_timeout_ms: durationMs.nullable().default(null),
+    // Who else a pending approval goes to, and when; a reminder this long before its
+    // deadline. A tool's entry may override either.
+    escalate: escalationChain.default([]),
+    remind_before_ms: durationMs.nullable().default(null),
     tools: z.record(z.string(), toolEntrySchema).default({}),
     skills: z.array(z.string().min(1)).default([]),
     budgets: z

@@ -1,7 +1,12 @@
 import { join } from 'node:path';
 import { builtInTools, askUserTool, mcpToolPattern } from '../tools/registry.js';
 import type { ConfigFile, ToolEntryFile } from './schema.js';
-import type { AgentToolConfig, Config, McpServerConfig } from './types.js';
+import type { AgentToolConfig, Config, EscalationStep, McpServerConfig } from './types.js';
+
+/** An escalation chain as the file writes it, compiled. */
+export function escalationSteps(steps: { after_ms: number; to: string }[]): EscalationStep[] {
+  return steps.map((step) => ({ afterMs: step.after_ms, to: step.to }));
+}
 
 /** A configuration mistake, worded for the start-up message (the key is prefixed by the caller). */
 export class ToolConfigError extends Error {}
@@ -34,6 +39,8 @@ export function compileAgentTools(
       human_only: humanOnly,
       approval_timeout_ms: approvalTimeoutMs,
       on_timeout: onTimeout,
+      escalate,
+      remind_before_ms: remindBeforeMs,
       ...own
     } = table;
     const tool = builtIns.get(name);
@@ -55,7 +62,7 @@ export function compileAgentTools(
       const unknown = Object.keys(own)[0];
       if (unknown !== undefined) {
         throw new ToolConfigError(
-          `${where}.${unknown}: unknown key (policy, timeout_ms, idempotent, human_only, approval_timeout_ms, on_timeout)`,
+          `${where}.${unknown}: unknown key (policy, timeout_ms, idempotent, human_only, approval_timeout_ms, on_timeout, escalate, remind_before_ms)`,
         );
       }
     }
@@ -66,6 +73,8 @@ export function compileAgentTools(
       humanOnly: humanOnly ?? false,
       approvalTimeoutMs: approvalTimeoutMs ?? null,
       onTimeout: onTimeout ?? 'reject',
+      escalate: escalate === undefined ? null : escalationSteps(escalate),
+      remindBeforeMs: remindBeforeMs ?? null,
       options,
     };
   }

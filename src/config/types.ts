@@ -25,6 +25,13 @@ export interface ApiKey {
   principal: Principal;
 }
 
+/** A step of an approval's escalation: re-route it this long after it was made. */
+export interface EscalationStep {
+  afterMs: number;
+  /** `user:NAME` or `role:NAME`. */
+  to: string;
+}
+
 export interface AgentConfig {
   name: string;
   /** Groups agents in listings (`?namespace=`); names are unique across namespaces. */
@@ -36,6 +43,10 @@ export interface AgentConfig {
   approverRoles: string[] | null;
   /** How long an approval waits before its safe default applies; null: no deadline. */
   approvalTimeoutMs: number | null;
+  /** Who else a pending approval goes to, and when (empty: nobody). */
+  escalate: EscalationStep[];
+  /** A reminder this long before an approval's deadline; null: none. */
+  remindBeforeMs: number | null;
   /**
    * Whose definition this is: null for the operator's file (a shipped definition), else the
    * tenant that customized or created it through the API.
@@ -115,6 +126,10 @@ export interface AgentToolConfig {
   approvalTimeoutMs: number | null;
   /** What applies when an approval's deadline passes unanswered (approve: operator only). */
   onTimeout: 'reject' | 'approve';
+  /** Its approvals' escalation chain (null: the agent's). */
+  escalate: EscalationStep[] | null;
+  /** Its approvals' reminder (null: the agent's `remindBeforeMs`). */
+  remindBeforeMs: number | null;
   /** The tool's own keys, as its `compileOptions` made them (http_fetch, shell). */
   options: unknown;
 }

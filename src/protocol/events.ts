@@ -148,6 +148,27 @@ export interface InputResolvedEvent extends EventBase {
   response?: Record<string, unknown>;
 }
 
+/**
+ * A pending request reached a step of its escalation chain (the approval timer): from now
+ * on `to` (user:NAME or role:NAME) may answer it too, sees its session, and its inbox
+ * lists it. `step` counts the chain's steps from 1.
+ */
+export interface InputEscalatedEvent extends EventBase {
+  type: 'input_escalated';
+  turn_id: string;
+  request_id: string;
+  step: number;
+  to: string;
+}
+
+/** A pending request's deadline is near: `deadline_at`, when its safe default applies. */
+export interface InputReminderEvent extends EventBase {
+  type: 'input_reminder';
+  turn_id: string;
+  request_id: string;
+  deadline_at: string;
+}
+
 export interface ToolError {
   code: string;
   message: string;
@@ -317,6 +338,8 @@ export type ParleyEvent =
   | ToolCallEvent
   | InputRequiredEvent
   | InputResolvedEvent
+  | InputEscalatedEvent
+  | InputReminderEvent
   | ToolResultEvent
   | UsageEvent
   | DoneEvent

@@ -46,6 +46,14 @@ export const inboxItem = z
       description:
         "An approval's sha-256 (hex) of the canonical JSON of `arguments`: what an answer names to approve exactly these arguments",
     }),
+    escalated_to: z.array(z.string()).meta({
+      description:
+        'whom its escalation chain added to its audience so far (user:NAME or role:NAME, in step order): they may answer it too',
+    }),
+    escalation_step: z
+      .number()
+      .int()
+      .meta({ description: 'which step of its escalation chain it reached (0: none yet)' }),
     priority: z
       .enum(['low', 'normal', 'high', 'urgent'])
       .meta({ description: "an execution's, else normal" }),

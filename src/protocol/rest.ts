@@ -37,6 +37,9 @@ export const pendingInput = z.looseObject({
   expected_sequence: z.number(),
   arguments_digest: z.string().nullable().optional(),
   deadline_at: z.string().nullable().optional(),
+  escalated_to: z.array(z.string()).optional().meta({
+    description: 'whom its escalation chain added to its audience so far',
+  }),
   state: z.string().optional(),
 });
 

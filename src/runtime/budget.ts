@@ -68,6 +68,7 @@ export async function askForBudget(
         on_timeout: 'reject',
         arguments_digest: null,
         human_only: false,
+        nudges: [],
       },
     ],
     usage,

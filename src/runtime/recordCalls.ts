@@ -8,7 +8,8 @@ import { askUserTool } from '../tools/registry.js';
 import type { RuntimeDeps } from './deps.js';
 import type { StepResult } from './modelStep.js';
 import { wellFormed, wellFormedJson } from './text.js';
-import { approvalDeadline, policyOf } from './toolPolicy.js';
+import { approvalDeadline, policyOf, type ApprovalDeadline } from './toolPolicy.js';
+import { planNudges } from './approvalNudges.js';
 import { argumentsDigest } from './argumentsDigest.js';
 import { isHumanOnly } from '../tools/humanOnly.js';
 
@@ -47,9 +48,10 @@ export async function recordCalls(
       call.request_id = newRequestId();
       const asked = (call.arguments as { question?: unknown } | null)?.question;
       // Only approvals end by themselves: a question waits for its answer.
-      const deadline = question
-        ? { timeoutMs: null, onTimeout: 'reject' as const }
+      const deadline: ApprovalDeadline = question
+        ? { timeoutMs: null, onTimeout: 'reject', escalate: [], remindBeforeMs: null }
         : approvalDeadline(agent, proposed.tool);
+      const now = Date.now();
       requests.push({
         request_id: call.request_id,
         call_id: call.call_id,
@@ -58,12 +60,11 @@ export async function recordCalls(
         arguments: call.arguments,
         prompt: question && typeof asked === 'string' ? asked : null,
         deadline_at:
-          deadline.timeoutMs === null
-            ? null
-            : new Date(Date.now() + deadline.timeoutMs).toISOString(),
+          deadline.timeoutMs === null ? null : new Date(now + deadline.timeoutMs).toISOString(),
         on_timeout: deadline.onTimeout,
         arguments_digest: question ? null : argumentsDigest(call.arguments),
         human_only: !question && isHumanOnly(agent, proposed.tool, deps.config.tools.humanOnly),
+        nudges: planNudges(now, deadline),
       });
     }
     return call;

@@ -1,5 +1,5 @@
 import type { LanguageModelV3FunctionTool } from '@ai-sdk/provider';
-import type { AgentConfig } from '../config/types.js';
+import type { AgentConfig, EscalationStep } from '../config/types.js';
 import type { BurstCall } from '../store/types.js';
 import { askUserTool, mcpToolPattern, resolveAgentTools } from '../tools/registry.js';
 import type { Tool } from '../tools/types.js';
@@ -64,12 +64,17 @@ export interface ApprovalDeadline {
   /** Milliseconds from the request to its deadline; null: it waits for ever. */
   timeoutMs: number | null;
   onTimeout: 'reject' | 'approve';
+  /** Who else it goes to while it waits, and when. */
+  escalate: EscalationStep[];
+  /** A reminder this long before the deadline; null: none. */
+  remindBeforeMs: number | null;
 }
 
 /**
  * The deadline of an approval of `tool`: its entry's (or its server's `server__*` entry's)
  * `approval_timeout_ms`, else the agent's; `on_timeout` from the same entry, `reject` by
- * default: a call nobody approved in time does not run.
+ * default: a call nobody approved in time does not run. Its escalation chain and reminder
+ * likewise: the entry's, else the agent's.
  */
 export function approvalDeadline(agent: AgentConfig, tool: string): ApprovalDeadline {
   const server = mcpToolPattern.exec(tool)?.[1];
@@ -81,5 +86,7 @@ export function approvalDeadline(agent: AgentConfig, tool: string): ApprovalDead
   return {
     timeoutMs: entry?.approvalTimeoutMs ?? agent.approvalTimeoutMs,
     onTimeout: entry?.onTimeout ?? 'reject',
+    escalate: entry?.escalate ?? agent.escalate,
+    remindBeforeMs: entry?.remindBeforeMs ?? agent.remindBeforeMs,
   };
 }

@@ -33,7 +33,7 @@ export interface AnswerInput {
   mayAnswer: (
     agent: string,
     execution: { interrupt_to: string | null; user_name: string } | null,
-    request: { kind: string; call_id: string },
+    request: { kind: string; call_id: string; escalated_to: string[] },
   ) => boolean;
 }
 
@@ -69,9 +69,10 @@ export async function answerInput(
             human_only: boolean;
             kind: string;
             call_id: string;
+            escalated_to: string[];
           }>(
             `select state, expected_sequence, turn_id, declined_by, arguments_digest, human_only,
-                    kind, call_id
+                    kind, call_id, escalated_to
                from input_requests
               where tenant = $1 and session_id = $2 and request_id = $3`,
             [input.tenant, input.sessionId, input.requestId],

@@ -43,7 +43,8 @@ export const projectionSelect = `
                                'tool', r.tool, 'arguments', r.arguments,
                                'arguments_digest', r.arguments_digest, 'state', r.state,
                                'deadline_at', to_char(r.deadline_at at time zone 'UTC',
-                                                      'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+                                                      'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                               'escalated_to', r.escalated_to
                               ) as pending_input
         from input_requests r
        where r.session_id = s.session_id and r.state = 'pending'

@@ -1,7 +1,7 @@
 import { spendingCallPrefix, type InboxItem } from '../protocol/inbox.js';
 import type { Queryable } from './db.js';
 import { encodeCursor } from './listSessions.js';
-import { viewerParams, visibleSql, type Viewer } from './visibility.js';
+import { escalatedToSql, viewerParams, visibleSql, type Viewer } from './visibility.js';
 
 /** One pending input request as the approvals inbox shows it (GET /api/v1/inputs). */
 export type PendingInputItem = InboxItem;
@@ -25,6 +25,8 @@ interface InputRow {
   resumed_at: Date | null;
   deadline_at: Date | null;
   arguments_digest: string | null;
+  escalated_to: string[];
+  escalation_step: number;
   priority: number;
   execution_id: string | null;
   route: string | null;
@@ -41,6 +43,8 @@ interface InputRow {
  * listed for the execution's own user. The prompt
  * lives in the `input_required` event, so it is read from there; it is null once retention
  * pruned that event. Only sessions the viewer may see are listed (store/visibility.ts).
+ * A request its escalation chain escalated is also listed for each audience it added
+ * (whoever they name may answer it).
  * Request ids are ULIDs, so ordering by them is ordering by creation, and
  * (priority, request_id) of the last one is an exact page cursor.
  */
@@ -80,7 +84,7 @@ export async function listInputs(
   const found = await db.query<InputRow>(
     `select r.request_id, r.session_id, s.title, s.agent, r.turn_id, r.kind, r.call_id, r.tool,
             r.arguments, e.payload ->> 'prompt' as prompt, r.expected_sequence, r.created_at,
-            r.state, r.resumed_at, r.deadline_at, r.arguments_digest, coalesce(x.priority, 1) as priority, x.execution_id,
+            r.state, r.resumed_at, r.deadline_at, r.arguments_digest, r.escalated_to, r.escalation_step, coalesce(x.priority, 1) as priority, x.execution_id,
             case when x.execution_id is not null
                  then coalesce(x.interrupt_to, 'user:' || x.user_name) end as route
        from input_requests r
@@ -88,15 +92,17 @@ export async function listInputs(
        left join executions x on x.session_id = r.session_id and x.tenant = r.tenant
        left join events e on e.session_id = r.session_id and e.sequence = r.expected_sequence
       where r.tenant = $1 and r.state = 'pending'
-        and (not (s.agent = any($2::text[])) or ${spending})
-        and (not ${spending} or ${admin}::boolean)
-        and ${visibleSql('s', 6)}
-        and (x.execution_id is null
-             or coalesce(x.interrupt_to, 'user:' || x.user_name) = 'user:' || $4
-             or (x.interrupt_to like 'agent:%' and r.declined_by is not null
-                 and x.user_name = $4)
-             or (x.interrupt_to like 'role:%'
-                 and ('*' = any($5::text[]) or substr(x.interrupt_to, 6) = any($5::text[]))))
+        and (${escalatedToSql('r', '$4::text', '$5::text[]')}
+             or ((not (s.agent = any($2::text[])) or ${spending})
+                 and (not ${spending} or ${admin}::boolean)
+                 and ${visibleSql('s', 6)}
+                 and (x.execution_id is null
+                      or coalesce(x.interrupt_to, 'user:' || x.user_name) = 'user:' || $4
+                      or (x.interrupt_to like 'agent:%' and r.declined_by is not null
+                          and x.user_name = $4)
+                      or (x.interrupt_to like 'role:%'
+                          and ('*' = any($5::text[])
+                               or substr(x.interrupt_to, 6) = any($5::text[]))))))
         ${after}
       order by coalesce(x.priority, 1) desc, r.request_id
       limit $3`,
@@ -122,6 +128,8 @@ export async function listInputs(
       resumed_at: row.resumed_at?.toISOString() ?? null,
       deadline_at: row.deadline_at?.toISOString() ?? null,
       arguments_digest: row.arguments_digest,
+      escalated_to: row.escalated_to,
+      escalation_step: row.escalation_step,
       priority: priorityNames[row.priority] ?? 'normal',
       execution_id: row.execution_id,
       interrupt_to: row.route,

@@ -1,14 +1,17 @@
 import type { Queryable } from './db.js';
 
 /**
- * Milliseconds until the earliest deadline of a pending input request, by the database's
- * clock (0 when one is due; null: none has a deadline).
+ * Milliseconds until the approval timer has something to do, by the database's clock: the
+ * earliest deadline or due escalation/reminder of a pending input request (0 when one is
+ * due; null: none has either).
  */
 export async function msUntilNextDeadline(db: Queryable): Promise<number | null> {
   const found = await db.query<{ ms: number | string | null }>(
-    `select greatest(0, extract(epoch from (min(deadline_at) - now())) * 1000) as ms
-       from input_requests
-      where state = 'pending' and deadline_at is not null`,
+    `select greatest(0, extract(epoch from (least(
+              (select min(deadline_at) from input_requests
+                where state = 'pending' and deadline_at is not null),
+              (select min(next_nudge_at) from input_requests
+                where state = 'pending' and next_nudge_at is not null)) - now())) * 1000) as ms`,
   );
   const ms = found.rows[0]?.ms;
   return ms === null || ms === undefined ? null : Math.ceil(Number(ms));

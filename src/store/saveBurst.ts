@@ -2,7 +2,7 @@ import { newEvent, type NewEvent } from '../protocol/events.js';
 import type { Queryable, Statement } from './db.js';
 import { insertEventsSql } from './appendEvents.js';
 import { liveEvents, storedEventsJson } from './eventRows.js';
-import { LeaseLostError, type BurstState, type Lease } from './types.js';
+import { LeaseLostError, type BurstState, type Lease, type Nudge } from './types.js';
 import { insertUsageSql, sumUsage, usageJson, type Usage } from './usageRows.js';
 import { notifySql } from './wakeups.js';
 import { settleReservationsSql } from './settleReservations.js';
@@ -21,6 +21,8 @@ export interface NewInputRequest {
   arguments_digest: string | null;
   /** Only a person may answer it, and the answer must name `arguments_digest`. */
   human_only: boolean;
+  /** Its escalations and reminder before the deadline, in time order. */
+  nudges: Nudge[];
 }
 
 const saveStatement: Statement = {
@@ -49,12 +51,13 @@ const saveStatement: Statement = {
     ), requests as (
       insert into input_requests (request_id, tenant, session_id, turn_id, call_id, kind, tool,
                                   arguments, expected_sequence, deadline_at, on_timeout,
-                                  arguments_digest, human_only)
+                                  arguments_digest, human_only, nudges, next_nudge_at)
       select r.value->>'request_id', b.tenant, b.session_id, r.value->>'turn_id',
              r.value->>'call_id', r.value->>'kind', r.value->>'tool', r.value->'arguments',
              b.last_sequence - jsonb_array_length($3::jsonb) + (r.value->>'position')::integer,
              (r.value->>'deadline_at')::timestamptz, r.value->>'on_timeout',
-             r.value->>'arguments_digest', (r.value->>'human_only')::boolean
+             r.value->>'arguments_digest', (r.value->>'human_only')::boolean,
+             r.value->'nudges', (r.value->'nudges'->0->>'at')::timestamptz
         from bumped b, jsonb_array_elements($10::jsonb) as r
     )
     select b.last_sequence,
@@ -112,6 +115,7 @@ export async function saveBurst(
       on_timeout: request.on_timeout,
       arguments_digest: request.arguments_digest,
       human_only: request.human_only,
+      nudges: request.nudges,
     };
   });
   const usage = sumUsage(changes.usage ?? []);

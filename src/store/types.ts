@@ -133,3 +133,11 @@ export interface BurstState {
   /** Memory writes the turn's tools buffered: applied with the commit, or never. */
   effects?: MemoryEffect[];
 }
+
+/**
+ * What a pending input request does by itself before its deadline, at `at` (ISO time): an
+ * escalation re-routes it (`to`: user:NAME or role:NAME; `step` counts from 1), a reminder
+ * tells its audience the deadline is near.
+ */
+export type Nudge =
+  { at: string; kind: 'escalate'; step: number; to: string } | { at: string; kind: 'remind' };

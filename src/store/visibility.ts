@@ -11,7 +11,9 @@
  * - the viewer is an approver of its agent (a role in the agent's non-null
  *   `approver_roles`): whoever must answer its requests sees it, or
  * - it is an execution's session whose interruptions go to the viewer (`interrupt_to`
- *   names its user or one of its roles), for the same reason.
+ *   names its user or one of its roles), for the same reason, or
+ * - one of its pending input requests was escalated to the viewer (`escalated_to` names
+ *   its user or one of its roles), for the same reason, while it waits.
  * The tenant is the caller's own filter (every query already has it).
  */
 export interface Viewer {
@@ -54,5 +56,18 @@ export function visibleSql(alias: string, first: number): string {
                     and (vx.interrupt_to = 'user:' || ${user}
                          or (vx.interrupt_to like 'role:%'
                              and ('*' = any(${roles})
-                                  or substr(vx.interrupt_to, 6) = any(${roles}))))))`;
+                                  or substr(vx.interrupt_to, 6) = any(${roles})))))
+      or exists (select 1 from input_requests vr
+                  where vr.session_id = ${alias}.session_id and vr.state = 'pending'
+                    and ${escalatedToSql('vr', user, roles)}))`;
+}
+
+/**
+ * Whether the input request `alias` was escalated to the principal whose user and roles
+ * are the SQL expressions `user` and `roles` (`*` among the roles: to every audience).
+ */
+export function escalatedToSql(alias: string, user: string, roles: string): string {
+  return `(${alias}.escalated_to && (array['user:' || ${user}]
+                                    || array(select 'role:' || x from unnest(${roles}) x))
+           or ('*' = any(${roles}) and cardinality(${alias}.escalated_to) > 0))`;
 }

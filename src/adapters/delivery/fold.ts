@@ -148,6 +148,28 @@ export function fold(
         }
         break;
       }
+      case 'input_escalated':
+      case 'input_reminder': {
+        // Said in the thread as a message of its own: a new message is what notifies.
+        const card = rows.byRequest.get(event.request_id);
+        const tool = card?.content.type === 'approval' ? card.content.tool : undefined;
+        const what = tool === undefined ? 'A request' : `The approval of ${tool}`;
+        create({
+          kind: 'notice',
+          turn_id: event.turn_id,
+          request_id: null,
+          content: {
+            type: 'notice',
+            text:
+              event.type === 'input_escalated'
+                ? `${what} is escalated to ${event.to}: it may answer it now.`
+                : `Reminder — ${what} still waits for an answer: its default applies at ${event.deadline_at}.`,
+          },
+          version: 1,
+          final: true,
+        });
+        break;
+      }
       case 'done': {
         typing = false;
         const row = open(event.turn_id);

@@ -87,7 +87,9 @@ export function Inbox(props: {
               expectedSequence: item.expected_sequence,
               argumentsDigest: item.arguments_digest,
               deadlineAt: item.deadline_at,
+              escalatedTo: item.escalated_to,
             }}
+            answerable
             heading={
               <div className="inbox-heading small muted">
                 <a href={`/s/${item.session_id}`} onClick={onLinkClick}>

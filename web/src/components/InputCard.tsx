@@ -13,6 +13,10 @@ export interface InputRequest {
   expectedSequence: number;
   argumentsDigest?: string | null | undefined;
   deadlineAt?: string | null | undefined;
+  /** Whom its escalation chain added to its audience so far (user:NAME, role:NAME). */
+  escalatedTo?: string[] | undefined;
+  /** Its deadline's reminder went out. */
+  reminded?: boolean | undefined;
   resolved?: InputResolution | undefined;
 }
 
@@ -33,6 +37,8 @@ export function InputCard(props: {
   agent: AgentInfo | undefined;
   onAnswered?: (approved: boolean) => void;
   heading?: React.ReactNode;
+  /** The server listed it as the viewer's to answer (the inbox): overrides the agent's rule. */
+  answerable?: boolean;
 }) {
   const { client, request, agent } = props;
   const [reason, setReason] = useState('');
@@ -40,11 +46,13 @@ export function InputCard(props: {
   const [rejecting, setRejecting] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  const mayAnswer = agent?.may_answer ?? true;
+  const mayAnswer = props.answerable ?? agent?.may_answer ?? true;
+  const escalated = request.escalatedTo ?? [];
   const who =
-    agent?.approver_roles && agent.approver_roles.length > 0
+    (agent?.approver_roles && agent.approver_roles.length > 0
       ? `people with the role ${agent.approver_roles.join(' or ')}`
-      : 'anyone in this conversation';
+      : 'anyone in this conversation') +
+    (escalated.length > 0 ? `; escalated to ${escalated.join(', ')}` : '');
 
   async function respond(approved: boolean, response?: Record<string, unknown>) {
     setBusy(true);
@@ -95,6 +103,7 @@ export function InputCard(props: {
                 {new Date(request.deadlineAt).toLocaleString()}
               </time>{' '}
               ({timeLeft(request.deadlineAt)}); then its default applies (usually: rejected).
+              {request.reminded ? ' A reminder went out.' : null}
             </p>
           ) : null}
           {!mayAnswer ? (

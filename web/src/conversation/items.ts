@@ -65,6 +65,10 @@ export type Item =
       expectedSequence: number;
       argumentsDigest?: string | undefined;
       deadlineAt?: string | undefined;
+      /** Whom its escalation chain added to its audience so far. */
+      escalatedTo?: string[] | undefined;
+      /** Its deadline's reminder went out. */
+      reminded?: boolean | undefined;
       resolved?: InputResolution | undefined;
     }
   | {

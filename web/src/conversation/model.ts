@@ -148,6 +148,16 @@ export function reduce(state: ConversationState, event: ParleyEvent): Conversati
       next.waiting = next.items.some((item) => item.kind === 'input' && !item.resolved);
       return next;
     }
+    case 'input_escalated':
+    case 'input_reminder':
+      next.items = state.items.map((item) =>
+        item.kind === 'input' && item.requestId === event.request_id
+          ? event.type === 'input_escalated'
+            ? { ...item, escalatedTo: [...(item.escalatedTo ?? []), event.to] }
+            : { ...item, reminded: true }
+          : item,
+      );
+      return next;
     case 'tool_result': {
       let matched = false;
       const items = [...state.items];
