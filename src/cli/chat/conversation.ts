@@ -176,6 +176,12 @@ export class Conversation implements InputContext {
               : `${event.approved ? 'approved' : 'rejected'} by ${event.actor.user}`,
         );
         return;
+      case 'input_escalated':
+        screen.status(`the request is escalated to ${event.to} (step ${event.step})`);
+        return;
+      case 'input_reminder':
+        screen.status(`reminder: the request's default applies at ${event.deadline_at}`);
+        return;
       case 'usage':
         return;
       case 'stalled':
