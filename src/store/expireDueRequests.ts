@@ -1,6 +1,7 @@
 import { newEvent, timeoutActor } from '../protocol/events.js';
 import { journalEvents } from './appendEvents.js';
 import type { Db } from './db.js';
+import { eachDueSession } from './eachDueSession.js';
 
 /**
  * The approval timer's round (docs/governance.md, "Approvals that end"): resolves the
@@ -16,64 +17,46 @@ import type { Db } from './db.js';
  * exactly as the last answer would. Returns how many requests it resolved.
  */
 export async function expireDueRequests(db: Db, options: { limit: number }): Promise<number> {
-  const due = await db.query<{ session_id: string }>(
-    `select session_id from input_requests
-      where state = 'pending' and deadline_at <= now()
-      order by deadline_at
-      limit $1`,
-    [options.limit],
-  );
-  const sessions = [...new Set(due.rows.map((row) => row.session_id))];
-  let resolved = 0;
-  for (const sessionId of sessions) {
-    resolved += await db.transaction(async (tx) => {
-      const locked = await tx.query<{ tenant: string }>(
-        'select tenant from sessions where session_id = $1 for update',
-        [sessionId],
-      );
-      const tenant = locked.rows[0]?.tenant;
-      if (tenant === undefined) return 0;
-      const actor = { user: timeoutActor, tenant };
-      const expired = await tx.query<{
-        request_id: string;
-        turn_id: string;
-        expected_sequence: number;
-        approved: boolean;
-      }>(
-        `update input_requests
+  return eachDueSession(db, 'deadline_at', options.limit, async (tx, { sessionId, tenant }) => {
+    const actor = { user: timeoutActor, tenant };
+    const expired = await tx.query<{
+      request_id: string;
+      turn_id: string;
+      expected_sequence: number;
+      approved: boolean;
+    }>(
+      `update input_requests
             set state = 'timeout', approved = (on_timeout = 'approve'), actor = $2,
                 answered_at = now()
           where session_id = $1 and state = 'pending' and deadline_at <= now()
           returning request_id, turn_id, expected_sequence, approved`,
-        [sessionId, JSON.stringify(actor)],
-      );
-      if (expired.rows.length === 0) return 0;
-      const others = await tx.query(
-        `select 1 from input_requests where session_id = $1 and state = 'pending' limit 1`,
+      [sessionId, JSON.stringify(actor)],
+    );
+    if (expired.rows.length === 0) return 0;
+    const others = await tx.query(
+      `select 1 from input_requests where session_id = $1 and state = 'pending' limit 1`,
+      [sessionId],
+    );
+    if (others.rowCount === 0) {
+      await tx.query(
+        `update sessions set state = 'queued' where session_id = $1 and state = 'input_required'`,
         [sessionId],
       );
-      if (others.rowCount === 0) {
-        await tx.query(
-          `update sessions set state = 'queued' where session_id = $1 and state = 'input_required'`,
-          [sessionId],
-        );
-      }
-      const inOrder = expired.rows.sort((a, b) => a.expected_sequence - b.expected_sequence);
-      await journalEvents(
-        tx,
-        sessionId,
-        inOrder.map((row) =>
-          newEvent('input_resolved', row.turn_id, {
-            request_id: row.request_id,
-            approved: row.approved,
-            actor,
-            state: 'timeout',
-          }),
-        ),
-        others.rowCount === 0 ? 'input' : 'events',
-      );
-      return inOrder.length;
-    });
-  }
-  return resolved;
+    }
+    const inOrder = expired.rows.sort((a, b) => a.expected_sequence - b.expected_sequence);
+    await journalEvents(
+      tx,
+      sessionId,
+      inOrder.map((row) =>
+        newEvent('input_resolved', row.turn_id, {
+          request_id: row.request_id,
+          approved: row.approved,
+          actor,
+          state: 'timeout',
+        }),
+      ),
+      others.rowCount === 0 ? 'input' : 'events',
+    );
+    return inOrder.length;
+  });
 }

@@ -1,6 +1,7 @@
 import { newEvent, type NewEvent } from '../protocol/events.js';
 import { journalEvents } from './appendEvents.js';
 import type { Db } from './db.js';
+import { eachDueSession } from './eachDueSession.js';
 import type { Nudge } from './types.js';
 
 /**
@@ -16,73 +17,57 @@ import type { Nudge } from './types.js';
  * order. Returns how many nudges it took.
  */
 export async function nudgeDueRequests(db: Db, options: { limit: number }): Promise<number> {
-  const due = await db.query<{ session_id: string }>(
-    `select session_id from input_requests
-      where state = 'pending' and next_nudge_at <= now()
-      order by next_nudge_at
-      limit $1`,
-    [options.limit],
-  );
-  const sessions = [...new Set(due.rows.map((row) => row.session_id))];
-  let taken = 0;
-  for (const sessionId of sessions) {
-    taken += await db.transaction(async (tx) => {
-      const locked = await tx.query('select 1 from sessions where session_id = $1 for update', [
-        sessionId,
-      ]);
-      if (locked.rowCount === 0) return 0;
-      const requests = await tx.query<{
-        request_id: string;
-        turn_id: string;
-        nudges: Nudge[];
-        deadline_at: Date | null;
-        clock: Date;
-      }>(
-        `select request_id, turn_id, nudges, deadline_at, now() as clock
+  return eachDueSession(db, 'next_nudge_at', options.limit, async (tx, { sessionId }) => {
+    const requests = await tx.query<{
+      request_id: string;
+      turn_id: string;
+      nudges: Nudge[];
+      deadline_at: Date | null;
+      clock: Date;
+    }>(
+      `select request_id, turn_id, nudges, deadline_at, now() as clock
            from input_requests
           where session_id = $1 and state = 'pending' and next_nudge_at <= now()
           order by expected_sequence`,
-        [sessionId],
-      );
-      const events: NewEvent[] = [];
-      for (const request of requests.rows) {
-        const clock = request.clock.getTime();
-        const taking = request.nudges.filter((nudge) => Date.parse(nudge.at) <= clock);
-        const left = request.nudges.slice(taking.length);
-        const added: string[] = [];
-        let step: number | null = null;
-        for (const nudge of taking) {
-          if (nudge.kind === 'escalate') {
-            added.push(nudge.to);
-            step = nudge.step;
-            events.push(
-              newEvent('input_escalated', request.turn_id, {
-                request_id: request.request_id,
-                step: nudge.step,
-                to: nudge.to,
-              }),
-            );
-          } else if (request.deadline_at !== null) {
-            events.push(
-              newEvent('input_reminder', request.turn_id, {
-                request_id: request.request_id,
-                deadline_at: request.deadline_at.toISOString(),
-              }),
-            );
-          }
+      [sessionId],
+    );
+    const events: NewEvent[] = [];
+    for (const request of requests.rows) {
+      const clock = request.clock.getTime();
+      const taking = request.nudges.filter((nudge) => Date.parse(nudge.at) <= clock);
+      const left = request.nudges.slice(taking.length);
+      const added: string[] = [];
+      let step: number | null = null;
+      for (const nudge of taking) {
+        if (nudge.kind === 'escalate') {
+          added.push(nudge.to);
+          step = nudge.step;
+          events.push(
+            newEvent('input_escalated', request.turn_id, {
+              request_id: request.request_id,
+              step: nudge.step,
+              to: nudge.to,
+            }),
+          );
+        } else if (request.deadline_at !== null) {
+          events.push(
+            newEvent('input_reminder', request.turn_id, {
+              request_id: request.request_id,
+              deadline_at: request.deadline_at.toISOString(),
+            }),
+          );
         }
-        await tx.query(
-          `update input_requests
+      }
+      await tx.query(
+        `update input_requests
               set nudges = $2::jsonb, next_nudge_at = ($2::jsonb -> 0 ->> 'at')::timestamptz,
                   escalated_to = escalated_to || $3::text[],
                   escalation_step = coalesce($4, escalation_step)
             where request_id = $1`,
-          [request.request_id, JSON.stringify(left), added, step],
-        );
-      }
-      if (events.length > 0) await journalEvents(tx, sessionId, events);
-      return events.length;
-    });
-  }
-  return taken;
+        [request.request_id, JSON.stringify(left), added, step],
+      );
+    }
+    if (events.length > 0) await journalEvents(tx, sessionId, events);
+    return events.length;
+  });
 }
