@@ -233,6 +233,50 @@ describe('platform delivery', () => {
     expect(posts[1]?.text).toContain('p.a');
   });
 
+  it('reads the thread back before posting a row whose earlier sender died after its post', async () => {
+    await journal([started(), delta('Hello'), done('Hello')]);
+    await foldThread(db, sessionId, foldStepWith(newId));
+    const platformCalls = new RecordingPlatform();
+    const client = platformCalls.client();
+    const lookedUp: string[] = [];
+    // The platform keeps what the dead sender posted; reading the thread finds it.
+    client.findPosted = async (_thread, lost) => {
+      lookedUp.push(lost.key);
+      return [...platformCalls.shown.keys()][0] ?? null;
+    };
+    // A sender claims the row, posts, and is killed before it records anything.
+    const [claimed] = await claimReplies(db, {
+      adapters: ['slack'],
+      token: 'dead',
+      leaseMs: 10_000,
+      limit: 10,
+    });
+    expect(claimed).toMatchObject({ attempts: 0, interrupted: false });
+    await client.post(
+      'slack:C1:1.0',
+      { markdown: 'Hello' },
+      claimed?.reply_id ?? '',
+      AbortSignal.timeout(1000),
+    );
+    await db.query(`update adapter_replies set lease_expires_at = now() - interval '1 second'`);
+
+    const [again] = await claimReplies(db, {
+      adapters: ['slack'],
+      token: 'next',
+      leaseMs: 10_000,
+      limit: 10,
+    });
+    expect(again).toMatchObject({ attempts: 0, interrupted: true });
+    await deliverReply({ db, clients: new Map([['slack', client]]), log }, again!, 'next');
+    expect(lookedUp).toEqual([claimed?.reply_id]);
+    // One post: the dead sender's, found and kept.
+    expect(platformCalls.calls.filter((call) => call.op === 'post')).toHaveLength(1);
+    const row = await db.query<{ platform_message_id: string; state: string }>(
+      'select platform_message_id, state from adapter_replies',
+    );
+    expect(row.rows).toEqual([{ platform_message_id: 'm1', state: 'delivered' }]);
+  });
+
   it('gives a message up after its last attempt, keeping it (dead) with its error', async () => {
     const platformCalls = new RecordingPlatform();
     platformCalls.failures = 10;

@@ -7,7 +7,9 @@ import { outboxes, type Outbox } from './outboxes.js';
  * their session, for one of `senders`; oldest due first, at most `limit`. The lease
  * (token and expiry) is what makes a second process skip the row, and what a crashed
  * sender's rows wait out. `join` adds a table the returned columns read besides the row
- * (alias `r`).
+ * (alias `r`). `due.interrupted` (returnable) says that an earlier sender claimed the row
+ * and recorded no outcome (an outcome clears the lease): it died, perhaps after its
+ * platform call had acted.
  */
 export async function claimOutbox<T>(
   db: Db,
@@ -18,7 +20,7 @@ export async function claimOutbox<T>(
   const { table, id, sender, pending, waitsFor, order } = outboxes[outbox];
   const claimed = await db.query<T & object>(
     `with due as (
-       select r.${id} from ${table} r
+       select r.${id}, r.lease_token is not null as interrupted from ${table} r
         where ${pending} and r.next_attempt_at <= now() and r.${sender} = any($1::text[])
           and (r.lease_expires_at is null or r.lease_expires_at < now())
           and not exists (select 1 from ${table} e where ${waitsFor})

@@ -13,6 +13,8 @@ export interface ClaimedReply {
   platform_message_id: string | null;
   stream: unknown;
   attempts: number;
+  /** An earlier sender claimed it and recorded nothing: its post may have reached the platform. */
+  interrupted: boolean;
   created_at: Date;
   /** The thread's context (Slack: the recipient of a stream). */
   context: Record<string, unknown>;
@@ -33,7 +35,8 @@ export function claimReplies(
     'replies',
     {
       returning: `r.reply_id, r.adapter, r.thread_id, r.session_id, r.kind, r.content, r.version,
-                  r.final, r.platform_message_id, r.stream, r.attempts, r.created_at, t.context`,
+                  r.final, r.platform_message_id, r.stream, r.attempts, due.interrupted, r.created_at,
+                  t.context`,
       join: { table: 'adapter_threads t', on: 't.session_id = r.session_id' },
     },
     { senders: input.adapters, token: input.token, leaseMs: input.leaseMs, limit: input.limit },

@@ -37,7 +37,8 @@ type Within = <T>(call: (signal: AbortSignal) => Promise<T>) => Promise<T>;
  * tried again, across restarts; after the adapter's last attempt the row is dead.
  *
  * A failed post may still have reached the platform (the answer, not the request, was
- * lost). Before such a row posts again, a platform that can be read back is asked for the
+ * lost), and so may the post of a sender killed before it recorded the outcome. Before
+ * such a row posts again, a platform that can be read back is asked for the
  * message that post made (`findPosted`); found, it is edited instead of posting a second.
  */
 export async function deliverReply(deps: SenderDeps, row: ClaimedReply, token: string) {
@@ -49,7 +50,9 @@ export async function deliverReply(deps: SenderDeps, row: ClaimedReply, token: s
   let stream = (row.stream as StreamState | null) ?? null;
   try {
     let messageId = row.platform_message_id;
-    if (messageId === null && row.attempts > 0 && client.findPosted) {
+    // An earlier attempt that failed, or whose sender died before recording anything, may
+    // have posted all the same.
+    if (messageId === null && (row.attempts > 0 || row.interrupted) && client.findPosted) {
       const found = await findLostPost(deps, client, row, within);
       if (found !== null) {
         messageId = found;
