@@ -233,6 +233,47 @@ describe('schedules', () => {
     expect((await fires(db, 'none')).map((fire) => fire.at)).toEqual(['16:00']);
   });
 
+  it('commits a catch-up a fire time at a time: a fire that fails keeps those before it', async () => {
+    const clock = new Clock(new Date('2026-01-05T09:59:00Z'));
+    const { running } = await freshProcess(
+      { all: { mission: 'quick', cron: '0 * * * *', catch_up: 'all', overlap: 'queue' } },
+      clock,
+    );
+    const db = running.db;
+    // The 13:00 fire fails every time (as a scheduler killed there would never commit).
+    await db.query(`create function refuse_1300() returns trigger language plpgsql as $$
+      begin
+        if new.fire_time = '2026-01-05T13:00:00Z'::timestamptz then
+          raise exception 'the 13:00 fire fails';
+        end if;
+        return new;
+      end $$`);
+    await db.query(`create trigger refuse_1300 before insert on schedule_fires
+      for each row execute function refuse_1300()`);
+    cleanup.push(async () => {
+      await db.query('drop trigger if exists refuse_1300 on schedule_fires');
+    });
+
+    // Only this test's ticks fire: the process's own loop is stopped.
+    await running.scheduler?.stop();
+    clock.set('2026-01-05T15:30:00Z');
+    await expect(running.scheduler?.tick()).rejects.toThrow('the 13:00 fire fails');
+    // What fired before the failure stayed fired; nothing after it ran.
+    expect((await fires(db, 'all')).map((fire) => fire.at)).toEqual(['10:00', '11:00', '12:00']);
+
+    await db.query('drop trigger refuse_1300 on schedule_fires');
+    await running.scheduler?.tick();
+    expect((await fires(db, 'all')).map((fire) => fire.at)).toEqual([
+      '10:00',
+      '11:00',
+      '12:00',
+      '13:00',
+      '14:00',
+      '15:00',
+    ]);
+    expect(await executionsOf(db, 'all')).toHaveLength(6);
+  });
+
   it('applies overlap: skip, queue, cancel_previous', async () => {
     const clock = new Clock(new Date('2026-01-05T09:59:00Z'));
     const { running } = await freshProcess(

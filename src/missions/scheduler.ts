@@ -17,6 +17,15 @@ import type { ExecutionDeps } from './deps.js';
 const batch = 10;
 
 /**
+ * Fire times of one schedule started per transaction. A catch-up of many fire times is
+ * many short transactions, each committing its progress: one transaction for all of them
+ * grows with the backlog, holds the schedule's and its executions' rows the whole time, and
+ * under load a process killed or paused before its commit loses all of it — the next
+ * scheduler then starts the same, larger, transaction again.
+ */
+const firesPerTransaction = 1;
+
+/**
  * The durable scheduler (worker role). Each tick fires the schedules whose time has come
  * (store/fireSchedules.ts: one transaction, SKIP LOCKED, a unique key per fire time), then
  * sleeps until the next fire time or the poll interval. Missed fire times — the scheduler
@@ -60,7 +69,11 @@ export class Scheduler {
     await this.loop?.stop();
   }
 
-  /** Fires everything due now; returns how many schedules fired. */
+  /**
+   * Fires everything due now, a transaction at a time, until nothing due is left (a
+   * schedule with fire times still to catch up stays due); returns how many times a
+   * schedule fired.
+   */
   async tick(): Promise<number> {
     const now = this.now();
     let total = 0;
@@ -69,7 +82,7 @@ export class Scheduler {
         this.fire(tx, schedule, now),
       );
       total += fired;
-      if (fired < batch) return total;
+      if (fired === 0) return total;
     }
   }
 
@@ -108,8 +121,11 @@ export class Scheduler {
         'schedule missed fire times',
       );
     }
-    for (const time of toFire) await this.fireOnce(tx, schedule, time);
-    return { nextFireAt: cron.next(now), lastFireAt: toFire[toFire.length - 1] ?? null };
+    const firing = toFire.slice(0, firesPerTransaction);
+    for (const time of firing) await this.fireOnce(tx, schedule, time);
+    // The rest stay due: the schedule's next fire time is the first of them.
+    const rest = toFire[firing.length];
+    return { nextFireAt: rest ?? cron.next(now), lastFireAt: firing[firing.length - 1] ?? null };
   }
 
   private async fireOnce(tx: Queryable, schedule: ScheduleConfig, fireTime: Date): Promise<void> {
