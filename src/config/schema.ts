@@ -32,7 +32,7 @@ const policy = z.enum(['allow', 'approve', 'deny']);
 /**
  * A tool's entry under an agent: a policy, or a table with a policy (optional: each tool
  * has a default) and options. `timeout_ms`, `idempotent`, `human_only`,
- * `approval_timeout_ms` and `on_timeout` apply to every tool; a tool's own keys (http_fetch's `allow_hosts`…) are checked by that tool when the
+ * `approval_timeout_ms`, `on_timeout` and `on_unknown` apply to every tool; a tool's own keys (http_fetch's `allow_hosts`…) are checked by that tool when the
  * file compiles.
  */
 export const toolEntrySchema = z.union([
@@ -48,6 +48,9 @@ export const toolEntrySchema = z.union([
       // when nobody answers in time: reject (the safe default), or approve (operator only).
       approval_timeout_ms: durationMs.optional(),
       on_timeout: z.enum(['reject', 'approve']).optional(),
+      // A non-idempotent call found started without a result after a crash: recorded as
+      // interrupted, or a person is asked whether it took effect (reconciliation).
+      on_unknown: z.enum(['interrupted', 'ask']).optional(),
     })
     .catchall(z.unknown()),
 ]);

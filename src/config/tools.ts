@@ -34,6 +34,7 @@ export function compileAgentTools(
       human_only: humanOnly,
       approval_timeout_ms: approvalTimeoutMs,
       on_timeout: onTimeout,
+      on_unknown: onUnknown,
       ...own
     } = table;
     const tool = builtIns.get(name);
@@ -55,7 +56,7 @@ export function compileAgentTools(
       const unknown = Object.keys(own)[0];
       if (unknown !== undefined) {
         throw new ToolConfigError(
-          `${where}.${unknown}: unknown key (policy, timeout_ms, idempotent, human_only, approval_timeout_ms, on_timeout)`,
+          `${where}.${unknown}: unknown key (policy, timeout_ms, idempotent, human_only, approval_timeout_ms, on_timeout, on_unknown)`,
         );
       }
     }
@@ -66,6 +67,7 @@ export function compileAgentTools(
       humanOnly: humanOnly ?? false,
       approvalTimeoutMs: approvalTimeoutMs ?? null,
       onTimeout: onTimeout ?? 'reject',
+      onUnknown: onUnknown ?? 'interrupted',
       options,
     };
   }

@@ -115,6 +115,12 @@ export interface AgentToolConfig {
   approvalTimeoutMs: number | null;
   /** What applies when an approval's deadline passes unanswered (approve: operator only). */
   onTimeout: 'reject' | 'approve';
+  /**
+   * A non-idempotent call found started without a result after a crash: `interrupted`
+   * (the model is told its result is unknown) or `ask` (a person says whether it took
+   * effect: a `reconciliation` request).
+   */
+  onUnknown: 'interrupted' | 'ask';
   /** The tool's own keys, as its `compileOptions` made them (http_fetch, shell). */
   options: unknown;
 }
