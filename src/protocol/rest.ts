@@ -38,6 +38,8 @@ export const pendingInput = z.looseObject({
   arguments_digest: z.string().nullable().optional(),
   deadline_at: z.string().nullable().optional(),
   state: z.string().optional(),
+  provider: z.string().nullable().optional(),
+  url: z.string().nullable().optional(),
 });
 
 /** A turn's state in the journal. */
