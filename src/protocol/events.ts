@@ -109,11 +109,7 @@ export interface ToolCallEvent extends EventBase {
  * third party (`external_auth`: `provider`, `url`).
  */
 export type InputKind =
-  | 'approval'
-  | 'question'
-  | 'budget_extension'
-  | 'reconciliation'
-  | 'external_auth';
+  'approval' | 'question' | 'budget_extension' | 'reconciliation' | 'external_auth';
 
 /**
  * Where an input request stands: `expired` (superseded by a newer message), `cancelled`

@@ -87,6 +87,8 @@ export function Inbox(props: {
               expectedSequence: item.expected_sequence,
               argumentsDigest: item.arguments_digest,
               deadlineAt: item.deadline_at,
+              provider: item.provider,
+              url: item.url,
             }}
             heading={
               <div className="inbox-heading small muted">

@@ -152,6 +152,8 @@ function ThreadItem(props: ThreadProps & { item: Item; showUsage: boolean; asked
             expectedSequence: item.expectedSequence,
             argumentsDigest: item.argumentsDigest,
             deadlineAt: item.deadlineAt,
+            provider: item.provider,
+            url: item.url,
             resolved: item.resolved,
           }}
         />
