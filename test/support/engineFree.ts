@@ -14,6 +14,7 @@ export const engineFreeFiles = [
   'evaluator',
   'gate',
   'http-fetch',
+  'interruption-parts',
   'mcp',
   'missions-config',
   'prompt',
