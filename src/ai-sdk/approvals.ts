@@ -1,3 +1,5 @@
+import type { InputKind } from '../client/index.js';
+
 /**
  * An AI SDK approval id carries what a PROTOCOL.md §4 answer needs, so an approval can be
  * answered after a reload without any state kept in the page: the request, the sequence
@@ -7,13 +9,25 @@
 export interface ApprovalRef {
   requestId: string;
   expectedSequence: number;
-  kind: 'approval' | 'question' | 'budget_extension';
+  kind: InputKind;
   turnId: string;
   argumentsDigest?: string | undefined;
 }
 
-const kinds = { a: 'approval', q: 'question', b: 'budget_extension' } as const;
-const letters = { approval: 'a', question: 'q', budget_extension: 'b' } as const;
+const kinds = {
+  a: 'approval',
+  q: 'question',
+  b: 'budget_extension',
+  r: 'reconciliation',
+  x: 'external_auth',
+} as const;
+const letters = {
+  approval: 'a',
+  question: 'q',
+  budget_extension: 'b',
+  reconciliation: 'r',
+  external_auth: 'x',
+} as const;
 
 // `~` never occurs in a request id (req_ + ULID) nor in a turn id ([A-Za-z0-9_-]).
 export function encodeApprovalId(ref: ApprovalRef): string {

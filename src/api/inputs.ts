@@ -29,6 +29,15 @@ const answerBody = z
         description:
           "The approval's arguments_digest as shown: a request whose arguments have another digest is 409 stale_input. Required for approvals of human_only tools",
       }),
+    credential_ref: text()
+      .min(1)
+      .max(500)
+      .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces')
+      .optional()
+      .meta({
+        description:
+          'external_auth only, required with approved: true: the reference of the credential granted (e.g. vault:path or a variable name the operator configured), stored for the user the turn acts for; never the secret itself, never journaled',
+      }),
   })
   .strict();
 
@@ -54,12 +63,15 @@ export const inputContracts = {
   answer: route({
     method: 'POST',
     url: '/api/v1/chat/sessions/:sessionId/inputs/:requestId',
-    summary: 'Answer an input request (approval, question, budget extension); single-use',
+    summary:
+      'Answer an input request (approval, question, budget extension, reconciliation, external_auth); single-use',
     body: answerBody,
     responses: { '200': inputAnswer },
     errors: {
-      '400': 'invalid_request (arguments_digest missing for an approval of a human_only tool)',
-      '403': 'forbidden (not one of the agent approver_roles)',
+      '400':
+        'invalid_request (arguments_digest missing for an approval of a human_only tool; credential_ref missing from an external_auth approval, or given with another answer)',
+      '403':
+        "forbidden (not one of the agent approver_roles; a credential for another user than the turn's, unless admin)",
       '404': 'input_not_found',
       '409': 'stale_input',
     },
@@ -133,10 +145,20 @@ export function inputRoutes(app: FastifyInstance, deps: ApiDeps): void {
         response: body.response ?? null,
         actor: { user: principal.user, tenant: principal.tenant },
         ...(body.arguments_digest === undefined ? {} : { argumentsDigest: body.arguments_digest }),
+        ...(body.credential_ref === undefined ? {} : { credentialRef: body.credential_ref }),
         digestRequiredForHumanOnly: true,
         mayAnswer: (agentName, execution, inputRequest) => {
           // A spending budget's request goes to whoever may raise the budget.
           if (isSpendingRequest(inputRequest)) return hasRole(principal, 'admin');
+          // A credential is granted by the user the turn's tools act for (or an admin).
+          if (
+            inputRequest.kind === 'external_auth' &&
+            body.approved &&
+            inputRequest.user_name !== principal.user &&
+            !hasRole(principal, 'admin')
+          ) {
+            return false;
+          }
           // An escalated request is also its escalations' audiences' to answer.
           if (inputRequest.escalated_to.some((to) => isAddressed(principal, to))) return true;
           // An execution's request goes where its interrupt_to says (an admin may act).

@@ -41,6 +41,11 @@ export interface AnswerInputOptions {
    * then applies only to exactly those arguments. Required for `human_only` tools.
    */
   argumentsDigest?: string | undefined;
+  /**
+   * An `external_auth` approval: the reference of the credential granted (`vault:...`, a
+   * variable name the operator configured), never the secret itself.
+   */
+  credentialRef?: string | undefined;
   signal?: AbortSignal | undefined;
 }
 
@@ -190,6 +195,7 @@ export class ParleyClient {
     };
     if (options.response !== undefined) body.response = options.response;
     if (options.argumentsDigest !== undefined) body.arguments_digest = options.argumentsDigest;
+    if (options.credentialRef !== undefined) body.credential_ref = options.credentialRef;
     return this.http.request(
       'POST',
       `${sessionPath(sessionId)}/inputs/${encodeURIComponent(requestId)}`,

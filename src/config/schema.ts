@@ -49,7 +49,7 @@ const escalationChain = z
 /**
  * A tool's entry under an agent: a policy, or a table with a policy (optional: each tool
  * has a default) and options. `timeout_ms`, `idempotent`, `human_only`,
- * `approval_timeout_ms`, `on_timeout`, `escalate` and `remind_before_ms` apply to every tool; a tool's own keys (http_fetch's `allow_hosts`…) are checked by that tool when the
+ * `approval_timeout_ms`, `on_timeout`, `escalate`, `remind_before_ms` and `on_unknown` apply to every tool; a tool's own keys (http_fetch's `allow_hosts`…) are checked by that tool when the
  * file compiles.
  */
 export const toolEntrySchema = z.union([
@@ -69,6 +69,9 @@ export const toolEntrySchema = z.union([
       // reminder before the deadline.
       escalate: escalationChain.optional(),
       remind_before_ms: durationMs.optional(),
+      // A non-idempotent call found started without a result after a crash: recorded as
+      // interrupted, or a person is asked whether it took effect (reconciliation).
+      on_unknown: z.enum(['interrupted', 'ask']).optional(),
     })
     .catchall(z.unknown()),
 ]);

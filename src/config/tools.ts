@@ -41,6 +41,7 @@ export function compileAgentTools(
       on_timeout: onTimeout,
       escalate,
       remind_before_ms: remindBeforeMs,
+      on_unknown: onUnknown,
       ...own
     } = table;
     const tool = builtIns.get(name);
@@ -62,7 +63,7 @@ export function compileAgentTools(
       const unknown = Object.keys(own)[0];
       if (unknown !== undefined) {
         throw new ToolConfigError(
-          `${where}.${unknown}: unknown key (policy, timeout_ms, idempotent, human_only, approval_timeout_ms, on_timeout, escalate, remind_before_ms)`,
+          `${where}.${unknown}: unknown key (policy, timeout_ms, idempotent, human_only, approval_timeout_ms, on_timeout, escalate, remind_before_ms, on_unknown)`,
         );
       }
     }
@@ -75,6 +76,7 @@ export function compileAgentTools(
       onTimeout: onTimeout ?? 'reject',
       escalate: escalate === undefined ? null : escalationSteps(escalate),
       remindBeforeMs: remindBeforeMs ?? null,
+      onUnknown: onUnknown ?? 'interrupted',
       options,
     };
   }

@@ -130,6 +130,12 @@ export interface AgentToolConfig {
   escalate: EscalationStep[] | null;
   /** Its approvals' reminder (null: the agent's `remindBeforeMs`). */
   remindBeforeMs: number | null;
+  /**
+   * A non-idempotent call found started without a result after a crash: `interrupted`
+   * (the model is told its result is unknown) or `ask` (a person says whether it took
+   * effect: a `reconciliation` request).
+   */
+  onUnknown: 'interrupted' | 'ask';
   /** The tool's own keys, as its `compileOptions` made them (http_fetch, shell). */
   options: unknown;
 }

@@ -97,6 +97,10 @@ function mayNotAnswer(
   if (!requester) return 'the requesting agent is not available';
   // Raising a spending budget is an admin's decision (governance.md), never an agent's.
   if (isSpendingRequest(request)) return 'a spending budget goes to its admins';
+  // Whether a call took effect, and a user's credential, are a person's to say.
+  if (request.kind === 'reconciliation' || request.kind === 'external_auth') {
+    return `a ${request.kind} request goes to people`;
+  }
   if (requester.approverRoles === null || !requester.approverRoles.includes(actor)) {
     return `the agent ${requester.name}'s approver_roles do not name ${actor}`;
   }

@@ -103,7 +103,13 @@ export interface ToolCallEvent extends EventBase {
   arguments: unknown;
 }
 
-export type InputKind = 'approval' | 'question' | 'budget_extension';
+/**
+ * What a request asks: approve a call, answer a question, grant more budget, say whether a
+ * call whose result is unknown took effect (`reconciliation`), or grant a tool access to a
+ * third party (`external_auth`: `provider`, `url`).
+ */
+export type InputKind =
+  'approval' | 'question' | 'budget_extension' | 'reconciliation' | 'external_auth';
 
 /**
  * Where an input request stands: `expired` (superseded by a newer message), `cancelled`
@@ -128,6 +134,12 @@ export interface InputRequiredEvent extends EventBase {
   arguments_digest?: string;
   /** When the safe default applies if nobody answers (absent: it waits for ever). */
   deadline_at?: string;
+  /** external_auth: the third party the tool needs access to. */
+  provider?: string;
+  /** external_auth: where the person grants that access. */
+  url?: string;
+  /** external_auth: the access asked for, as the tool named it. */
+  scope?: string;
 }
 
 /**
@@ -146,6 +158,8 @@ export interface InputResolvedEvent extends EventBase {
   state?: InputState;
   /** An agent's answer (actor `agent:NAME`): its decision's reason, journaled as given. */
   response?: Record<string, unknown>;
+  /** external_auth: the answer named a credential (never the reference itself). */
+  credential_provided?: boolean;
 }
 
 /**

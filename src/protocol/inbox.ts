@@ -22,7 +22,7 @@ export const inboxItem = z
     session_title: z.string().nullable(),
     agent: z.string(),
     turn_id: z.string(),
-    kind: z.enum(['approval', 'question', 'budget_extension']),
+    kind: z.enum(['approval', 'question', 'budget_extension', 'reconciliation', 'external_auth']),
     call_id: z.string(),
     tool: z.string().nullable(),
     arguments: z.unknown(),
@@ -60,6 +60,12 @@ export const inboxItem = z
     execution_id: z.string().nullable().meta({ description: 'the execution this request stops' }),
     interrupt_to: z.string().nullable().meta({
       description: "where the execution's interruptions go (user:NAME or role:NAME)",
+    }),
+    provider: z.string().nullable().meta({
+      description: 'external_auth: the third party the tool needs access to (null otherwise)',
+    }),
+    url: z.string().nullable().meta({
+      description: 'external_auth: where the person grants that access (null otherwise)',
     }),
   })
   .meta({ id: 'InboxItem' });

@@ -41,6 +41,8 @@ export const pendingInput = z.looseObject({
     description: 'whom its escalation chain added to its audience so far',
   }),
   state: z.string().optional(),
+  provider: z.string().nullable().optional(),
+  url: z.string().nullable().optional(),
 });
 
 /** A turn's state in the journal. */

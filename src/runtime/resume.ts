@@ -4,6 +4,7 @@ import type { QueuedTurn } from '../store/collectTurns.js';
 import { readRequests } from '../store/readRequests.js';
 import type { BurstState } from '../store/types.js';
 import type { RuntimeDeps } from './deps.js';
+import { tookEffect } from './reconciliation.js';
 
 export type Resumed = { kind: 'waiting' } | { kind: 'ready'; burst: BurstState; resumed: boolean };
 
@@ -15,7 +16,11 @@ export type Resumed = { kind: 'waiting' } | { kind: 'ready'; burst: BurstState; 
  * default applies (rejected: the model is told it was not approved in time; approved
  * by the operator's `on_timeout: approve`: it runs); expired by a newer message → the call is
  * superseded (nothing ran) and the newer turns are folded in; still pending → the turn
- * keeps waiting. Nothing is written here: the next save or the commit records it, and a
+ * keeps waiting. A `reconciliation` answer says whether a call whose result a crash lost
+ * took effect (yes: the model is told it happened, result unknown; no: it runs again, as
+ * a fresh call); unanswered (superseded, cancelled), it stays interrupted. An
+ * `external_auth` answer that named a credential runs the call again (the tool now finds
+ * the reference); a refusal tells the model access was not granted. Nothing is written here: the next save or the commit records it, and a
  * new owner after a crash derives the same from the same rows.
  */
 export async function resumeBurst(
@@ -48,6 +53,19 @@ export async function resumeBurst(
   let superseded = false;
   for (const call of awaiting) {
     const answer = answers.get(call.request_id as string);
+    if (
+      call.kind === 'reconciliation' &&
+      (answer?.state === 'cancelled' || answer?.state === 'expired')
+    ) {
+      // Nobody said whether it happened: its result stays unknown.
+      call.status = 'failed';
+      call.error = {
+        code: 'interrupted',
+        message: 'the worker running this tool stopped; it may or may not have run',
+      };
+      superseded ||= answer.state === 'expired';
+      continue;
+    }
     if (answer?.state === 'cancelled') {
       call.status = 'superseded';
       call.error = { code: 'cancelled', message: 'the turn was cancelled; nothing ran' };
@@ -73,6 +91,24 @@ export async function resumeBurst(
     }
     if (answer?.state !== 'answered' && answer?.state !== 'timeout') continue;
     const reason = typeof answer.response?.reason === 'string' ? `: ${answer.response.reason}` : '';
+    if (call.kind === 'reconciliation') {
+      if (answer.approved) tookEffect(call, answer.actor?.user ?? 'someone');
+      // It did not happen: it runs again, once, as a fresh call.
+      else call.status = 'pending';
+      continue;
+    }
+    if (call.kind === 'external_auth') {
+      if (answer.approved) {
+        call.status = 'pending';
+      } else {
+        call.status = 'rejected';
+        call.error = {
+          code: 'authorization_refused',
+          message: `access was not granted by ${answer.actor?.user ?? 'someone'}${reason}; nothing ran`,
+        };
+      }
+      continue;
+    }
     if (call.kind === 'budget_extension') {
       call.status = 'done';
       if (answer.approved) {

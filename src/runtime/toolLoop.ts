@@ -1,20 +1,36 @@
 import type { AgentConfig } from '../config/types.js';
+import { newRequestId } from '../ids.js';
 import { newEvent } from '../protocol/events.js';
-import { saveBurst } from '../store/saveBurst.js';
+import { readCredential } from '../store/readCredential.js';
+import { saveBurst, type NewInputRequest } from '../store/saveBurst.js';
 import type { BurstCall, BurstState, Lease } from '../store/types.js';
 import { MemoryEffects } from '../tools/memory/effects.js';
-import { resolveAgentTools, runResolvedTool, type ResolvedTool } from '../tools/registry.js';
+import {
+  reconcileResolvedTool,
+  resolveAgentTools,
+  runResolvedTool,
+  type ResolvedTool,
+} from '../tools/registry.js';
 import { callScope } from '../tools/scope.js';
+import type { Credentials } from '../tools/types.js';
+import { argumentsDigest } from './argumentsDigest.js';
 import type { RuntimeDeps } from './deps.js';
+import { tookEffect } from './reconciliation.js';
 import { isOpen } from './toolPolicy.js';
 import { countStall, type Stall, type Watchdog } from './watchdog.js';
 
 /**
  * The tool loop (RUNTIME.md): brings the open calls of a burst forward.
  *
- * - A call found `running` was started by a worker that died: it runs again only if its
- *   tool is marked `idempotent`, else it is recorded as interrupted (it may or may not
- *   have run).
+ * - A call found `running` was started by a worker that died: it runs again if its tool
+ *   is marked `idempotent`. Otherwise its effect is unknown (reconciliation): the tool's
+ *   own `reconcile`, when it has one, says whether it took effect (`done`: the model is
+ *   told so, result unknown; `not_done`: it runs again); when it cannot tell, the entry's
+ *   `on_unknown` applies: `interrupted` (recorded as such: it may or may not have run) or
+ *   `ask` (a `reconciliation` request: a person says whether it happened; resume.ts).
+ * - A tool that needs a user's credential it lacks throws NeedsAuthorization: nothing
+ *   ran, and the call waits on an `external_auth` request (with the provider's `url`);
+ *   once a person names the credential's reference it runs again (resume.ts).
  * - Runnable calls (allowed, approved) run concurrently, at most `tools.max_concurrency`
  *   at once, each under its tool's time limit; a call is saved `running` before it starts,
  *   and its result is saved — with its `tool_result` event and duration — as soon as it
@@ -38,17 +54,42 @@ export async function settleCalls(
 ): Promise<'waiting' | 'settled' | 'stalled'> {
   const calls = burst.steps.flatMap((step) => step.calls);
   const resolved = new Map(resolveAgentTools(agent, deps.tools).map((tool) => [tool.name, tool]));
+  const requests: NewInputRequest[] = [];
   for (const call of calls.filter((call) => call.status === 'running')) {
-    if (resolved.get(call.tool)?.idempotent) {
+    const tool = resolved.get(call.tool);
+    if (tool?.idempotent) {
       call.status = 'pending';
       continue;
     }
-    call.status = 'failed';
-    call.error = {
-      code: 'interrupted',
-      message: 'the worker running this tool stopped; it may or may not have run',
-    };
+    const found = tool
+      ? await reconcileResolvedTool(tool, call.arguments, {
+          signal: context.signal,
+          scope: scopeOf(deps, lease, agent, context, call, burst.effects ?? []),
+          credentials: credentialsOf(deps, lease, context),
+        })
+      : 'unknown';
+    if (found !== 'unknown') {
+      deps.log.info(
+        { session_id: lease.sessionId, call_id: call.call_id, tool: call.tool, found },
+        'a call interrupted by a crash was reconciled by its tool',
+      );
+    }
+    if (found === 'done') {
+      tookEffect(call, "the tool's reconcile check");
+    } else if (found === 'not_done') {
+      // It did not happen: it runs again, as a fresh call.
+      call.status = 'pending';
+    } else if (tool?.onUnknown === 'ask') {
+      requests.push(askReconciliation(call));
+    } else {
+      call.status = 'failed';
+      call.error = {
+        code: 'interrupted',
+        message: 'the worker running this tool stopped; it may or may not have run',
+      };
+    }
   }
+  if (requests.length > 0) await saveBurst(deps.db, lease, burst, { requests });
   const queue = calls.filter((call) => call.status === 'pending' || call.status === 'approved');
   if (queue.length > 0) await runCalls(deps, lease, agent, burst, resolved, queue, context);
   const unreported = calls.filter((call) => !call.reported && !isOpen(call));
@@ -64,6 +105,81 @@ interface CallContext {
   user: string;
   signal: AbortSignal;
   watchdog: Watchdog;
+}
+
+function scopeOf(
+  deps: RuntimeDeps,
+  lease: Lease,
+  agent: AgentConfig,
+  context: CallContext,
+  call: BurstCall,
+  memory: Parameters<typeof callScope>[1]['memory'],
+) {
+  return callScope(deps.config, {
+    tenant: lease.tenant,
+    agent: agent.name,
+    user: context.user,
+    sessionId: lease.sessionId,
+    callId: call.call_id,
+    memory,
+  });
+}
+
+/** The turn's user's credential references, read when a tool asks for one. */
+function credentialsOf(deps: RuntimeDeps, lease: Lease, context: CallContext): Credentials {
+  return {
+    get: (provider) =>
+      readCredential(deps.db, { tenant: lease.tenant, user: context.user, provider }),
+  };
+}
+
+/** The call waits for a person to say whether it took effect. */
+function askReconciliation(call: BurstCall): NewInputRequest {
+  call.status = 'awaiting';
+  call.kind = 'reconciliation';
+  call.request_id = newRequestId();
+  return {
+    request_id: call.request_id,
+    call_id: call.call_id,
+    kind: 'reconciliation',
+    tool: call.tool,
+    arguments: call.arguments,
+    prompt: 'Did this call take effect?',
+    deadline_at: null,
+    on_timeout: 'reject',
+    arguments_digest: argumentsDigest(call.arguments),
+    human_only: false,
+    nudges: [],
+  };
+}
+
+/** The call waits for a person to grant the tool access to a third party. */
+function askAuthorization(
+  call: BurstCall,
+  user: string,
+  authorization: { provider: string; url: string; scope: string | null },
+): NewInputRequest {
+  call.status = 'awaiting';
+  call.kind = 'external_auth';
+  call.request_id = newRequestId();
+  delete call.error;
+  delete call.duration_ms;
+  const scope = authorization.scope === null ? '' : ` (${authorization.scope})`;
+  return {
+    request_id: call.request_id,
+    call_id: call.call_id,
+    kind: 'external_auth',
+    tool: call.tool,
+    arguments: call.arguments,
+    prompt: `The tool ${call.tool} needs access to ${authorization.provider}${scope}. Grant it at the link, then answer with the credential's reference.`,
+    deadline_at: null,
+    on_timeout: 'reject',
+    arguments_digest: argumentsDigest(call.arguments),
+    human_only: false,
+    nudges: [],
+    authorization,
+    user_name: user,
+  };
 }
 
 function resultEvent(burst: BurstState) {
@@ -89,13 +205,19 @@ async function runCalls(
   const { tools } = deps.config;
   const memory = new MemoryEffects(burst.effects ?? []);
   let saving: Promise<void> = Promise.resolve();
+  const credentials = credentialsOf(deps, lease, context);
   /** Saves are chained: each writes the whole burst as it is when its turn comes. */
-  const save = (events: BurstCall[] = [], stall: Stall | null = null) => {
+  const save = (
+    events: BurstCall[] = [],
+    stall: Stall | null = null,
+    requests: NewInputRequest[] = [],
+  ) => {
     saving = saving.then(async () => {
       burst.effects = memory.list();
       for (const call of events) call.reported = true;
       await saveBurst(deps.db, lease, burst, {
         events: [...events.map(resultEvent(burst)), ...(stall ? [stall.event] : [])],
+        requests,
       });
       if (stall) countStall(stall);
     });
@@ -111,15 +233,9 @@ async function runCalls(
     const outcome = tool
       ? await runResolvedTool(tool, call.arguments, {
           signal: context.signal,
-          scope: callScope(deps.config, {
-            tenant: lease.tenant,
-            agent: agent.name,
-            user: context.user,
-            sessionId: lease.sessionId,
-            callId: call.call_id,
-            memory,
-          }),
+          scope: scopeOf(deps, lease, agent, context, call, memory),
           maxResultBytes: tools.maxResultBytes,
+          credentials,
         })
       : {
           ok: false as const,
@@ -134,6 +250,10 @@ async function runCalls(
       call.error = outcome.error;
     }
     if (outcome.durationMs !== undefined) call.duration_ms = outcome.durationMs;
+    // Access to a third party is missing: nothing ran; the call waits for a person.
+    const authorization = outcome.authorization
+      ? askAuthorization(call, context.user, outcome.authorization)
+      : null;
     const stall =
       outcome.abandoned && context.watchdog.enabled
         ? context.watchdog.decide('tool', outcome.durationMs ?? 0, {
@@ -150,7 +270,7 @@ async function runCalls(
     // Once the stall budget is spent, calls that have not started never do.
     const next = context.watchdog.ended ? undefined : waiting.shift();
     if (next) next.status = 'running';
-    await save([call], stall);
+    await save(authorization ? [] : [call], stall, authorization ? [authorization] : []);
     if (next) await run(next);
   };
   await Promise.all(first.map(run));

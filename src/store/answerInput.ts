@@ -2,6 +2,7 @@ import { ParleyError } from '../errors.js';
 import type { Db } from './db.js';
 import { newEvent, type Actor } from '../protocol/events.js';
 import { journalEvents } from './appendEvents.js';
+import { saveCredential } from './saveCredential.js';
 
 export interface AnswerInput {
   tenant: string;
@@ -27,13 +28,19 @@ export interface AnswerInput {
    */
   journalResponse?: boolean;
   /**
+   * An `external_auth` approval's credential reference: stored for the request's user and
+   * provider (table `credentials`), never journaled. Required to approve one, refused on
+   * any other answer (400 invalid_request).
+   */
+  credentialRef?: string;
+  /**
    * Whether this principal may answer requests of this session's agent — and, in an
    * execution's session, of that execution (where its interruptions are routed).
    */
   mayAnswer: (
     agent: string,
     execution: { interrupt_to: string | null; user_name: string } | null,
-    request: { kind: string; call_id: string; escalated_to: string[] },
+    request: { kind: string; call_id: string; escalated_to: string[]; user_name: string | null },
   ) => boolean;
 }
 
@@ -70,9 +77,11 @@ export async function answerInput(
             kind: string;
             call_id: string;
             escalated_to: string[];
+            provider: string | null;
+            user_name: string | null;
           }>(
             `select state, expected_sequence, turn_id, declined_by, arguments_digest, human_only,
-                    kind, call_id, escalated_to
+                    kind, call_id, escalated_to, provider, user_name
                from input_requests
               where tenant = $1 and session_id = $2 and request_id = $3`,
             [input.tenant, input.sessionId, input.requestId],
@@ -105,6 +114,19 @@ export async function answerInput(
         'arguments_digest: required to answer an approval of a human_only tool (the arguments_digest of its input_required event)',
       );
     }
+    const credential = request.kind === 'external_auth' && input.approved;
+    if (credential && input.credentialRef === undefined) {
+      throw new ParleyError(
+        'invalid_request',
+        'credential_ref: required to approve an external_auth request (the reference of the credential granted)',
+      );
+    }
+    if (!credential && input.credentialRef !== undefined) {
+      throw new ParleyError(
+        'invalid_request',
+        'credential_ref: only an approval of an external_auth request names a credential',
+      );
+    }
     if (request.state !== 'pending' || request.expected_sequence !== input.expectedSequence) {
       throw new ParleyError('stale_input', 'this request is no longer pending at that sequence', {
         request_state: request.state,
@@ -128,6 +150,14 @@ export async function answerInput(
         JSON.stringify(input.actor),
       ],
     );
+    if (credential && input.credentialRef !== undefined) {
+      await saveCredential(tx, {
+        tenant: input.tenant,
+        user: request.user_name ?? input.actor.user,
+        provider: request.provider ?? '',
+        reference: input.credentialRef,
+      });
+    }
     const others = await tx.query(
       `select 1 from input_requests where session_id = $1 and state = 'pending' limit 1`,
       [input.sessionId],
@@ -150,6 +180,7 @@ export async function answerInput(
           actor: input.actor,
           state: 'answered',
           ...(input.journalResponse && input.response ? { response: input.response } : {}),
+          ...(credential ? { credential_provided: true } : {}),
         }),
       ],
       others.rowCount === 0 ? 'input' : 'events',

@@ -42,6 +42,7 @@ export const projectionSelect = `
                                'expected_sequence', r.expected_sequence, 'call_id', r.call_id,
                                'tool', r.tool, 'arguments', r.arguments,
                                'arguments_digest', r.arguments_digest, 'state', r.state,
+                               'provider', r.provider, 'url', r.url,
                                'deadline_at', to_char(r.deadline_at at time zone 'UTC',
                                                       'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                                'escalated_to', r.escalated_to

@@ -30,6 +30,8 @@ interface InputRow {
   priority: number;
   execution_id: string | null;
   route: string | null;
+  provider: string | null;
+  url: string | null;
 }
 
 /**
@@ -85,6 +87,7 @@ export async function listInputs(
     `select r.request_id, r.session_id, s.title, s.agent, r.turn_id, r.kind, r.call_id, r.tool,
             r.arguments, e.payload ->> 'prompt' as prompt, r.expected_sequence, r.created_at,
             r.state, r.resumed_at, r.deadline_at, r.arguments_digest, r.escalated_to, r.escalation_step, coalesce(x.priority, 1) as priority, x.execution_id,
+            r.provider, r.url,
             case when x.execution_id is not null
                  then coalesce(x.interrupt_to, 'user:' || x.user_name) end as route
        from input_requests r
@@ -133,6 +136,8 @@ export async function listInputs(
       priority: priorityNames[row.priority] ?? 'normal',
       execution_id: row.execution_id,
       interrupt_to: row.route,
+      provider: row.provider,
+      url: row.url,
     })),
     next_cursor:
       found.rows.length > options.limit && last

@@ -1,4 +1,4 @@
-import { newEvent, type NewEvent } from '../protocol/events.js';
+import { newEvent, type InputKind, type NewEvent } from '../protocol/events.js';
 import type { Queryable, Statement } from './db.js';
 import { insertEventsSql } from './appendEvents.js';
 import { liveEvents, storedEventsJson } from './eventRows.js';
@@ -10,7 +10,7 @@ import { settleReservationsSql } from './settleReservations.js';
 export interface NewInputRequest {
   request_id: string;
   call_id: string;
-  kind: 'approval' | 'question' | 'budget_extension';
+  kind: InputKind;
   tool: string | null;
   arguments: unknown;
   prompt: string | null;
@@ -23,6 +23,10 @@ export interface NewInputRequest {
   human_only: boolean;
   /** Its escalations and reminder before the deadline, in time order. */
   nudges: Nudge[];
+  /** external_auth: the third party, where access is granted, the access asked for. */
+  authorization?: { provider: string; url: string; scope: string | null };
+  /** external_auth: the user whose credential the answer names. */
+  user_name?: string;
 }
 
 const saveStatement: Statement = {
@@ -51,13 +55,15 @@ const saveStatement: Statement = {
     ), requests as (
       insert into input_requests (request_id, tenant, session_id, turn_id, call_id, kind, tool,
                                   arguments, expected_sequence, deadline_at, on_timeout,
-                                  arguments_digest, human_only, nudges, next_nudge_at)
+                                  arguments_digest, human_only, nudges, next_nudge_at,
+                                  provider, url, user_name)
       select r.value->>'request_id', b.tenant, b.session_id, r.value->>'turn_id',
              r.value->>'call_id', r.value->>'kind', r.value->>'tool', r.value->'arguments',
              b.last_sequence - jsonb_array_length($3::jsonb) + (r.value->>'position')::integer,
              (r.value->>'deadline_at')::timestamptz, r.value->>'on_timeout',
              r.value->>'arguments_digest', (r.value->>'human_only')::boolean,
-             r.value->'nudges', (r.value->'nudges'->0->>'at')::timestamptz
+             r.value->'nudges', (r.value->'nudges'->0->>'at')::timestamptz,
+             r.value->>'provider', r.value->>'url', r.value->>'user_name'
         from bumped b, jsonb_array_elements($10::jsonb) as r
     )
     select b.last_sequence,
@@ -101,6 +107,15 @@ export async function saveBurst(
           ? {}
           : { arguments_digest: request.arguments_digest }),
         ...(request.deadline_at === null ? {} : { deadline_at: request.deadline_at }),
+        ...(request.authorization
+          ? {
+              provider: request.authorization.provider,
+              url: request.authorization.url,
+              ...(request.authorization.scope === null
+                ? {}
+                : { scope: request.authorization.scope }),
+            }
+          : {}),
       }),
     );
     return {
@@ -116,6 +131,9 @@ export async function saveBurst(
       arguments_digest: request.arguments_digest,
       human_only: request.human_only,
       nudges: request.nudges,
+      provider: request.authorization?.provider ?? null,
+      url: request.authorization?.url ?? null,
+      user_name: request.user_name ?? null,
     };
   });
   const usage = sumUsage(changes.usage ?? []);

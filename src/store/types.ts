@@ -57,6 +57,7 @@ export interface Lease {
 
 export type { NewEvent } from '../protocol/events.js';
 import type { Visibility } from '../config/types.js';
+import type { InputKind } from '../protocol/events.js';
 /** A journaled event as clients see it (PROTOCOL.md §3). */
 export type { ParleyEvent as JournalEvent } from '../protocol/events.js';
 
@@ -104,7 +105,7 @@ export interface BurstCall {
   policy: 'allow' | 'approve' | 'deny';
   status: CallStatus;
   request_id?: string;
-  kind?: 'approval' | 'question' | 'budget_extension';
+  kind?: InputKind;
   /** What the tool returned, or the text the model is told instead (rejected, denied…). */
   result?: unknown;
   error?: { code: string; message: string };

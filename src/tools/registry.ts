@@ -10,8 +10,16 @@ import { remember } from './memory/remember.js';
 import { createShell } from './shell/index.js';
 import type { SkillCatalog } from './skills/catalog.js';
 import { createLoadSkill } from './skills/loadSkill.js';
-import { runTool, type ToolOutcome } from './run.js';
-import { ToolError, type CallScope, type Policy, type Tool, type ToolSource } from './types.js';
+import { reconcileCall, runTool, type ToolOutcome } from './run.js';
+import {
+  ToolError,
+  type CallScope,
+  type Credentials,
+  type Policy,
+  type Reconciled,
+  type Tool,
+  type ToolSource,
+} from './types.js';
 import { validateArguments } from './validate.js';
 
 export { validateArguments };
@@ -80,6 +88,8 @@ export interface ResolvedTool {
   policy: Policy;
   timeoutMs: number;
   idempotent: boolean;
+  /** A call found started without a result after a crash: interrupted, or ask a person. */
+  onUnknown: 'interrupted' | 'ask';
   /** The options `runTool` passes the tool (its compiled keys; load_skill: the skills). */
   options: unknown;
 }
@@ -98,6 +108,7 @@ function resolved(
     policy: entry?.policy ?? defaults.policy,
     timeoutMs: entry?.timeoutMs ?? tool?.defaultTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
     idempotent: entry?.idempotent ?? false,
+    onUnknown: entry?.onUnknown ?? 'interrupted',
     options: entry?.options ?? defaults.options,
   };
 }
@@ -164,7 +175,12 @@ export function resolveAgentTools(
 export async function runResolvedTool(
   resolved: ResolvedTool,
   args: unknown,
-  call: { signal: AbortSignal; scope: CallScope | null; maxResultBytes: number },
+  call: {
+    signal: AbortSignal;
+    scope: CallScope | null;
+    maxResultBytes: number;
+    credentials?: Credentials;
+  },
 ): Promise<ToolOutcome> {
   if (!resolved.tool) {
     return {
@@ -182,5 +198,25 @@ export async function runResolvedTool(
     scope: call.scope,
     options: resolved.options,
     maxResultBytes: call.maxResultBytes,
+    ...(call.credentials ? { credentials: call.credentials } : {}),
+  });
+}
+
+/**
+ * Asks the tool's `reconcile` about a call whose result is unknown, under the agent's
+ * time limit for the tool; `unknown` when the tool has none or is not available now.
+ */
+export async function reconcileResolvedTool(
+  resolved: ResolvedTool,
+  args: unknown,
+  call: { signal: AbortSignal; scope: CallScope | null; credentials?: Credentials },
+): Promise<Reconciled> {
+  if (!resolved.tool) return 'unknown';
+  return reconcileCall(resolved.tool, args, {
+    signal: call.signal,
+    timeoutMs: resolved.timeoutMs,
+    scope: call.scope,
+    options: resolved.options,
+    ...(call.credentials ? { credentials: call.credentials } : {}),
   });
 }

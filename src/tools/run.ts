@@ -1,5 +1,13 @@
 import { DEFAULT_MAX_RESULT_BYTES, cutUtf8, truncateResult } from './truncate.js';
-import { ToolError, type CallScope, type Tool } from './types.js';
+import {
+  NeedsAuthorization,
+  noCredentials,
+  ToolError,
+  type CallScope,
+  type Credentials,
+  type Reconciled,
+  type Tool,
+} from './types.js';
 import { validateArguments } from './validate.js';
 
 export type ToolOutcome = (
@@ -13,6 +21,8 @@ export type ToolOutcome = (
    * and is no longer awaited (the progress watchdog reports such a call).
    */
   abandoned?: true;
+  /** The tool threw NeedsAuthorization: nothing ran; a person may grant the access. */
+  authorization?: { provider: string; url: string; scope: string | null };
 };
 
 export interface RunToolOptions {
@@ -22,6 +32,8 @@ export interface RunToolOptions {
   scope?: CallScope | null;
   /** The agent's compiled options for this tool (ResolvedTool.options). */
   options?: unknown;
+  /** The turn's user's credential references (absent: none). */
+  credentials?: Credentials;
   /** `tools.max_result_bytes`: longer results are truncated with a marker. */
   maxResultBytes?: number;
   /**
@@ -43,6 +55,17 @@ function failure(error: ToolError): ToolOutcome {
 /** Maps anything a tool threw to a reportable outcome; foreign errors keep no detail. */
 function fromThrown(tool: Tool, thrown: unknown): ToolOutcome {
   if (thrown instanceof ToolError) return failure(thrown);
+  if (thrown instanceof NeedsAuthorization) {
+    return {
+      ...failure(
+        new ToolError(
+          'needs_authorization',
+          `tool ${tool.name} needs access to ${thrown.provider}; nothing ran`,
+        ),
+      ),
+      authorization: { provider: thrown.provider, url: thrown.url, scope: thrown.scope },
+    };
+  }
   return failure(new ToolError('tool_failed', `tool ${tool.name} failed`));
 }
 
@@ -109,6 +132,7 @@ export async function runTool(
         timeoutMs: options.timeoutMs,
         scope: options.scope ?? null,
         options: options.options ?? {},
+        credentials: options.credentials ?? noCredentials,
       }),
     )
     .then(
@@ -127,5 +151,31 @@ export async function runTool(
   } finally {
     for (const timer of timers) clearTimeout(timer);
     if (onAbort) options.signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/**
+ * Asks a tool's `reconcile` whether a call whose result is unknown took effect: `unknown`
+ * when the tool has none, or when it throws or gives up at the call's time limit (its
+ * context's signal aborts then; the same rule as a call's).
+ */
+export async function reconcileCall(
+  tool: Tool,
+  args: unknown,
+  options: Omit<RunToolOptions, 'maxResultBytes' | 'graceMs'>,
+): Promise<Reconciled> {
+  if (!tool.reconcile) return 'unknown';
+  const signal = AbortSignal.any([options.signal, AbortSignal.timeout(options.timeoutMs)]);
+  try {
+    const found = await tool.reconcile(args, {
+      signal,
+      timeoutMs: options.timeoutMs,
+      scope: options.scope ?? null,
+      options: options.options ?? {},
+      credentials: options.credentials ?? noCredentials,
+    });
+    return found === 'done' || found === 'not_done' ? found : 'unknown';
+  } catch {
+    return 'unknown';
   }
 }

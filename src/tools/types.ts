@@ -10,6 +10,11 @@
  *   directory, the turn's buffered memory effects).
  * - effect: a write a tool promises but that only happens in the transaction committing
  *   the turn (memory), so a dropped or cancelled turn leaves none.
+ * - credential reference: a name of a user's credential for a third party, stored
+ *   elsewhere (`vault:...`, a variable the operator configured). A tool reads it with
+ *   `context.credentials.get(provider)`; Parley keeps only the reference.
+ * - reconciliation: after a crash inside a non-idempotent call, whether its effect
+ *   happened; the tool's own `reconcile` is asked first, then (`on_unknown: ask`) a person.
  */
 import type { JSONSchema7 } from '@ai-sdk/provider';
 import type { MemoryEffects } from './memory/effects.js';
@@ -46,7 +51,24 @@ export interface ToolContext {
   scope: CallScope | null;
   /** The agent's options for this tool, as the tool's `options` schema compiled them. */
   options: unknown;
+  /**
+   * The turn's user's credential references by provider (null: none stored). A tool that
+   * finds none throws `NeedsAuthorization`; the reference is passed on, never shown.
+   * Absent outside a turn.
+   */
+  credentials?: Credentials;
 }
+
+/** A user's stored credential references, read when a tool asks. */
+export interface Credentials {
+  get(provider: string): Promise<string | null>;
+}
+
+/** Outside a turn (unit tests of stateless tools) nobody's credentials are known. */
+export const noCredentials: Credentials = { get: () => Promise.resolve(null) };
+
+/** What a tool's `reconcile` found about a call whose result is unknown. */
+export type Reconciled = 'done' | 'not_done' | 'unknown';
 
 export interface Tool {
   name: string;
@@ -64,6 +86,13 @@ export interface Tool {
    * `timeout_ms`, `idempotent`); throws a message naming the key. Absent: no own keys.
    */
   compileOptions?: (raw: Record<string, unknown>) => unknown;
+  /**
+   * Asked after a crash inside a call of this tool that started and has no result: did
+   * the call with these arguments take effect? `done`: the model is told it did (result
+   * unknown); `not_done`: the call runs again; `unknown`: the entry's `on_unknown` applies.
+   * The context is the call's own (same scope, signal, time limit).
+   */
+  reconcile?: (args: unknown, context: ToolContext) => Promise<Reconciled>;
 }
 
 /** Stable codes a tool failure is reported with; match on these, never on message text. */
@@ -81,7 +110,9 @@ export type ToolErrorCode =
   | 'memory_limit'
   | 'cpu_limit'
   | 'process_limit'
-  | 'workspace_limit';
+  | 'workspace_limit'
+  // The tool needs a user's credential it does not have (NeedsAuthorization).
+  | 'needs_authorization';
 
 /** A tool failure meant to be shown (to the model, to people): no stack, no secrets. */
 export class ToolError extends Error {
@@ -95,6 +126,26 @@ export class ToolError extends Error {
 
   toBody(): { code: ToolErrorCode; message: string } {
     return { code: this.code, message: this.message };
+  }
+}
+
+/**
+ * Thrown by a tool that needs a user's credential for a third party it does not have
+ * (`context.credentials.get(provider)` was null), before it does anything: the turn asks
+ * a person (`external_auth`, with `url`), stores the credential reference the answer
+ * names, and runs the call again.
+ */
+export class NeedsAuthorization extends Error {
+  readonly provider: string;
+  readonly url: string;
+  readonly scope: string | null;
+
+  constructor(request: { provider: string; url: string; scope?: string }) {
+    super(`authorization needed for ${request.provider}`);
+    this.name = 'NeedsAuthorization';
+    this.provider = request.provider;
+    this.url = request.url;
+    this.scope = request.scope ?? null;
   }
 }
 

@@ -15,6 +15,7 @@ export const engineFreeFiles = [
   'evaluator',
   'gate',
   'http-fetch',
+  'interruption-parts',
   'mcp',
   'missions-config',
   'prompt',
@@ -25,6 +26,7 @@ export const engineFreeFiles = [
   'soak-plan',
   'tool-runner',
   'tools',
+  'web-cards',
   'web-model',
 ].map((name) => `test/${name}.test.ts`);
 

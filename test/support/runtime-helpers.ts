@@ -159,6 +159,8 @@ export async function startTestWorker(
   config: Config,
   owner = 'test-worker',
   tools: Map<string, Tool> = builtInTools(),
+  /** Where the worker logs (silent by default; a test may read what it wrote). */
+  log: RuntimeDeps['log'] = createLogger({ level: 'silent' }),
 ): Promise<TestWorker> {
   const wakeups = new Wakeups(db);
   await wakeups.start();
@@ -168,7 +170,7 @@ export async function startTestWorker(
     wakeups,
     config,
     resolveModel,
-    log: createLogger({ level: 'silent' }),
+    log,
     owner,
     tools,
   };

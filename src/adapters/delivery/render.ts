@@ -54,32 +54,52 @@ function approvalCard(replyId: string, card: ApprovalCard): AdapterPostableMessa
       ? `Approve ${card.tool ?? 'this call'}?`
       : card.kind === 'budget_extension'
         ? 'Extend the budget?'
-        : 'Question';
+        : card.kind === 'reconciliation'
+          ? `Did this call of ${card.tool ?? 'a tool'} take effect?`
+          : card.kind === 'external_auth'
+            ? 'Access needed'
+            : 'Question';
   const details: string[] = [];
   if (card.prompt) details.push(card.prompt);
-  if (card.kind === 'approval' && card.arguments !== undefined) {
+  if (
+    (card.kind === 'approval' || card.kind === 'reconciliation') &&
+    card.arguments !== undefined
+  ) {
     details.push(`\`${clip(JSON.stringify(card.arguments)).slice(0, 1500)}\``);
   }
   if (card.kind === 'question' && !card.resolution)
     details.push('_Reply in this thread to answer._');
+  // A credential reference is given in the web app, never typed into a chat.
+  if (card.kind === 'external_auth' && !card.resolution)
+    details.push('_Answer in the web app (its inbox) with the credential reference._');
   const children = details.length > 0 ? [CardText(clip(details.join('\n\n')))] : [];
   const resolution = card.resolution;
   if (resolution) {
+    const by = resolution.actor ?? 'someone';
     const outcome = resolution.expired
       ? `Expired (${resolution.expired})`
       : card.kind === 'question'
-        ? `Answered by ${resolution.actor ?? 'someone'}`
-        : `${resolution.approved ? '✅ Approved' : '❌ Rejected'} by ${resolution.actor ?? 'someone'}`;
+        ? `Answered by ${by}`
+        : card.kind === 'reconciliation'
+          ? resolution.approved
+            ? `It happened, says ${by}`
+            : `It did not happen, says ${by}: it runs again`
+          : `${resolution.approved ? '✅ Approved' : '❌ Rejected'} by ${by}`;
     return Card({ title, children: [...children, CardText(outcome)] });
   }
-  if (card.kind === 'question') return Card({ title, children });
+  if (card.kind === 'question' || card.kind === 'external_auth') return Card({ title, children });
+  // "Reject" would read as "do not do it", but a reconciliation's no runs the call again.
+  const [yes, no] =
+    card.kind === 'reconciliation'
+      ? ['Yes, it happened', 'No, run it again']
+      : ['Approve', 'Reject'];
   return Card({
     title,
     children: [
       ...children,
       Actions([
-        Button({ id: actionIds.approve, value: replyId, label: 'Approve', style: 'primary' }),
-        Button({ id: actionIds.reject, value: replyId, label: 'Reject', style: 'danger' }),
+        Button({ id: actionIds.approve, value: replyId, label: yes, style: 'primary' }),
+        Button({ id: actionIds.reject, value: replyId, label: no, style: 'danger' }),
       ]),
     ],
   });

@@ -89,7 +89,11 @@ export function fromEvent(event: InputRequiredEvent): InputRequest {
       ? `approval needed: ${event.tool ?? 'a tool'} ${JSON.stringify(event.arguments ?? {})}`
       : event.kind === 'budget_extension'
         ? `the turn used up its budget${event.prompt ? `: ${event.prompt}` : ''}; extend it?`
-        : `the assistant asks: ${event.prompt ?? '(no question text)'}`;
+        : event.kind === 'reconciliation'
+          ? `a call was interrupted: ${event.tool ?? 'a tool'} ${JSON.stringify(event.arguments ?? {})}; did it take effect?`
+          : event.kind === 'external_auth'
+            ? `${event.tool ?? 'a tool'} needs access to ${event.provider ?? 'a third party'}: ${event.url ?? ''} (answer in the web app with the credential's reference)`
+            : `the assistant asks: ${event.prompt ?? '(no question text)'}`;
   return {
     requestId: event.request_id,
     kind: event.kind,

@@ -88,6 +88,8 @@ export function Inbox(props: {
               argumentsDigest: item.arguments_digest,
               deadlineAt: item.deadline_at,
               escalatedTo: item.escalated_to,
+              provider: item.provider,
+              url: item.url,
             }}
             answerable
             heading={

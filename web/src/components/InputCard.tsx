@@ -1,12 +1,12 @@
 import { useState } from 'react';
-import type { AgentInfo, ParleyClient } from 'parley/client';
+import type { AgentInfo, InputKind, ParleyClient } from 'parley/client';
 import type { InputResolution } from '../conversation/items';
 import { explainRequestError, timeLeft } from '../words';
 
 export interface InputRequest {
   sessionId: string;
   requestId: string;
-  inputKind: 'approval' | 'question' | 'budget_extension';
+  inputKind: InputKind;
   tool?: string | null | undefined;
   arguments?: unknown;
   prompt?: string | null | undefined;
@@ -17,19 +17,51 @@ export interface InputRequest {
   escalatedTo?: string[] | undefined;
   /** Its deadline's reminder went out. */
   reminded?: boolean | undefined;
+  /** external_auth: the third party, and where access to it is granted. */
+  provider?: string | null | undefined;
+  url?: string | null | undefined;
   resolved?: InputResolution | undefined;
 }
 
-const titles = {
+const titles: Record<InputKind, string> = {
   approval: 'Approval needed',
   question: 'The agent asks',
   budget_extension: 'More budget needed',
+  reconciliation: 'Did it happen?',
+  external_auth: 'Access needed',
 };
+
+/** A link only to a web page: a tool's URL is shown, never run as script. */
+function webUrl(url: string | null | undefined): string | null {
+  if (!url) return null;
+  try {
+    const parsed = new URL(url);
+    return parsed.protocol === 'https:' || parsed.protocol === 'http:' ? parsed.href : null;
+  } catch {
+    return null;
+  }
+}
+
+function verdict(request: InputRequest, resolved: InputResolution): string {
+  const by = resolved.actor ?? 'someone';
+  if (request.inputKind === 'reconciliation') {
+    return resolved.approved
+      ? `It happened, says ${by}`
+      : `It did not happen, says ${by}: run again`;
+  }
+  if (request.inputKind === 'external_auth') {
+    return resolved.approved ? `Access granted by ${by}` : `Access refused by ${by}`;
+  }
+  const yes = request.inputKind === 'question' ? 'Answered' : 'Approved';
+  return `${resolved.approved ? yes : 'Rejected'} by ${by}`;
+}
 
 /**
  * An input request (PROTOCOL.md §4) as a decision card: approvals show the tool, its
  * arguments and who may answer; questions take a written answer; budget extensions allow
- * one more budget or stop. Used in the thread and in the inbox alike.
+ * one more budget or stop; a reconciliation asks whether an interrupted call took effect
+ * (Yes / No); an external_auth links to where access is granted and takes the
+ * credential's reference. Used in the thread and in the inbox alike.
  */
 export function InputCard(props: {
   client: ParleyClient;
@@ -43,6 +75,7 @@ export function InputCard(props: {
   const { client, request, agent } = props;
   const [reason, setReason] = useState('');
   const [answer, setAnswer] = useState('');
+  const [credential, setCredential] = useState('');
   const [rejecting, setRejecting] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -54,7 +87,11 @@ export function InputCard(props: {
       : 'anyone in this conversation') +
     (escalated.length > 0 ? `; escalated to ${escalated.join(', ')}` : '');
 
-  async function respond(approved: boolean, response?: Record<string, unknown>) {
+  async function respond(
+    approved: boolean,
+    response?: Record<string, unknown>,
+    credentialRef?: string,
+  ) {
     setBusy(true);
     setError(null);
     try {
@@ -63,6 +100,7 @@ export function InputCard(props: {
         approved,
         response,
         argumentsDigest: request.argumentsDigest ?? undefined,
+        credentialRef,
       });
       props.onAnswered?.(approved);
     } catch (failure) {
@@ -80,7 +118,18 @@ export function InputCard(props: {
       {props.heading}
       <h3 className="card-title">{label}</h3>
       {request.prompt ? <p className="prompt">{request.prompt}</p> : null}
-      {request.inputKind === 'approval' ? (
+      {request.inputKind === 'external_auth' ? (
+        <p className="auth-link">
+          {webUrl(request.url) ? (
+            <a href={webUrl(request.url) as string} target="_blank" rel="noopener noreferrer">
+              Grant access to {request.provider ?? 'the service'}
+            </a>
+          ) : (
+            <span>Access to {request.provider ?? 'a service'} is needed.</span>
+          )}
+        </p>
+      ) : null}
+      {request.inputKind === 'approval' || request.inputKind === 'reconciliation' ? (
         <pre className="arguments" aria-label="Arguments">
           {JSON.stringify(request.arguments ?? {}, null, 2)}
         </pre>
@@ -91,7 +140,7 @@ export function InputCard(props: {
             ? `No longer needed (${resolved.expired})`
             : resolved.timedOut
               ? `Nobody answered in time: ${resolved.approved ? 'approved' : 'rejected'} by default`
-              : `${resolved.approved ? (request.inputKind === 'question' ? 'Answered' : 'Approved') : 'Rejected'} by ${resolved.actor ?? 'someone'}`}
+              : verdict(request, resolved)}
         </p>
       ) : (
         <>
@@ -108,6 +157,48 @@ export function InputCard(props: {
           ) : null}
           {!mayAnswer ? (
             <p className="muted">Your roles may not answer this request.</p>
+          ) : request.inputKind === 'reconciliation' ? (
+            <div className="row">
+              <span>Did it happen?</span>
+              <button
+                type="button"
+                className="primary"
+                disabled={busy}
+                onClick={() => void respond(true)}
+              >
+                Yes
+              </button>
+              <button type="button" disabled={busy} onClick={() => void respond(false)}>
+                No
+              </button>
+            </div>
+          ) : request.inputKind === 'external_auth' ? (
+            <form
+              className="row"
+              onSubmit={(event) => {
+                event.preventDefault();
+                if (credential.trim()) void respond(true, undefined, credential.trim());
+              }}
+            >
+              <input
+                aria-label="Credential reference"
+                value={credential}
+                onChange={(event) => setCredential(event.target.value)}
+                placeholder="Credential reference (e.g. vault:…), never the secret"
+                disabled={busy}
+              />
+              <button type="submit" className="primary" disabled={busy || !credential.trim()}>
+                Use it
+              </button>
+              <button
+                type="button"
+                className="danger"
+                disabled={busy}
+                onClick={() => void respond(false)}
+              >
+                Refuse
+              </button>
+            </form>
           ) : request.inputKind === 'question' ? (
             <form
               className="row"

@@ -154,6 +154,8 @@ function ThreadItem(props: ThreadProps & { item: Item; showUsage: boolean; asked
             deadlineAt: item.deadlineAt,
             escalatedTo: item.escalatedTo,
             reminded: item.reminded,
+            provider: item.provider,
+            url: item.url,
             resolved: item.resolved,
           }}
         />

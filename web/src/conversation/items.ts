@@ -4,6 +4,8 @@
  * *sealed* when the step ends in a tool call or a usage record (the runtime keeps that
  * text across attempts).
  */
+import type { InputKind } from 'parley/client';
+
 export interface Usage {
   input_tokens: number;
   output_tokens: number;
@@ -57,7 +59,7 @@ export type Item =
       key: string;
       turnId: string;
       requestId: string;
-      inputKind: 'approval' | 'question' | 'budget_extension';
+      inputKind: InputKind;
       callId?: string | undefined;
       tool?: string | undefined;
       arguments?: unknown;
@@ -69,6 +71,8 @@ export type Item =
       escalatedTo?: string[] | undefined;
       /** Its deadline's reminder went out. */
       reminded?: boolean | undefined;
+      provider?: string | undefined;
+      url?: string | undefined;
       resolved?: InputResolution | undefined;
     }
   | {

@@ -124,6 +124,8 @@ export function reduce(state: ConversationState, event: ParleyEvent): Conversati
           expectedSequence: event.sequence,
           argumentsDigest: event.arguments_digest,
           deadlineAt: event.deadline_at,
+          provider: event.provider,
+          url: event.url,
         },
       ];
       next.waiting = true;
