@@ -8,8 +8,7 @@ import { mergePatch } from '../tools/state/mergePatch.js';
 
 /** What a pressed option with an effect does: the state effect and the fixed reply. */
 export type OptionOutcome =
-  | { kind: 'apply'; effect: StateEffect; reply: string }
-  | { kind: 'invalid'; message: string };
+  { kind: 'apply'; effect: StateEffect; reply: string } | { kind: 'invalid'; message: string };
 
 /**
  * The option effect a fresh burst answers with (docs/governance.md, "Sessions with

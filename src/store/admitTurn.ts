@@ -246,7 +246,10 @@ async function admitOnce(
     if (input.agent !== null && input.agent !== session.agent) throw agentMismatch(session.agent);
     // A completed session takes no more input (docs/governance.md, "Sessions with state").
     if (session.state === 'closed') {
-      throw new ParleyError('session_closed', 'this session is completed and takes no more messages');
+      throw new ParleyError(
+        'session_closed',
+        'this session is completed and takes no more messages',
+      );
     }
   } else {
     const agent = input.agent ?? input.defaultAgent;

@@ -71,4 +71,3 @@ export class MemoryEffects {
     return this.effects.map((effect) => ({ ...effect }));
   }
 }
-

@@ -35,7 +35,11 @@ export function createUpdateState(db: Queryable): Tool {
       const scope = requireScope(updateStateTool, context);
       const state = (context.options as { state?: AgentStateConfig | null } | null)?.state;
       if (!state) throw new ToolError('unavailable', 'this agent keeps no conversation state');
-      const change = args as { set?: Record<string, unknown>; result?: unknown; complete?: boolean };
+      const change = args as {
+        set?: Record<string, unknown>;
+        result?: unknown;
+        complete?: boolean;
+      };
       const current =
         scope.memory.state()?.data ??
         (await readSessionData(db, scope.tenant, scope.sessionId)) ??
@@ -46,7 +50,10 @@ export function createUpdateState(db: Queryable): Tool {
       >;
       const invalid = state.validate(data);
       if (invalid !== null) {
-        throw new ToolError('invalid_arguments', `the new state is not valid: ${invalid}; nothing changed`);
+        throw new ToolError(
+          'invalid_arguments',
+          `the new state is not valid: ${invalid}; nothing changed`,
+        );
       }
       const hasResult = Object.hasOwn(change, 'result');
       scope.memory.changeState({
