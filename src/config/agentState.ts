@@ -1,5 +1,4 @@
 import { compileSchema } from '../tools/validate.js';
-import type { JsonSchema } from '../tools/types.js';
 import { ConfigError } from './errors.js';
 import type { AgentFile } from './schema.js';
 import type { AgentStateConfig } from './types.js';
@@ -15,7 +14,7 @@ export function compileAgentState(
 ): AgentStateConfig {
   let check: ReturnType<typeof compileSchema>;
   try {
-    check = compileSchema(state.schema as JsonSchema);
+    check = compileSchema(state.schema);
   } catch {
     throw new ConfigError(`${where}.schema: not a valid JSON Schema`);
   }

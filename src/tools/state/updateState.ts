@@ -40,10 +40,13 @@ export function createUpdateState(db: Queryable): Tool {
         result?: unknown;
         complete?: boolean;
       };
-      const current =
-        scope.memory.state()?.data ??
-        (await readSessionData(db, scope.tenant, scope.sessionId)) ??
-        state.initial;
+      // Read the committed data only while the turn has buffered nothing, and take the
+      // buffer again after that read: from here to changeState nothing awaits, so calls of
+      // one step that run concurrently apply their patches one after the other.
+      const committed = scope.memory.state()
+        ? null
+        : await readSessionData(db, scope.tenant, scope.sessionId);
+      const current = scope.memory.state()?.data ?? committed ?? state.initial;
       const data = (change.set === undefined ? current : mergePatch(current, change.set)) as Record<
         string,
         unknown
