@@ -25,9 +25,9 @@ export function createUpdateState(db: Queryable): Tool {
     inputSchema: {
       type: 'object',
       properties: {
-        set: { type: 'object' },
-        result: {},
-        complete: { type: 'boolean' },
+        set: { type: 'object', description: 'JSON merge patch of the state' },
+        result: { description: 'any JSON value: what the conversation produced' },
+        complete: { type: 'boolean', description: 'true ends the conversation' },
       },
       additionalProperties: false,
     },
