@@ -94,7 +94,7 @@ export const sessionContracts = {
       '400': 'invalid_request (also data its agent has no state for, or its schema refuses)',
       '403': `${notManager}; data: not an admin`,
       '404': hidden,
-      '409': 'session_busy: data while a turn holds the session',
+      '409': 'session_busy: data while a turn is in flight',
     },
   }),
   delete: route({
@@ -272,6 +272,9 @@ async function editData(
   const edited = await editSessionData(deps.db, principal.tenant, access.session_id, data);
   if (edited === 'missing') throw new ParleyError('session_not_found', 'no such session');
   if (edited === 'busy') {
-    throw new ParleyError('session_busy', 'a turn is running in this session; try again after it');
+    throw new ParleyError(
+      'session_busy',
+      'a turn is in flight in this session; try again after it',
+    );
   }
 }

@@ -5,9 +5,9 @@ import type { Db } from './db.js';
 /**
  * An admin's edit of a session's domain state (docs/governance.md, "Sessions with
  * state"): the new `data` (validated by the caller) and its `state_changed` event (`by:
- * admin`) in one transaction. Only while no worker holds the session's lease — a turn in
- * flight would commit over the edit — else `'busy'`; `'missing'` when there is no such
- * session.
+ * admin`) in one transaction. Only while no turn is in flight — none holds the lease, none
+ * waits for a person halfway (a saved burst) — since its commit would write over the
+ * edit; else `'busy'`. `'missing'` when there is no such session.
  */
 export async function editSessionData(
   db: Db,
@@ -17,7 +17,7 @@ export async function editSessionData(
 ): Promise<'edited' | 'busy' | 'missing'> {
   return db.transaction(async (tx) => {
     const found = await tx.query<{ free: boolean }>(
-      `select lease_token is null as free from sessions
+      `select lease_token is null and burst is null as free from sessions
         where tenant = $1 and session_id = $2 for update`,
       [tenant, sessionId],
     );
