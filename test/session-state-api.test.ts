@@ -25,6 +25,7 @@ beforeAll(async () => {
       },
       agents: {
         default: {
+          tools: { calculator: 'approve' },
           state: {
             schema: {
               type: 'object',
@@ -110,6 +111,27 @@ describe('an admin edits the data', () => {
     const notAdmin = await call('owner', 'PATCH', path, { data: { step: 1 } });
     expect(notAdmin.status).toBe(403);
     expect((await call('owner', 'GET', path)).body.data).toEqual({ step: 7 });
+  });
+
+  it('refuses an edit while a turn waits for a person halfway (its commit would write over it)', async () => {
+    const sessionId = await session('default');
+    const admitted = await call('owner', 'POST', '/api/v1/chat/turns', {
+      session_id: sessionId,
+      turn_id: turnId(),
+      message: '/tool calculator {"expression": "1+1"}',
+    });
+    expect(admitted.status).toBe(202);
+    await until(
+      () => call('owner', 'GET', `/api/v1/chat/sessions/${sessionId}`),
+      (found) => found.body.state === 'input_required',
+      'the approval request',
+    );
+    const busy = await call('admin', 'PATCH', `/api/v1/chat/sessions/${sessionId}`, {
+      data: { step: 2 },
+    });
+    expect(busy.status).toBe(409);
+    expect(busy.body.error).toBe('session_busy');
+    expect((await call('owner', 'GET', `/api/v1/chat/sessions/${sessionId}`)).body.data).toBeNull();
   });
 
   it('refuses data for a session whose agent keeps no state', async () => {
