@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readEvents } from '../src/store/readEvents.js';
 import { until } from './support/poll.js';
 import { request, startTestServer, type TestServer } from './support/server.js';
 
@@ -34,6 +35,11 @@ beforeAll(async () => {
             },
             initial: { step: 0 },
           },
+        },
+        queueing: {
+          pending_input: 'queue',
+          tools: { calculator: 'approve' },
+          state: { schema: { type: 'object' }, initial: {} },
         },
         plain: {},
       },
@@ -90,6 +96,52 @@ describe('a completed session over HTTP', () => {
     expect(refused.status).toBe(409);
     expect(refused.body.error).toBe('session_closed');
     expect(await eventCount(sessionId)).toBe(before);
+  });
+});
+
+describe('a session completed while a message waits behind its turn', () => {
+  it('ends the waiting turn with error session_closed', async () => {
+    const sessionId = await session('queueing');
+    const path = `/api/v1/chat/sessions/${sessionId}`;
+    const first = await call('owner', 'POST', '/api/v1/chat/turns', {
+      session_id: sessionId,
+      turn_id: turnId(),
+      message:
+        '/tool update_state {"set": {"done": true}, "complete": true}\n/tool calculator {"expression": "1+1"}',
+    });
+    expect(first.status).toBe(202);
+    const waiting = await until(
+      () => call('owner', 'GET', path),
+      (found) => found.body.state === 'input_required',
+      'the approval request',
+    );
+    const second = turnId();
+    const queued = await call('owner', 'POST', '/api/v1/chat/turns', {
+      session_id: sessionId,
+      turn_id: second,
+      message: 'and then?',
+    });
+    expect(queued.status).toBe(202);
+    const pending = waiting.body.pending_input as { request_id: string; expected_sequence: number };
+    const answered = await call('admin', 'POST', `${path}/inputs/${pending.request_id}`, {
+      expected_sequence: pending.expected_sequence,
+      approved: true,
+    });
+    expect(answered.status).toBe(202);
+    const closed = await until(
+      () => call('owner', 'GET', path),
+      (found) => found.body.state === 'closed',
+      'the session is closed',
+    );
+    expect(closed.body).toMatchObject({ data: { done: true }, queued_turns: 0 });
+    const events = (await readEvents(server.db, sessionId, 0, 10_000)) as {
+      type: string;
+      code?: string;
+      turn_ids?: string[];
+    }[];
+    expect(events.filter((event) => event.type === 'error')).toEqual([
+      expect.objectContaining({ code: 'session_closed', turn_ids: [second] }),
+    ]);
   });
 });
 
