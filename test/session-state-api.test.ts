@@ -127,7 +127,7 @@ describe('a session completed while a message waits behind its turn', () => {
       expected_sequence: pending.expected_sequence,
       approved: true,
     });
-    expect(answered.status).toBe(202);
+    expect(answered.status).toBe(200);
     const closed = await until(
       () => call('owner', 'GET', path),
       (found) => found.body.state === 'closed',
