@@ -6,6 +6,7 @@ import { cancelTurn } from '../src/store/cancelTurn.js';
 import type { Db } from '../src/store/db.js';
 import { getSession } from '../src/store/getSession.js';
 import { trustedViewer } from '../src/store/visibility.js';
+import { builtInTools } from '../src/tools/registry.js';
 import { mergePatch } from '../src/tools/state/mergePatch.js';
 import { openTestDb } from './support/db.js';
 import { checkJournalInvariants } from './support/invariants.js';
@@ -72,7 +73,7 @@ let counter = 0;
 const turnId = () => `st_${Date.now()}_${counter++}`;
 
 async function run(message: string, sessionId: string | null = null, agent: string | null = null) {
-  worker ??= await startTestWorker(db, config, 'session-state');
+  worker ??= await startTestWorker(db, config, 'session-state', builtInTools({ db }));
   const id = turnId();
   const admitted = await admit(db, { sessionId, turnId: id, message, agent });
   const terminal = await waitForTerminal(db, admitted.session_id, id);
@@ -175,7 +176,7 @@ describe('update_state, buffered and applied with the commit', () => {
   });
 
   it('changes nothing for a turn cancelled after its update_state ran', async () => {
-    worker ??= await startTestWorker(db, config, 'session-state');
+    worker ??= await startTestWorker(db, config, 'session-state', builtInTools({ db }));
     const id = turnId();
     const { session_id: sessionId } = await admit(db, {
       turnId: id,
@@ -200,6 +201,9 @@ describe('update_state, buffered and applied with the commit', () => {
     const session = await getSession(db, 'default', sessionId);
     expect(session?.data).toBeNull();
     const events = await journal(db, sessionId);
+    expect(
+      events.find((event) => event.type === 'tool_result' && event.tool === 'update_state'),
+    ).toMatchObject({ ok: true });
     expect(events.some((event) => event.type === 'state_changed')).toBe(false);
   });
 
@@ -239,7 +243,7 @@ describe('completion', () => {
 
 describe('option effects', () => {
   async function offered() {
-    const first = await run('Shall I record it? /options accept|later|broken|other');
+    const first = await run('Shall I record it?\n/options accept|later|broken|other');
     const offer = first.terminal.final_message.options as { request_id: string };
     return { sessionId: first.sessionId, requestId: offer.request_id };
   }
