@@ -36,6 +36,7 @@ export const errorCodes = {
   session_not_parked: 409,
   command_conflict: 409,
   option_locked: 409,
+  session_closed: 409,
   stale_input: 409,
   execution_conflict: 409,
   execution_not_blocked: 409,

@@ -79,6 +79,7 @@ describe('validateArguments and builtInTools', () => {
       'recall',
       'remember',
       'shell',
+      'update_state',
     ]);
     for (const tool of tools.values()) expect(tool.inputSchema.additionalProperties).toBe(false);
   });

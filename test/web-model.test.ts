@@ -94,6 +94,19 @@ describe('the conversation reducer', () => {
     expect(texts.map((item) => (item as { text: string }).text)).toEqual(['You said: hello']);
   });
 
+  it('shows a change of the session state, and whether it completed the session', () => {
+    const state = apply([
+      message(1, 't1', 'done?'),
+      at(2, { type: 'turn_started', turn_id: 't1', attempt: 1, turn_ids: ['t1'] }),
+      at(3, { type: 'state_changed', turn_id: 't1', data: { step: 2 }, by: 'tool' }),
+      at(4, { type: 'state_changed', turn_id: 't1', data: {}, completed: true, by: 'option' }),
+    ]);
+    expect(state.items.filter((item) => item.kind === 'state')).toMatchObject([
+      { by: 'tool', completed: false },
+      { by: 'option', completed: true },
+    ]);
+  });
+
   it('keeps the text of a step that ended in a tool call across a reset', () => {
     const state = apply([
       message(1, 't1', 'go'),

@@ -9,10 +9,14 @@ import { getSession } from '../store/getSession.js';
 import { listMessages } from '../store/listMessages.js';
 import { decodeCursor, listSessions } from '../store/listSessions.js';
 import { updateSessionAccess } from '../store/updateSessionAccess.js';
+import { editSessionData } from '../store/editSessionData.js';
+import type { SessionAccess } from '../store/findVisibleSession.js';
+import type { Principal } from '../config/types.js';
 import { workspaceDir } from '../tools/shell/workspace.js';
 import { page, session, transcriptMessage } from '../protocol/rest.js';
 import { route, routeOptions, typed } from './contract.js';
 import { agentsOf, type ApiDeps } from './deps.js';
+import { hasRole } from './principal.js';
 import { mayManage, viewerOf } from './sessionAccess.js';
 import { pathId, text } from './validate.js';
 
@@ -35,11 +39,20 @@ const createBody = z
   })
   .strict();
 const updateBody = z
-  .object({ visibility: visibility.optional(), members: members.optional() })
+  .object({
+    visibility: visibility.optional(),
+    members: members.optional(),
+    data: z.record(z.string(), z.unknown()).optional().meta({
+      description:
+        "(admins) The session's new domain state, whole; must satisfy its agent's `state.schema`.",
+    }),
+  })
   .strict()
-  .refine((body) => body.visibility !== undefined || body.members !== undefined, {
-    message: 'give visibility, members or both',
-  });
+  .refine(
+    (body) =>
+      body.visibility !== undefined || body.members !== undefined || body.data !== undefined,
+    { message: 'give visibility, members or data' },
+  );
 const limit = z.coerce.number().int().min(1).max(200).default(50);
 const listQuery = z.object({ limit, cursor: text().max(500).optional() });
 const transcriptQuery = z.object({ before: text().max(500).optional(), limit });
@@ -74,10 +87,15 @@ export const sessionContracts = {
   update: route({
     method: 'PATCH',
     url: '/api/v1/chat/sessions/:sessionId',
-    summary: 'Change who sees the session (its owner or an admin)',
+    summary: "Change who sees the session (its owner or an admin), or its state's data (an admin)",
     body: updateBody,
     responses: { '200': session },
-    errors: { '400': 'invalid_request', '403': notManager, '404': hidden },
+    errors: {
+      '400': 'invalid_request (also data its agent has no state for, or its schema refuses)',
+      '403': `${notManager}; data: not an admin`,
+      '404': hidden,
+      '409': 'session_busy: data while a turn is in flight',
+    },
   }),
   delete: route({
     method: 'DELETE',
@@ -173,11 +191,17 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
         "only the session's owner or an admin may change who sees it",
       );
     }
-    const updated = await updateSessionAccess(deps.db, tenant, request.session.session_id, {
-      visibility: body.visibility ?? null,
-      members: body.members ?? null,
-    });
-    const found = updated ? await getSession(deps.db, tenant, request.session.session_id) : null;
+    const sessionId = request.session.session_id;
+    if (body.data !== undefined)
+      await editData(deps, request.principal, request.session, body.data);
+    const updated =
+      body.visibility === undefined && body.members === undefined
+        ? true
+        : await updateSessionAccess(deps.db, tenant, sessionId, {
+            visibility: body.visibility ?? null,
+            members: body.members ?? null,
+          });
+    const found = updated ? await getSession(deps.db, tenant, sessionId) : null;
     if (!found) throw new ParleyError('session_not_found', 'no such session');
     return found;
   });
@@ -220,4 +244,37 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
       limit: query.limit,
     });
   });
+}
+
+/**
+ * An admin's edit of the session's domain state: checked against its agent's schema,
+ * journaled as `state_changed` (`by: admin`), refused while a turn holds the session.
+ */
+async function editData(
+  deps: ApiDeps,
+  principal: Principal,
+  access: SessionAccess,
+  data: Record<string, unknown>,
+): Promise<void> {
+  if (!hasRole(principal, 'admin')) {
+    throw new ParleyError('forbidden', "only an admin may change a session's state");
+  }
+  const state = agentsOf(deps).get(principal.tenant, access.agent)?.state ?? null;
+  if (state === null) {
+    throw new ParleyError('invalid_request', "data: this session's agent keeps no state", {
+      field: 'data',
+    });
+  }
+  const invalid = state.validate(data);
+  if (invalid !== null) {
+    throw new ParleyError('invalid_request', `data: ${invalid}`, { field: 'data' });
+  }
+  const edited = await editSessionData(deps.db, principal.tenant, access.session_id, data);
+  if (edited === 'missing') throw new ParleyError('session_not_found', 'no such session');
+  if (edited === 'busy') {
+    throw new ParleyError(
+      'session_busy',
+      'a turn is in flight in this session; try again after it',
+    );
+  }
 }

@@ -40,7 +40,8 @@ export const turnContracts = {
     errors: {
       '400': 'invalid_request, empty_message or malformed_json',
       '404': 'unknown_agent, session_not_found or option_not_found',
-      '409': 'turn_conflict, agent_mismatch, agent_revision_mismatch or option_locked',
+      '409':
+        'turn_conflict, agent_mismatch, agent_revision_mismatch, option_locked or session_closed',
       '413': 'message_too_long or payload_too_large',
     },
   }),

@@ -1,6 +1,7 @@
 import { ConfigError } from './errors.js';
 import type { AgentFile } from './schema.js';
 import { compileAgentTools, escalationSteps, ToolConfigError } from './tools.js';
+import { compileAgentState } from './agentState.js';
 import type { AgentConfig, ProviderConfig } from './types.js';
 
 /** What an agent definition is checked against: the deployment's providers and MCP servers. */
@@ -89,6 +90,7 @@ export function compileAgent(name: string, agent: AgentFile, context: AgentConte
     visibility: agent.visibility,
     gate,
     fallbackModel,
+    state: agent.state === null ? null : compileAgentState(`agents.${name}.state`, agent.state),
   };
 }
 

@@ -117,6 +117,25 @@ export const namespaceName = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'letters, digits, _ . - (at most 64)');
 
+/** What pressing one option does to a session's state, answered without a model call. */
+const optionEffectSchema = z
+  .object({
+    set: z.record(z.string(), z.unknown()).nullable().default(null),
+    result: z.unknown().optional(),
+    complete: z.boolean().default(false),
+    reply: z.string().min(1),
+  })
+  .strict();
+
+const agentStateSchema = z
+  .object({
+    schema: z.record(z.string(), z.unknown()),
+    initial: z.record(z.string(), z.unknown()),
+    prompt: z.string().min(1).nullable().default(null),
+    options: z.record(z.string(), optionEffectSchema).default({}),
+  })
+  .strict();
+
 export const agentSchema = z
   .object({
     namespace: namespaceName.default('default'),
@@ -173,6 +192,8 @@ export const agentSchema = z
     // Who of the tenant sees a new session of this agent (docs/PROTOCOL.md, "Owner and
     // visibility"); a session's creator may ask for another.
     visibility: z.enum(['private', 'tenant', 'room']).default('tenant'),
+    // The session's domain state (docs/governance.md, "Sessions with state"): null, none.
+    state: agentStateSchema.nullable().default(null),
   })
   .strict();
 

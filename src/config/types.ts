@@ -84,6 +84,30 @@ export interface AgentConfig {
   gate: GateConfig | null;
   /** Where model steps go while `model`'s provider circuit is open (null: they wait). */
   fallbackModel: { provider: string; modelId: string } | null;
+  /** The session's domain state (docs/governance.md, "Sessions with state"); null: none. */
+  state: AgentStateConfig | null;
+}
+
+/** A change of a session's domain state: a JSON merge patch, a result, completion. */
+export interface StateChange {
+  /** RFC 7386 merge patch applied to the current data (null: data unchanged). */
+  set: Record<string, unknown> | null;
+  /** Present (null included): the new result; absent: unchanged. */
+  result?: unknown;
+  complete: boolean;
+}
+
+export interface AgentStateConfig {
+  /** The JSON Schema every value of the data must satisfy (compiled at start-up). */
+  schema: Record<string, unknown>;
+  /** Checks a value against `schema`: a message naming the first mismatch, or null. */
+  validate: (data: unknown) => string | null;
+  /** The data of a session nothing has written yet. */
+  initial: Record<string, unknown>;
+  /** Appended to the system prompt with `{{data}}` replaced by the JSON of the data. */
+  prompt: string | null;
+  /** Option values whose press changes the state and is answered without a model call. */
+  options: Record<string, StateChange & { reply: string }>;
 }
 
 export interface GateConfig {

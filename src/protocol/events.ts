@@ -342,6 +342,19 @@ export interface ForkedEvent extends EventBase {
   actor: Actor;
 }
 
+/**
+ * The session's domain state changed (docs/governance.md, "Sessions with state"): `data`
+ * is the whole new value; `result` when it was set; `completed` when the change closed
+ * the session. `by`: a tool of the turn, a pressed option's effect, or an admin's edit.
+ */
+export interface StateChangedEvent extends EventBase {
+  type: 'state_changed';
+  data: Record<string, unknown>;
+  result?: unknown;
+  completed?: boolean;
+  by: 'tool' | 'option' | 'admin';
+}
+
 export type ParleyEvent =
   | MessageEvent
   | TurnStartedEvent
@@ -362,7 +375,8 @@ export type ParleyEvent =
   | StalledEvent
   | ExecutionStatusEvent
   | RewoundEvent
-  | ForkedEvent;
+  | ForkedEvent
+  | StateChangedEvent;
 
 export type ParleyEventType = ParleyEvent['type'];
 

@@ -68,6 +68,13 @@ export const session = z
     pending_input: pendingInput.nullable(),
     queued_turns: z.number().int(),
     usage: usageTotals,
+    data: z.record(z.string(), z.unknown()).nullable().meta({
+      description:
+        "The session's domain state (its agent's `state.schema`); `state` is the lifecycle state. Null until a turn, an option or an admin first writes it (the agent's `state.initial` applies until then).",
+    }),
+    result: z.unknown().nullable().meta({
+      description: 'What the session produced (set by `update_state` or an option effect).',
+    }),
     created_at: timestamp,
     updated_at: timestamp,
   })

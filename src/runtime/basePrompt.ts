@@ -3,6 +3,7 @@ import { foldInputs } from '../providers/foldedPrompt.js';
 import { attachmentMeta } from '../store/attachmentMeta.js';
 import type { QueuedTurn } from '../store/collectTurns.js';
 import { readAttachments } from '../store/readAttachments.js';
+import { readSessionData } from '../store/readSessionData.js';
 import type { HistoryMessage } from '../store/startAttempt.js';
 import type { Lease } from '../store/types.js';
 import { skillsPrompt } from '../tools/skills/catalog.js';
@@ -79,8 +80,11 @@ export async function basePrompt(
 
   const skills =
     deps.skills && agent.skills.length > 0 ? skillsPrompt(deps.skills, agent.skills) : '';
+  const snapshot = await stateSnapshot(deps, lease, agent);
   return buildModelPrompt({
-    instructions: skills ? `${agent.instructions}\n\n${skills}` : agent.instructions,
+    instructions: [agent.instructions, ...[skills, snapshot].filter((part) => part !== '')].join(
+      '\n\n',
+    ),
     history: historyTurns,
     burst: {
       text: foldInputs(turns.map((turn) => ({ author: turn.author, content: turnText(turn) }))),
@@ -93,6 +97,19 @@ export async function basePrompt(
     },
     tighter: options.tighter ?? false,
   });
+}
+
+/**
+ * The agent's `state.prompt` with `{{data}}` replaced by the JSON of the session's data as
+ * the turn starts (committed, or `initial`): appended to the instructions, so every model
+ * step of the burst reads it. Empty without a template.
+ */
+async function stateSnapshot(deps: RuntimeDeps, lease: Lease, agent: AgentConfig): Promise<string> {
+  const template = agent.state?.prompt ?? null;
+  if (agent.state === null || template === null) return '';
+  const data =
+    (await readSessionData(deps.db, lease.tenant, lease.sessionId)) ?? agent.state.initial;
+  return template.replaceAll('{{data}}', JSON.stringify(data));
 }
 
 function placeholder(attachmentId: string): PromptAttachment {

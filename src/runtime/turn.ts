@@ -12,6 +12,7 @@ import type { RuntimeDeps } from './deps.js';
 import { closingMessage, type Reply } from './finish.js';
 import { foldBurst } from './fold.js';
 import { needsGate, runGate } from './gateStep.js';
+import { optionEffect } from './optionEffect.js';
 import { modelStep } from './modelCall.js';
 import { recordCalls } from './recordCalls.js';
 import { markResumed } from '../store/markResumed.js';
@@ -133,8 +134,12 @@ export async function answerBurst(
   /** Provider calls made but not billed yet: the next statement that closes a step bills them. */
   let unbilled: Usage[] = [...control.unbilled];
   const reply = { ...ref, author: lead.author };
-  const commit = async (closing: Reply): Promise<TurnOutcome> => {
-    const message = closingMessage(lease, agent, burst, reply, closing);
+  type Closing = Parameters<typeof commitTurn>[2];
+  const commit = async (
+    closing: Reply,
+    adjust: (message: Closing) => Closing = (message) => message,
+  ): Promise<TurnOutcome> => {
+    const message = adjust(closingMessage(lease, agent, burst, reply, closing));
     const committed = await commitTurn(deps.db, lease, message);
     // A cancel took the session row first: nothing was written, the cancel journals it.
     if (committed === 'cancelled') return { kind: 'cancel', unbilled: control.unbilled };
@@ -142,6 +147,44 @@ export async function answerBurst(
     turnOutcomes.inc({ outcome: 'done' });
     return { kind: 'finished', holding: committed.pending };
   };
+
+  // A pressed option with a state effect is answered by the runtime, without a model call.
+  const option = await optionEffect(
+    deps.db,
+    lease.tenant,
+    lease.sessionId,
+    agent,
+    inBurst,
+    resumed.resumed,
+  );
+  if (option?.kind === 'invalid') {
+    await failTurn(deps.db, lease, {
+      ...ref,
+      code: 'invalid_state',
+      message: option.message,
+      usage: unbilled,
+    });
+    countBilled(lease.tenant, agent.name, unbilled);
+    turnOutcomes.inc({ outcome: 'error' });
+    return { kind: 'finished', holding: true };
+  }
+  if (option) {
+    // The fixed reply as written (no completion text), the effect applied with the commit.
+    const effect = option.effect;
+    return commit(
+      { text: option.reply, options: null, usage: unbilled, tail: [], raw: option.reply },
+      (message) => ({
+        ...message,
+        content: option.reply,
+        rawContent: null,
+        effects: {
+          owner: { tenant: lease.tenant, agent: agent.name, user: lead.author },
+          list: [...(message.effects?.list ?? []), effect],
+        },
+        stateBy: 'option',
+      }),
+    );
+  }
 
   // Gate: a fresh burst of messages only; off topic (or a failed gate: fail-closed), the
   // redirect is the reply.

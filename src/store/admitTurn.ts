@@ -59,8 +59,8 @@ export interface Admission {
  * key; the loser rolls back whole (including a session it created) and re-reads.
  *
  * The common case (a message to an existing session that waits for nobody) is one
- * statement; a new session, a pressed option or a session waiting for a person take the
- * general path.
+ * statement; a new session, a pressed option, a session waiting for a person or a closed
+ * one (refused, `session_closed`) take the general path.
  */
 export async function admitTurn(db: Db, input: AdmitTurnInput): Promise<Admission> {
   const agentRevision = input.agentRevision ?? null;
@@ -119,7 +119,7 @@ const admitStatement: Statement = {
              state = case when coalesce(($8::jsonb ->> s.agent)::boolean, true) and s.state = 'idle'
                           then 'queued' else s.state end,
              updated_at = now()
-       where s.tenant = $1 and s.session_id = $2 and s.state <> 'input_required'
+       where s.tenant = $1 and s.session_id = $2 and s.state not in ('input_required', 'closed')
          and ($4::text is null or s.agent = $4) and ${visibleSql('s', 11)}
          and not exists (select 1 from known)
        returning s.tenant, s.session_id, s.input_count, s.last_sequence,
@@ -167,7 +167,8 @@ interface AdmitRow {
 
 /**
  * The one-statement admission to an existing session. Returns null when the general path
- * must decide (the session waits for a person, so the message may supersede a request).
+ * must decide (the session waits for a person, so the message may supersede a request;
+ * or it is closed).
  */
 async function admitToSession(
   db: Db,
@@ -243,6 +244,13 @@ async function admitOnce(
   }
   if (session) {
     if (input.agent !== null && input.agent !== session.agent) throw agentMismatch(session.agent);
+    // A completed session takes no more input (docs/governance.md, "Sessions with state").
+    if (session.state === 'closed') {
+      throw new ParleyError(
+        'session_closed',
+        'this session is completed and takes no more messages',
+      );
+    }
   } else {
     const agent = input.agent ?? input.defaultAgent;
     session = await createSession(tx, {

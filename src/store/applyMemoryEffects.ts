@@ -1,4 +1,4 @@
-import type { MemoryEffect } from './types.js';
+import type { BufferedEffect } from './types.js';
 import type { Queryable } from './db.js';
 
 /** Whose memories a turn writes: the user it answers, with this agent, in this tenant. */
@@ -19,11 +19,13 @@ export interface MemoryOwner {
 export async function applyMemoryEffects(
   tx: Queryable,
   owner: MemoryOwner & { sessionId: string | null },
-  effects: readonly MemoryEffect[],
+  effects: readonly BufferedEffect[],
 ): Promise<{ remembered: number; forgotten: number }> {
   let remembered = 0;
   let forgotten = 0;
   for (const effect of effects) {
+    // State changes are applied by applyStateChange.ts (the last one of the turn wins).
+    if (effect.kind === 'state') continue;
     const fresh = await tx.query(
       `insert into memory_effects (effect_id, tenant) values ($1, $2)
        on conflict (effect_id) do nothing`,

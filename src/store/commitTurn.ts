@@ -1,6 +1,7 @@
 import { newEvent, type NewEvent, type OptionsOffer } from '../protocol/events.js';
-import type { MemoryEffect } from './types.js';
+import type { BufferedEffect } from './types.js';
 import { applyMemoryEffects, type MemoryOwner } from './applyMemoryEffects.js';
+import { applyStateChange, foldStateEffects } from './applyStateChange.js';
 import type { Db, Queryable, Statement } from './db.js';
 import { insertEventsSql } from './appendEvents.js';
 import { liveEvents, storedEventsJson } from './eventRows.js';
@@ -76,7 +77,8 @@ const commitMany = commitText(closedMany);
  * the reply, the assistant message, the turn rows, the cursor, usage (events, the `usage`
  * rows, the totals, the budget reservations settled), the `done` event — and the lease, released unless another turn is
  * already queued. Either all of it is durable or, if the lease was lost or a cancel got
- * the session row first, none of it. Buffered effects (memory writes) are applied in the
+ * the session row first, none of it. Buffered effects (memory writes; the session's new
+ * domain state, journaled as `state_changed` by the same statement) are applied in the
  * same transaction when there are any. Returns whether the worker still holds the lease
  * (more turns are queued), or `'cancelled'` when a cancel request got the session row
  * first (nothing written: the worker journals `cancelled` instead). A lost lease throws.
@@ -97,12 +99,25 @@ export async function commitTurn(
     tail: NewEvent[];
     /** Events that come before the usage and `done` (the scope gate's verdict). */
     before?: NewEvent[];
-    /** Buffered memory writes of the turn, applied with the commit. */
-    effects?: { owner: MemoryOwner; list: readonly MemoryEffect[] };
+    /** Buffered memory and state writes of the turn, applied with the commit. */
+    effects?: { owner: MemoryOwner; list: readonly BufferedEffect[] };
+    /** Who made the state effects: the turn's tools (default) or a pressed option. */
+    stateBy?: 'tool' | 'option';
   },
 ): Promise<{ sequence: number; pending: boolean } | 'cancelled'> {
   const lead = burst.turnIds[0] as string;
   const events: NewEvent[] = [...burst.tail, ...(burst.before ?? [])];
+  const stateChange = foldStateEffects(burst.effects?.list ?? []);
+  if (stateChange) {
+    events.push(
+      newEvent('state_changed', lead, {
+        data: stateChange.data,
+        ...('result' in stateChange ? { result: stateChange.result ?? null } : {}),
+        ...(stateChange.complete ? { completed: true } : {}),
+        by: burst.stateBy ?? 'tool',
+      }),
+    );
+  }
   events.push(...usageEvents(lead, burst.usage));
   events.push(
     newEvent('done', lead, {
@@ -145,6 +160,7 @@ export async function commitTurn(
       burst.turnIds.length === 1 ? commitTurnStatement : commitMany,
       params,
     );
+  let closed = false;
   const committed =
     effects && effects.list.length > 0
       ? await db.transaction(async (tx) => {
@@ -156,6 +172,9 @@ export async function commitTurn(
               { ...effects.owner, sessionId: lease.sessionId },
               effects.list,
             );
+            if (stateChange) {
+              ({ closed } = await applyStateChange(tx, lease.sessionId, stateChange));
+            }
           }
           return result;
         })
@@ -164,7 +183,8 @@ export async function commitTurn(
   if (row) {
     // After the transaction, when there was one: published only once committed.
     publishWakeup(db, row.wakeup);
-    return { sequence: row.last_sequence, pending: row.pending };
+    // A completed session keeps no lease: the turns still queued were answered `session_closed`.
+    return { sequence: row.last_sequence, pending: row.pending && !closed };
   }
   // Nothing applied: a cancel took the session row first (no `done` then), or the lease is gone.
   if (await holdsLease(db, lease)) return 'cancelled';

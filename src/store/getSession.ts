@@ -19,6 +19,9 @@ export interface SessionProjection {
   pending_input: PendingInput | null;
   queued_turns: number;
   usage: { input_tokens: number; output_tokens: number; cost_usd: number };
+  /** The domain state (docs/governance.md, "Sessions with state"); null until first written. */
+  data: Record<string, unknown> | null;
+  result: unknown;
   created_at: string;
   updated_at: string;
 }
@@ -95,6 +98,8 @@ export function toProjection(row: ProjectionRow): SessionProjection {
       output_tokens: row.output_tokens,
       cost_usd: row.cost_usd,
     },
+    data: row.data,
+    result: row.result,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };

@@ -44,6 +44,9 @@ export interface SessionRow {
   owner: string | null;
   visibility: Visibility;
   members: string[];
+  /** The domain state and result (null until first written). */
+  data: Record<string, unknown> | null;
+  result: unknown;
   created_at: Date;
   updated_at: Date;
 }
@@ -78,6 +81,24 @@ export class LeaseLostError extends Error {
 export type MemoryEffect =
   | { kind: 'remember'; effect_id: string; memory_id: string; text: string }
   | { kind: 'forget'; effect_id: string; memory_id: string };
+
+/**
+ * A change of the session's domain state promised by a turn (`update_state`): the whole
+ * new `data` (already validated), the new `result` when the call set one, and whether the
+ * session completes. Buffered with the memory writes and applied with the same commit;
+ * the last one of a turn wins.
+ */
+export interface StateEffect {
+  kind: 'state';
+  effect_id: string;
+  data: Record<string, unknown>;
+  /** Present (null included): the new result; absent: unchanged. */
+  result?: unknown;
+  complete: boolean;
+}
+
+/** Every effect a turn's tools may buffer. */
+export type BufferedEffect = MemoryEffect | StateEffect;
 
 /** The turns a closing statement finishes. */
 export interface BurstRef {
@@ -131,8 +152,8 @@ export interface BurstState {
   steps: BurstStep[];
   /** Budget granted so far (extended by an approved budget_extension). */
   budget: { iterations: number; tool_calls: number };
-  /** Memory writes the turn's tools buffered: applied with the commit, or never. */
-  effects?: MemoryEffect[];
+  /** Memory and state writes the turn's tools buffered: applied with the commit, or never. */
+  effects?: BufferedEffect[];
 }
 
 /**

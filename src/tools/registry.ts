@@ -10,6 +10,7 @@ import { remember } from './memory/remember.js';
 import { createShell } from './shell/index.js';
 import type { SkillCatalog } from './skills/catalog.js';
 import { createLoadSkill } from './skills/loadSkill.js';
+import { createUpdateState, updateStateTool } from './state/updateState.js';
 import { reconcileCall, runTool, type ToolOutcome } from './run.js';
 import {
   ToolError,
@@ -58,6 +59,7 @@ export function builtInTools(io: ToolIo = {}): Map<string, Tool> {
     createRecall(db),
     createForget(db),
     createLoadSkill(io.skills ?? { skills: new Map(), broken: new Map() }),
+    createUpdateState(db),
   ];
   return new Map(tools.map((tool) => [tool.name, tool]));
 }
@@ -117,7 +119,8 @@ function resolved(
  * The tools an agent has — exactly those it lists, nothing implicit — in a stable order:
  * its entries by name (`ask_user` included, its `tool` null: the runtime handles it), then
  * the tools of each MCP server it lists as `server__*` that it does not list by name (with
- * that entry's policy), then `load_skill` when the agent has skills. A tenant's own
+ * that entry's policy), then `load_skill` when the agent has skills, then `update_state`
+ * when it has `state`. A tenant's own
  * definition is offered MCP tools only of the servers in its `mcpGrants` (granted to the
  * tenant, or kept from the operator's definition): checked here again, whatever the
  * definition says. `deny` tools are included (to show them); the runtime offers only the
@@ -141,7 +144,12 @@ export function resolveAgentTools(
     listed.add(name);
     const tool = name === askUserTool ? null : (tools.get(name) ?? null);
     const source = tool ? sourceOf(tool) : server ? (`mcp:${server}` as const) : 'built-in';
-    const options = name === loadSkillTool ? { skills: agent.skills } : entry.options;
+    const options =
+      name === loadSkillTool
+        ? { skills: agent.skills }
+        : name === updateStateTool
+          ? { state: agent.state }
+          : entry.options;
     result.push(resolved(name, tool, source, { ...entry, options }, { ...entry, options }));
   }
   const mcp = [...tools.values()]
@@ -161,6 +169,14 @@ export function resolveAgentTools(
       resolved(loadSkillTool, tool, 'skill', undefined, {
         policy: 'allow',
         options: { skills: agent.skills },
+      }),
+    );
+  }
+  if (agent.state !== null && !listed.has(updateStateTool)) {
+    result.push(
+      resolved(updateStateTool, tools.get(updateStateTool) ?? null, 'built-in', undefined, {
+        policy: 'allow',
+        options: { state: agent.state },
       }),
     );
   }

@@ -1,5 +1,5 @@
 import type { Config } from '../config/types.js';
-import type { MemoryEffect } from '../store/types.js';
+import type { BufferedEffect } from '../store/types.js';
 import { MemoryEffects } from './memory/effects.js';
 import { workspaceDir } from './shell/workspace.js';
 import type { CallScope } from './types.js';
@@ -18,7 +18,7 @@ export function callScope(
     user: string;
     sessionId: string;
     callId: string;
-    memory: MemoryEffects | readonly MemoryEffect[];
+    memory: MemoryEffects | readonly BufferedEffect[];
   },
 ): CallScope {
   return {

@@ -29,6 +29,10 @@ export function explainError(code: string | undefined, fallback: string | undefi
       return 'The reply stopped making progress, even after another try, so it was ended. Send your message again; if it keeps happening, tell an operator.';
     case 'unknown_agent':
       return "This conversation's agent no longer exists on this server.";
+    case 'session_closed':
+      return 'This conversation was completed before this message was answered.';
+    case 'invalid_state':
+      return 'The choice could not be applied: it would leave the conversation in a state its agent does not allow.';
     case 'budget_exhausted':
       return 'A spending budget would have been exceeded by the next model call, and no more was granted. A tenant admin can raise the budget; then send your message again.';
     default:
@@ -52,6 +56,8 @@ export function explainRequestError(error: unknown): string {
       return 'Someone already answered this request.';
     case 'option_locked':
       return 'Someone already chose an option here.';
+    case 'session_closed':
+      return 'This conversation is completed: it takes no more messages.';
     case 'message_too_long':
       return 'This message is too long for the server.';
     default:

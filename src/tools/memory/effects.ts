@@ -1,20 +1,22 @@
 import { newEffectId, newMemoryId } from '../../ids.js';
-import type { MemoryEffect } from '../../store/types.js';
+import { foldStateEffects, type FoldedStateChange } from '../../store/applyStateChange.js';
+import type { BufferedEffect } from '../../store/types.js';
 
 /** The longest memory a turn may store, in characters. */
 export const MAX_MEMORY_CHARS = 2000;
 
 /**
- * A turn's buffered memory writes (seed 000's buffered effects). `remember` and `forget`
+ * A turn's buffered memory writes (seed 000's buffered effects), and its changes of the
+ * session's domain state (`update_state`, tools/state/). `remember` and `forget`
  * only record what to do; `store/applyMemoryEffects.ts` does it inside the transaction
  * that commits the turn's reply. Plain JSON in and out (`list()`, the constructor), so the
  * runtime can keep the buffer with the burst it saves between steps: a new owner after a
  * crash then applies the same effect ids, which makes a retried turn write once.
  */
 export class MemoryEffects {
-  private readonly effects: MemoryEffect[];
+  private readonly effects: BufferedEffect[];
 
-  constructor(saved: readonly MemoryEffect[] = []) {
+  constructor(saved: readonly BufferedEffect[] = []) {
     this.effects = saved.map((effect) => ({ ...effect }));
   }
 
@@ -42,7 +44,7 @@ export class MemoryEffects {
   /** Ids this turn asked to forget. */
   forgotten(): Set<string> {
     return new Set(
-      this.effects.filter((effect) => effect.kind === 'forget').map((effect) => effect.memory_id),
+      this.effects.flatMap((effect) => (effect.kind === 'forget' ? [effect.memory_id] : [])),
     );
   }
 
@@ -51,8 +53,21 @@ export class MemoryEffects {
     return this.pending().some((memory) => memory.memory_id === memoryId);
   }
 
+  /** Buffers the session's new domain state (validated by the caller). */
+  changeState(change: FoldedStateChange): void {
+    this.effects.push({ kind: 'state', effect_id: newEffectId(), ...change });
+  }
+
+  /**
+   * What this turn did to the session's state so far, folded: the last data, the last
+   * result set (if any), and whether any change completed the session. Null: none.
+   */
+  state(): FoldedStateChange | null {
+    return foldStateEffects(this.effects);
+  }
+
   /** Every effect in the order the turn made them: what to save and what to apply. */
-  list(): MemoryEffect[] {
+  list(): BufferedEffect[] {
     return this.effects.map((effect) => ({ ...effect }));
   }
 }

@@ -96,6 +96,7 @@ export function Conversation(props: {
   });
 
   const parked = projection?.state === 'parked';
+  const closed = projection?.state === 'closed';
   return (
     <section className="conversation" aria-label="Conversation view">
       <header className="conversation-header">
@@ -138,6 +139,25 @@ export function Conversation(props: {
           {projection.usage.output_tokens} tokens out · {formatCost(projection.usage.cost_usd)}
         </div>
       ) : null}
+      {projection && (projection.data !== null || projection.result !== null) ? (
+        <details className="state-panel" aria-label="Conversation state">
+          <summary>State{projection.result !== null ? ' and result' : ''}</summary>
+          {projection.data !== null ? (
+            <pre className="small">{JSON.stringify(projection.data, null, 2)}</pre>
+          ) : null}
+          {projection.result !== null ? (
+            <>
+              <p className="small muted">Result</p>
+              <pre className="small">{JSON.stringify(projection.result, null, 2)}</pre>
+            </>
+          ) : null}
+        </details>
+      ) : null}
+      {closed ? (
+        <p className="banner" role="note">
+          This conversation is completed: it takes no more messages.
+        </p>
+      ) : null}
       {parked ? (
         <p className="banner" role="note">
           This conversation is paused after repeated failures. New messages wait until an operator
@@ -177,7 +197,8 @@ export function Conversation(props: {
           <textarea
             ref={input}
             aria-label="Message"
-            placeholder="Write a message…"
+            disabled={closed}
+            placeholder={closed ? 'This conversation is completed' : 'Write a message…'}
             value={text}
             rows={Math.min(8, Math.max(1, text.split('\n').length))}
             onChange={(event) => setText(event.target.value)}
@@ -193,7 +214,7 @@ export function Conversation(props: {
               Stop
             </button>
           ) : null}
-          <button type="submit" className="primary" disabled={!text.trim()}>
+          <button type="submit" className="primary" disabled={closed || !text.trim()}>
             Send
           </button>
         </div>

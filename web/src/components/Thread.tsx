@@ -169,6 +169,13 @@ function ThreadItem(props: ThreadProps & { item: Item; showUsage: boolean; asked
           {item.action === 'retry' ? 'Trying again.' : 'The turn was ended.'}
         </p>
       );
+    case 'state':
+      return (
+        <p className="notice state-change" role="note">
+          {item.by === 'admin' ? 'An admin updated' : 'The agent updated'} this conversation’s state
+          {item.completed ? ' and completed it.' : '.'}
+        </p>
+      );
     case 'outcome':
       return item.outcome === 'cancelled' ? (
         <p className="notice cancelled" role="note">

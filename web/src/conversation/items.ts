@@ -85,6 +85,13 @@ export type Item =
       tool?: string | undefined;
     }
   | {
+      /** The session's domain state changed (`state_changed`): by whom, and if it completed. */
+      kind: 'state';
+      key: string;
+      by: 'tool' | 'option' | 'admin';
+      completed: boolean;
+    }
+  | {
       kind: 'outcome';
       key: string;
       turnIds: string[];

@@ -258,6 +258,17 @@ export function reduce(state: ConversationState, event: ParleyEvent): Conversati
         },
       ];
       return next;
+    case 'state_changed':
+      next.items = [
+        ...state.items,
+        {
+          kind: 'state',
+          key: `d:${event.sequence}`,
+          by: event.by,
+          completed: event.completed === true,
+        },
+      ];
+      return next;
     default:
       return next;
   }
