@@ -23,6 +23,7 @@ export const engineFreeFiles = [
   'providers',
   'shell',
   'skills',
+  'soak-budget-check',
   'soak-plan',
   'tool-runner',
   'tools',

@@ -3,11 +3,21 @@ import { where, type Findings, type Journal } from './findings.js';
 import type { EventRow } from './snapshot.js';
 
 /**
+ * The budget a request or a stop names (`the turn used its 6 tool calls`): its size and
+ * what it counts; null when the text names none.
+ */
+export function namedBudget(text: string): { size: number; of: string } | null {
+  const found = /used its (\d+) (tool calls|model steps)/.exec(text);
+  return found ? { size: Number(found[1]), of: found[2] as string } : null;
+}
+
+/**
  * Budget extensions (kind `budget_extension`), held to what their answer said:
- * - an approved extension resumes its turn: the turn goes on to its next model step and
- *   does not finish `I stopped here` (the grant was lost), nor ask again for the budget it
- *   was just given (the soak's rounds need one grant; a second request means the resumed
- *   turn did not see the first);
+ * - an approved extension resumes its turn with a larger budget: the turn does not
+ *   finish `I stopped here`, nor ask again, at the budget it was just given beyond — a
+ *   later stop or request names a larger budget of the same kind, else the grant was lost.
+ *   (One burst may need several grants: messages that arrived together are answered
+ *   together, and their calls add up.)
  * - a refused one finishes its turn at once with `I stopped here`, and the turn never
  *   asks again (a refused turn that ran on used a budget nobody gave).
  * A turn cancelled meanwhile, or still open, is judged by the other rules.
@@ -33,7 +43,18 @@ export function checkBudgets(journal: Journal, findings: Findings): number {
     );
     const content = String(terminal.payload?.final_message?.content ?? '');
     const stopped = content.startsWith(stoppedPrefix);
-    if (request.approved && (stopped || later.length > 0)) {
+    const granted = namedBudget(String(asked?.payload?.prompt ?? ''));
+    // The grant took effect when what came after names a larger budget of its kind (or
+    // the other kind's: a grant raises both, and the turn went on to meet that one).
+    const beyond = (text: string) => {
+      const named = namedBudget(text);
+      if (granted === null || named === null) return false;
+      return named.of !== granted.of || named.size > granted.size;
+    };
+    const lostGrant =
+      (stopped && !beyond(content)) ||
+      (later.length > 0 && !beyond(String(later[0]?.payload?.prompt ?? '')));
+    if (request.approved && lostGrant) {
       findings.add(
         'lost',
         'approved extension resumes once',
