@@ -320,6 +320,38 @@ describe('the web app', () => {
     await second.context.close();
   });
 
+  it('shows an admin the budgets with what each used and holds; others get no link', async () => {
+    const put = await fetch(`${server.url}/api/v1/budgets/daily_cost`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ metric: 'cost_usd', period: 'day', limit: 25 }),
+    });
+    expect(put.status).toBe(200);
+    const { context, page } = await signedIn(browser, alice);
+    await page.goto(server.url);
+    await page
+      .getByRole('navigation', { name: 'Main' })
+      .getByRole('link', { name: 'Budgets' })
+      .click();
+    await page.waitForURL(/\/budgets$/);
+    const row = page.getByRole('row', { name: /daily_cost/ });
+    await row.waitFor();
+    expect(await row.getByRole('cell').allTextContents()).toEqual([
+      'the whole tenant',
+      'day',
+      '$25.00',
+      '$0',
+      '$0',
+    ]);
+    await context.close();
+
+    const other = await signedIn(browser, bob);
+    await other.page.goto(server.url);
+    await other.page.getByRole('link', { name: 'Inbox' }).waitFor();
+    expect(await other.page.getByRole('link', { name: 'Budgets' }).count()).toBe(0);
+    await other.context.close();
+  });
+
   it('fits a phone: the list, then one conversation with a way back', async () => {
     const { context, page } = await signedIn(browser, alice, { viewport: phone });
     await page.goto(server.url);

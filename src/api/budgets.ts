@@ -2,7 +2,12 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { budgetId, maxBudgetLimit } from '../config/schema.js';
 import { ParleyError } from '../errors.js';
-import { timestamp } from '../protocol/rest.js';
+import {
+  budgetMetric as metric,
+  budgetPeriod as period,
+  budgetScope as scope,
+  budgetView,
+} from '../protocol/rest.js';
 import { deleteBudget } from '../store/deleteBudget.js';
 import { listBudgets } from '../store/listBudgets.js';
 import { putBudget } from '../store/putBudget.js';
@@ -10,10 +15,6 @@ import { route, routeOptions, typed } from './contract.js';
 import type { ApiDeps } from './deps.js';
 import { hasRole } from './principal.js';
 import { pathId } from './validate.js';
-
-const scope = z.enum(['tenant', 'user', 'agent', 'session']);
-const metric = z.enum(['cost_usd', 'tokens']);
-const period = z.enum(['day', 'month', 'run']);
 
 /** What a tenant admin may set: the tenant is the principal's, never the body's. */
 const budgetBody = z
@@ -33,24 +34,6 @@ const budgetBody = z
     message: 'required for a user, agent or session budget, null for a tenant one',
     path: ['scope_id'],
   });
-
-const budgetView = z
-  .object({
-    budget_id: z.string(),
-    scope,
-    scope_id: z.string().nullable(),
-    metric,
-    period,
-    limit: z.number(),
-    used: z.number().nullable().meta({
-      description: 'in the current period (null for a run budget: each turn has its own)',
-    }),
-    reserved: z.number().meta({ description: 'worst cases of model calls in flight' }),
-    origin: z.enum(['config', 'api']),
-    updated_by: z.string().nullable(),
-    updated_at: timestamp,
-  })
-  .meta({ id: 'Budget' });
 
 export const budgetContracts = {
   list: route({

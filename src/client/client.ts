@@ -4,6 +4,7 @@ import { Subscription, type SubscribeOptions } from './subscription.js';
 import type {
   Admission,
   AgentInfo,
+  BudgetInfo,
   CancelResult,
   InboxItem,
   InputAnswer,
@@ -219,6 +220,14 @@ export class ParleyClient {
   /** Extension: the agents a session can be created with. */
   listAgents(options: { signal?: AbortSignal } = {}): Promise<{ items: AgentInfo[] }> {
     return this.http.request('GET', '/api/v1/agents', { signal: options.signal });
+  }
+
+  /**
+   * Extension: the tenant's spending budgets, with what each used and holds reserved
+   * (admins only: 403 otherwise).
+   */
+  listBudgets(options: { signal?: AbortSignal } = {}): Promise<{ items: BudgetInfo[] }> {
+    return this.http.request('GET', '/api/v1/budgets', { signal: options.signal });
   }
 
   /** Extension: the caller's principal; a 401 here means the API key is missing or wrong. */

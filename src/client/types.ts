@@ -7,6 +7,7 @@
 export type {
   Admission,
   AgentInfo,
+  BudgetInfo,
   CancelResult,
   InputAnswer,
   Me,

@@ -177,3 +177,27 @@ export const me = z.object({
 
 export type AgentInfo = z.infer<typeof agentInfo>;
 export type Me = z.infer<typeof me>;
+
+export const budgetScope = z.enum(['tenant', 'user', 'agent', 'session']);
+export const budgetMetric = z.enum(['cost_usd', 'tokens']);
+export const budgetPeriod = z.enum(['day', 'month', 'run']);
+
+/** A spending budget as GET /api/v1/budgets shows it (an extension; admins). */
+export const budgetView = z
+  .object({
+    budget_id: z.string(),
+    scope: budgetScope,
+    scope_id: z.string().nullable(),
+    metric: budgetMetric,
+    period: budgetPeriod,
+    limit: z.number(),
+    used: z.number().nullable().meta({
+      description: 'in the current period (null for a run budget: each turn has its own)',
+    }),
+    reserved: z.number().meta({ description: 'worst cases of model calls in flight' }),
+    origin: z.enum(['config', 'api']),
+    updated_by: z.string().nullable(),
+    updated_at: timestamp,
+  })
+  .meta({ id: 'Budget' });
+export type BudgetInfo = z.infer<typeof budgetView>;

@@ -2,6 +2,7 @@ import { useCallback, useEffect, useMemo, useState } from 'react';
 import type { AgentInfo, Me, ParleyClient, SessionProjection } from 'parley/client';
 import { makeClient, storedKey, storeKey } from './api';
 import { Conversation } from './components/Conversation';
+import { Budgets } from './components/Budgets';
 import { Inbox } from './components/Inbox';
 import { NewSession } from './components/NewSession';
 import { SessionList } from './components/SessionList';
@@ -149,6 +150,15 @@ function Shell(props: { client: ParleyClient; me: Me; onSignOut: () => void }) {
               </span>
             ) : null}
           </a>
+          {me.roles.includes('admin') || me.roles.includes('*') ? (
+            <a
+              href="/budgets"
+              onClick={onLinkClick}
+              aria-current={route.name === 'budgets' ? 'page' : undefined}
+            >
+              Budgets
+            </a>
+          ) : null}
         </nav>
         <span className="whoami small muted" title={`tenant ${me.tenant}`}>
           {me.user}
@@ -181,6 +191,8 @@ function Shell(props: { client: ParleyClient; me: Me; onSignOut: () => void }) {
           <NewSession client={client} agents={agents} onCreated={() => void loadSessions()} />
         ) : route.name === 'inbox' ? (
           <Inbox client={client} agents={agents} onCount={setInboxCount} />
+        ) : route.name === 'budgets' ? (
+          <Budgets client={client} />
         ) : (
           <div className="empty-main">
             <h2>Pick a conversation</h2>

@@ -2,13 +2,18 @@ import { useEffect, useState } from 'react';
 
 /** The app's routes: the server answers index.html for each of them. */
 export type Route =
-  { name: 'home' } | { name: 'session'; sessionId: string } | { name: 'new' } | { name: 'inbox' };
+  | { name: 'home' }
+  | { name: 'session'; sessionId: string }
+  | { name: 'new' }
+  | { name: 'inbox' }
+  | { name: 'budgets' };
 
 export function parseRoute(path: string): Route {
   const session = /^\/s\/([A-Za-z0-9_-]+)\/?$/.exec(path);
   if (session?.[1]) return { name: 'session', sessionId: session[1] };
   if (path === '/new') return { name: 'new' };
   if (path === '/inbox') return { name: 'inbox' };
+  if (path === '/budgets') return { name: 'budgets' };
   return { name: 'home' };
 }
 
@@ -20,6 +25,8 @@ export function hrefOf(route: Route): string {
       return '/new';
     case 'inbox':
       return '/inbox';
+    case 'budgets':
+      return '/budgets';
     default:
       return '/';
   }

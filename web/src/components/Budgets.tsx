@@ -1,0 +1,88 @@
+import { useEffect, useState } from 'react';
+import type { BudgetInfo, ParleyClient } from 'parley/client';
+import { explainRequestError, formatCost } from '../words';
+
+const pollMs = 5000;
+
+function amount(budget: BudgetInfo, value: number): string {
+  return budget.metric === 'cost_usd' ? formatCost(value) : `${value.toLocaleString()} tokens`;
+}
+
+function scopeOf(budget: BudgetInfo): string {
+  return budget.scope === 'tenant' ? 'the whole tenant' : `${budget.scope} ${budget.scope_id}`;
+}
+
+/**
+ * The tenant's spending budgets (GET /api/v1/budgets, admins): each one's limit, what it
+ * used in the current period and what model calls in flight hold reserved, refreshed while
+ * the page is open. Editing stays with the API and the CLI.
+ */
+export function Budgets(props: { client: ParleyClient }) {
+  const { client } = props;
+  const [items, setItems] = useState<BudgetInfo[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+
+  useEffect(() => {
+    let live = true;
+    const load = () =>
+      client.listBudgets().then(
+        (answer) => {
+          if (!live) return;
+          setItems(answer.items);
+          setError(null);
+        },
+        (failure: unknown) => {
+          if (live) setError(explainRequestError(failure));
+        },
+      );
+    void load();
+    const timer = setInterval(() => void load(), pollMs);
+    return () => {
+      live = false;
+      clearInterval(timer);
+    };
+  }, [client]);
+
+  return (
+    <section className="budgets" aria-label="Budgets">
+      <h2>Budgets</h2>
+      <p className="muted small">
+        Spending limits of this tenant. A model call that would go past one waits for an admin to
+        allow it.
+      </p>
+      {error ? (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      ) : null}
+      {items === null && !error ? <p className="muted">Loading…</p> : null}
+      {items !== null && items.length === 0 ? <p className="empty">No budgets are set.</p> : null}
+      {items !== null && items.length > 0 ? (
+        <table className="budget-table">
+          <thead>
+            <tr>
+              <th scope="col">Budget</th>
+              <th scope="col">For</th>
+              <th scope="col">Per</th>
+              <th scope="col">Limit</th>
+              <th scope="col">Used</th>
+              <th scope="col">Reserved</th>
+            </tr>
+          </thead>
+          <tbody>
+            {items.map((budget) => (
+              <tr key={budget.budget_id}>
+                <th scope="row">{budget.budget_id}</th>
+                <td>{scopeOf(budget)}</td>
+                <td>{budget.period}</td>
+                <td>{amount(budget, budget.limit)}</td>
+                <td>{budget.used === null ? 'per turn' : amount(budget, budget.used)}</td>
+                <td>{amount(budget, budget.reserved)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+    </section>
+  );
+}
