@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registeredRoutes, routeShape } from '../src/api/routes.js';
 import { httpRequests } from '../src/metrics.js';
+import { saveCredential } from '../src/store/saveCredential.js';
 import { recordCircuit } from '../src/store/recordCircuit.js';
 import { engine } from './support/db.js';
 import {
@@ -203,6 +204,14 @@ beforeAll(async () => {
   expect(writes.map((answer) => answer.status)).toEqual([200, 201, 200, 200, 200, 200]);
   // A provider circuit's change of state, as a worker reports it (providers/circuit.ts).
   await recordCircuit(full.db, { provider: 'demo', state: 'closed', failures: 0 });
+  // A credential reference, by the statement an external_auth answer runs (no tool of the
+  // fuzzer's agents asks for authorization).
+  await saveCredential(full.db, {
+    tenant: 'default',
+    user: 'local',
+    provider: 'fuzzhub',
+    reference: 'vault:fuzz/1',
+  });
   // A Telegram conversation answered through the outbox.
   await fetch(`${full.url}/adapters/telegram/webhook`, {
     method: 'POST',

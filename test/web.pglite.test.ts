@@ -347,8 +347,9 @@ describe('the web app', () => {
 
     const other = await signedIn(browser, bob);
     await other.page.goto(server.url);
-    await other.page.getByRole('link', { name: 'Inbox' }).waitFor();
-    expect(await other.page.getByRole('link', { name: 'Budgets' }).count()).toBe(0);
+    const nav = other.page.getByRole('navigation', { name: 'Main' });
+    await nav.getByRole('link', { name: 'Inbox' }).waitFor();
+    expect(await nav.getByRole('link', { name: 'Budgets' }).count()).toBe(0);
     await other.context.close();
   });
 
