@@ -1,80 +1,35 @@
 import { z } from 'zod';
 import { adaptersSchema, webhooksSchema } from './platformSchema.js';
+import { agentSchema, namespaceName, toolEntrySchema } from './agentSchema.js';
+import {
+  callTimeoutMs,
+  durationMs,
+  envName,
+  maxBudgetIterations,
+  maxBudgetToolCalls,
+  maxMissionIterations,
+  maxMissionSeconds,
+  maxOutputTokensCeiling,
+  maxTimerMs,
+  modelName,
+} from './schemaUnits.js';
 
 /**
  * The configuration file's shape (CONFIG.md). Keys are snake_case as users write them;
  * `compileConfig` turns the parsed file into the typed object the rest of Parley uses.
  * Unknown keys are errors: a typo must fail at start, not silently fall back to a default.
  */
-/**
- * Absolute ceilings, for the operator's file as much as for a tenant's definition. A Node
- * timer longer than 2^31-1 ms fires at once, so no duration may exceed it; the time limit
- * of one call (a tool, the gate, an MCP server's connect) is at most a day.
- */
-export const maxTimerMs = 2_147_483_647;
-export const maxCallTimeoutMs = 86_400_000;
-export const maxBudgetIterations = 1000;
-export const maxBudgetToolCalls = 10_000;
-export const maxOutputTokensCeiling = 1_000_000;
-export const maxMissionIterations = 10_000;
-/** A year: a mission's loop delay and its time limit are durable timers in the database. */
-export const maxMissionSeconds = 31_536_000;
-const durationMs = z.number().int().positive().max(maxTimerMs);
-const callTimeoutMs = z.number().int().positive().max(maxCallTimeoutMs);
-const modelName = z.string().regex(/^[^/]+\/.+$/, 'must be "provider/model"');
-/** An environment variable's name: credentials are never written in the file itself. */
-const envName = z
-  .string()
-  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name');
 
-const policy = z.enum(['allow', 'approve', 'deny']);
-
-/** Whom an escalation re-routes a request to: a person or everyone with a role. */
-const escalationTarget = z
-  .string()
-  .regex(/^(user|role):[^\s:][^\s]{0,127}$/, 'must be user:NAME or role:NAME');
-
-/**
- * An approval's escalation chain: each step re-routes the request, still pending, this
- * long after it was made; steps come in order of `after_ms`.
- */
-const escalationChain = z
-  .array(z.object({ after_ms: durationMs, to: escalationTarget }).strict())
-  .max(8)
-  .refine(
-    (steps) => steps.every((step, i) => i === 0 || step.after_ms > (steps[i - 1]?.after_ms ?? 0)),
-    'steps must come in increasing after_ms',
-  );
-
-/**
- * A tool's entry under an agent: a policy, or a table with a policy (optional: each tool
- * has a default) and options. `timeout_ms`, `idempotent`, `human_only`,
- * `approval_timeout_ms`, `on_timeout`, `escalate`, `remind_before_ms` and `on_unknown` apply to every tool; a tool's own keys (http_fetch's `allow_hosts`…) are checked by that tool when the
- * file compiles.
- */
-export const toolEntrySchema = z.union([
-  policy,
-  z
-    .object({
-      policy: policy.optional(),
-      timeout_ms: callTimeoutMs.optional(),
-      idempotent: z.boolean().optional(),
-      // Only a person may answer its approvals, never an agent (missions' agent:NAME).
-      human_only: z.boolean().optional(),
-      // How long its approvals wait for an answer (overrides the agent's), and what applies
-      // when nobody answers in time: reject (the safe default), or approve (operator only).
-      approval_timeout_ms: durationMs.optional(),
-      on_timeout: z.enum(['reject', 'approve']).optional(),
-      // Who else its approvals go to, and when (overrides the agent's chain), and the
-      // reminder before the deadline.
-      escalate: escalationChain.optional(),
-      remind_before_ms: durationMs.optional(),
-      // A non-idempotent call found started without a result after a crash: recorded as
-      // interrupted, or a person is asked whether it took effect (reconciliation).
-      on_unknown: z.enum(['interrupted', 'ask']).optional(),
-    })
-    .catchall(z.unknown()),
-]);
+export { agentSchema, namespaceName, toolEntrySchema } from './agentSchema.js';
+export {
+  maxBudgetIterations,
+  maxBudgetToolCalls,
+  maxCallTimeoutMs,
+  maxMissionIterations,
+  maxMissionSeconds,
+  maxOutputTokensCeiling,
+  maxTimerMs,
+} from './schemaUnits.js';
 
 /** Server names end up in tool names (`server__tool`): provider-safe, no `__` inside. */
 const mcpServerName = z
@@ -111,91 +66,6 @@ export const mcpServerSchema = z.union([
     })
     .strict(),
 ]);
-
-/** Agents and missions are grouped by namespace (listing filter); names stay unique. */
-export const namespaceName = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'letters, digits, _ . - (at most 64)');
-
-/** What pressing one option does to a session's state, answered without a model call. */
-const optionEffectSchema = z
-  .object({
-    set: z.record(z.string(), z.unknown()).nullable().default(null),
-    result: z.unknown().optional(),
-    complete: z.boolean().default(false),
-    reply: z.string().min(1),
-  })
-  .strict();
-
-const agentStateSchema = z
-  .object({
-    schema: z.record(z.string(), z.unknown()),
-    initial: z.record(z.string(), z.unknown()),
-    prompt: z.string().min(1).nullable().default(null),
-    options: z.record(z.string(), optionEffectSchema).default({}),
-  })
-  .strict();
-
-export const agentSchema = z
-  .object({
-    namespace: namespaceName.default('default'),
-    model: modelName.default('demo/echo'),
-    instructions: z.string().default('You are a helpful assistant.'),
-    greeting: z.string().nullable().default(null),
-    trigger_roles: z.array(z.string()).nullable().default(null),
-    approver_roles: z.array(z.string()).nullable().default(null),
-    // How long an approval waits for an answer before its safe default applies (null: for
-    // ever). A tool's entry may override it.
-    approval_timeout_ms: durationMs.nullable().default(null),
-    // Who else a pending approval goes to, and when; a reminder this long before its
-    // deadline. A tool's entry may override either.
-    escalate: escalationChain.default([]),
-    remind_before_ms: durationMs.nullable().default(null),
-    tools: z.record(z.string(), toolEntrySchema).default({}),
-    skills: z.array(z.string().min(1)).default([]),
-    budgets: z
-      .object({
-        max_iterations: z.number().int().positive().max(maxBudgetIterations).default(8),
-        max_tool_calls: z.number().int().nonnegative().max(maxBudgetToolCalls).default(16),
-        on_exhausted: z.enum(['ask', 'finish']).default('ask'),
-      })
-      .strict()
-      .default({ max_iterations: 8, max_tool_calls: 16, on_exhausted: 'ask' }),
-    pending_input: z.enum(['supersede', 'queue']).default('supersede'),
-    gate: z
-      .object({
-        model: modelName,
-        topic: z.string().min(1),
-        redirect: z.string().min(1).default("I can only help with this service's topic."),
-        timeout_ms: callTimeoutMs.default(10_000),
-      })
-      .strict()
-      .nullable()
-      .default(null),
-    completion_text: z.string().nullable().default(null),
-    // Where model steps go while the model's provider circuit is open.
-    fallback_model: modelName.nullable().default(null),
-    // What completion_text replaces: the reply's closing sentence, or the whole reply.
-    completion_replaces: z.enum(['closing_sentence', 'reply']).default('closing_sentence'),
-    temperature: z.number().min(0).max(2).nullable().default(null),
-    max_output_tokens: z
-      .number()
-      .int()
-      .positive()
-      .max(maxOutputTokensCeiling)
-      .nullable()
-      .default(null),
-    // Passed to the AI SDK as `providerOptions` unchanged, keyed by the SDK's provider key
-    // (openai, anthropic, google, or the provider's name for openai_compatible / ollama).
-    provider_options: z.record(z.string(), z.record(z.string(), z.unknown())).default({}),
-    vision: z.enum(['auto', 'always', 'never']).default('auto'),
-    // Who of the tenant sees a new session of this agent (docs/PROTOCOL.md, "Owner and
-    // visibility"); a session's creator may ask for another.
-    visibility: z.enum(['private', 'tenant', 'room']).default('tenant'),
-    // The session's domain state (docs/governance.md, "Sessions with state"): null, none.
-    state: agentStateSchema.nullable().default(null),
-  })
-  .strict();
 
 /** Mission names appear in URLs (`/api/v1/missions/{name}/executions`) and execution ids. */
 export const missionName = z
