@@ -52,10 +52,15 @@ export async function recordCalls(
     if (policy !== 'deny') counted += 1;
     if (policy === 'deny') {
       call.status = 'denied';
-      call.error = {
-        code: 'denied',
-        message: `the tool ${proposed.tool} is not allowed here; nothing ran`,
-      };
+      // A name no tool has (the model made it up) is not found; a tool this agent is not
+      // given is not allowed.
+      call.error =
+        deps.tools.has(proposed.tool) || proposed.tool === askUserTool
+          ? {
+              code: 'denied',
+              message: `the tool ${proposed.tool} is not allowed here; nothing ran`,
+            }
+          : { code: 'not_found', message: `there is no tool named ${proposed.tool}; nothing ran` };
     } else if (proposed.tool === askUserTool || policy === 'approve') {
       const question = proposed.tool === askUserTool;
       call.status = 'awaiting';
