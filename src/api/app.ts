@@ -12,9 +12,15 @@ import { memoryRoutes } from './memories.js';
 import { missionRoutes } from './missions.js';
 import type { ApiDeps } from './deps.js';
 import { budgetsPlugin } from './budgets.js';
+import { openaiPlugin } from './openai/routes.js';
 import { definitionsPlugin } from './definitions.js';
 import { serializerCompiler, validatorCompiler } from './contract.js';
-import { clientErrorHandler, frameworkErrors, installErrorHandler } from './errors.js';
+import {
+  clientErrorHandler,
+  frameworkErrors,
+  installErrorHandler,
+  installNotFound,
+} from './errors.js';
 import { eventRoutes } from './events.js';
 import { executionRoutes } from './executions.js';
 import { fileRoutes } from './files.js';
@@ -76,6 +82,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   app.setSerializerCompiler(serializerCompiler(deps.checkResponses ?? false));
   app.decorateRequest('principal', undefined as never);
   installErrorHandler(app);
+  installNotFound(app);
   // First hook: the body deadline is armed before anything else can answer or wait.
   holdRequestDeadline(app, timeoutMs);
   // Only JSON bodies: anything else (text/plain included) is 415 before a route runs.
@@ -137,5 +144,6 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   });
   await app.register(async (admin) => definitionsPlugin(admin, deps));
   await app.register(async (admin) => budgetsPlugin(admin, deps));
+  await app.register(async (scope) => openaiPlugin(scope, deps));
   return app;
 }

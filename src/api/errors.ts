@@ -14,7 +14,11 @@ const storageRetryAfterSeconds = 1;
  * written for now is a 503 `storage_unavailable` with `Retry-After`; anything else
  * unexpected is a generic 500 whose details go only to the log.
  */
-export function installErrorHandler(app: FastifyInstance): void {
+export function installErrorHandler(
+  app: FastifyInstance,
+  /** The body an error is sent as (an adapter's protocol has its own error shape). */
+  bodyOf: (error: ParleyError) => Record<string, unknown> = (error) => error.toBody(),
+): void {
   app.setErrorHandler((error: FastifyError | ParleyError, request, reply) => {
     const unavailable = !(error instanceof ParleyError) && isStorageUnavailable(error);
     const parley =
@@ -33,8 +37,12 @@ export function installErrorHandler(app: FastifyInstance): void {
         'request failed',
       );
     }
-    void reply.status(parley.status).send(parley.toBody());
+    void reply.status(parley.status).send(bodyOf(parley));
   });
+}
+
+/** A path no route has: the coded 404. */
+export function installNotFound(app: FastifyInstance): void {
   app.setNotFoundHandler((_request, reply) => {
     const error = new ParleyError('not_found', 'no such endpoint');
     void reply.status(error.status).send(error.toBody());

@@ -25,6 +25,7 @@ import { budgetContracts } from './budgets.js';
 import { webhookContracts } from './webhooks.js';
 import { adapterContracts } from './adapters.js';
 import { attachmentContracts } from './attachments.js';
+import { openaiContracts } from './openai/routes.js';
 
 export const openapiContracts = {
   document: route({
@@ -62,6 +63,7 @@ const contracts: RouteContract[] = [
   webhookContracts,
   adapterContracts,
   attachmentContracts,
+  openaiContracts,
 ].flatMap((group) => Object.values(group));
 const generated = generateDocument(contracts);
 

@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { triggersTurns } from '../agents/triggers.js';
-import type { AgentConfig, Principal } from '../config/types.js';
+import type { Principal } from '../config/types.js';
 import { ParleyError } from '../errors.js';
 import { clientKeyPattern } from '../ids.js';
 import { admissionSeconds, turnsAdmitted } from '../metrics.js';
-import { admitTurn } from '../store/admitTurn.js';
+import { admitTurn, type Admission } from '../store/admitTurn.js';
 import { admission } from '../protocol/rest.js';
 import { route, routeOptions, typed } from './contract.js';
 import { agentsOf, type ApiDeps } from './deps.js';
@@ -47,57 +47,86 @@ export const turnContracts = {
   }),
 };
 
-/** PROTOCOL.md §2: admission answers 202 once the message is durable, before any model work. */
-export function turnRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  /** Whether this principal's roles trigger turns of each agent (trigger_roles). */
-  const triggersFor = (principal: Principal, agents: AgentConfig[]) =>
-    new Map(
+/** What a principal admits, in whatever protocol it came (Parley's own, or an adapter's). */
+export interface TurnRequest {
+  turnId: string;
+  sessionId: string | null;
+  agent: string | null;
+  message: string;
+  option?: { request_id: string; value: string } | null;
+  attachments?: string[];
+  agentRevision?: number | null;
+}
+
+/**
+ * Admits a turn for `principal` (PROTOCOL.md §2): the checks every protocol shares (an
+ * empty or too long message, an unknown agent), then one admission statement. The same
+ * path for Parley's routes and the protocol adapters.
+ */
+export async function admitForPrincipal(
+  deps: ApiDeps,
+  principal: Principal,
+  turn: TurnRequest,
+): Promise<Admission> {
+  const started = process.hrtime.bigint();
+  if (turn.message.trim().length === 0 && !turn.option) {
+    throw new ParleyError('empty_message', 'message: must not be empty');
+  }
+  if (Buffer.byteLength(turn.message) > deps.config.server.maxMessageBytes) {
+    throw new ParleyError(
+      'message_too_long',
+      `message: longer than ${deps.config.server.maxMessageBytes} bytes`,
+      { limit_bytes: deps.config.server.maxMessageBytes },
+    );
+  }
+  const tenant = principal.tenant;
+  const directory = agentsOf(deps);
+  if (turn.agent !== null && !directory.get(tenant, turn.agent)) {
+    throw new ParleyError('unknown_agent', `no agent named "${turn.agent}"`);
+  }
+  // The tenant's agents as they are now: an edit applies from the next admission.
+  const agents = directory.list(tenant);
+  const admission = await admitTurn(deps.db, {
+    tenant,
+    author: principal.user,
+    viewer: viewerOf(deps, principal),
+    turnId: turn.turnId,
+    sessionId: turn.sessionId,
+    agent: turn.agent,
+    defaultAgent: directory.defaultName(tenant),
+    greetings: new Map(agents.map((agent) => [agent.name, agent.greeting])),
+    visibilities: new Map(agents.map((agent) => [agent.name, agent.visibility])),
+    message: turn.message,
+    option: turn.option ?? null,
+    attachments: turn.attachments ?? [],
+    triggers: new Map(
       agents.map((agent) => [
         agent.name,
         triggersTurns(agent, principal, deps.config.tenancy.wildcardTriggers),
       ]),
-    );
+    ),
+    pendingInput: new Map(agents.map((agent) => [agent.name, agent.pendingInput])),
+    agentRevision: turn.agentRevision ?? null,
+  });
+  turnsAdmitted.inc();
+  admissionSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
+  return admission;
+}
 
+/** PROTOCOL.md §2: admission answers 202 once the message is durable, before any model work. */
+export function turnRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const admit = turnContracts.admit;
   typed(app).post(admit.url, routeOptions(admit), async (request, reply) => {
-    const started = process.hrtime.bigint();
     const body = request.body;
-    if (body.message.trim().length === 0 && !body.option) {
-      throw new ParleyError('empty_message', 'message: must not be empty');
-    }
-    if (Buffer.byteLength(body.message) > deps.config.server.maxMessageBytes) {
-      throw new ParleyError(
-        'message_too_long',
-        `message: longer than ${deps.config.server.maxMessageBytes} bytes`,
-        { limit_bytes: deps.config.server.maxMessageBytes },
-      );
-    }
-    const tenant = request.principal.tenant;
-    const directory = agentsOf(deps);
-    if (body.agent !== undefined && !directory.get(tenant, body.agent)) {
-      throw new ParleyError('unknown_agent', `no agent named "${body.agent}"`);
-    }
-    // The tenant's agents as they are now: an edit applies from the next admission.
-    const agents = directory.list(tenant);
-    const admission = await admitTurn(deps.db, {
-      tenant,
-      author: request.principal.user,
-      viewer: viewerOf(deps, request.principal),
+    const admission = await admitForPrincipal(deps, request.principal, {
       turnId: body.turn_id,
       sessionId: body.session_id ?? null,
       agent: body.agent ?? null,
-      defaultAgent: directory.defaultName(tenant),
-      greetings: new Map(agents.map((agent) => [agent.name, agent.greeting])),
-      visibilities: new Map(agents.map((agent) => [agent.name, agent.visibility])),
       message: body.message,
       option: body.option ?? null,
       attachments: body.attachments ?? [],
-      triggers: triggersFor(request.principal, agents),
-      pendingInput: new Map(agents.map((agent) => [agent.name, agent.pendingInput])),
       agentRevision: body.agent_revision ?? null,
     });
-    turnsAdmitted.inc();
-    admissionSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
     return reply.status(202).send(admission);
   });
 }

@@ -1,0 +1,83 @@
+import type { ParleyEvent } from '../protocol/events.js';
+import { readEvents } from '../store/readEvents.js';
+import type { Db } from '../store/db.js';
+import type { FeedSubscriber, JournalFeed } from './feed.js';
+
+const pageSize = 500;
+
+/**
+ * Follows one session's journal from a cursor for an adapter that answers in another
+ * protocol (docs/protocols.md): each call of `next()` returns the events after the cursor,
+ * read from the journal, or waits for the process's feed to say there are more (its poll
+ * covers a lost wake-up). Never skips or repeats an event: the cursor moves only past
+ * what was returned, and the events are read back in order from the journal itself.
+ */
+export class JournalFollower implements FeedSubscriber {
+  private wake: (() => void) | null = null;
+  private known = 0;
+  private gone = false;
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    private readonly db: Db,
+    feed: JournalFeed,
+    private readonly sessionId: string,
+    private cursor: number,
+  ) {
+    this.unsubscribe = feed.subscribe(sessionId, this);
+  }
+
+  /** The next events after the cursor; empty when `signal` aborts or the session is gone. */
+  async next(signal: AbortSignal): Promise<ParleyEvent[]> {
+    for (;;) {
+      if (signal.aborted || this.gone) return [];
+      const seen = this.known;
+      const events = await readEvents(this.db, this.sessionId, this.cursor, pageSize);
+      if (events.length > 0) {
+        this.cursor = (events.at(-1) as ParleyEvent).sequence;
+        return events;
+      }
+      // A wake-up that came while reading may name events the read did not see yet.
+      if (this.known > seen) continue;
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          signal.removeEventListener('abort', done);
+          this.wake = null;
+          resolve();
+        };
+        this.wake = done;
+        signal.addEventListener('abort', done, { once: true });
+      });
+    }
+  }
+
+  /** The events after the cursor that are in the journal now (one page; empty: none). */
+  async readAvailable(): Promise<ParleyEvent[]> {
+    if (this.gone) return [];
+    const events = await readEvents(this.db, this.sessionId, this.cursor, pageSize);
+    if (events.length > 0) this.cursor = (events.at(-1) as ParleyEvent).sequence;
+    return events;
+  }
+
+  close(): void {
+    this.unsubscribe();
+    this.gone = true;
+    this.wake?.();
+  }
+
+  offer(latest: number): void {
+    if (latest > this.known) this.known = latest;
+    if (latest > this.cursor) this.wake?.();
+  }
+
+  typing(): void {}
+
+  recheck(): void {
+    this.wake?.();
+  }
+
+  end(): void {
+    this.gone = true;
+    this.wake?.();
+  }
+}

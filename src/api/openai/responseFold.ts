@@ -1,0 +1,321 @@
+import type { ParleyEvent } from '../../protocol/events.js';
+
+/**
+ * A Parley turn seen as an OpenAI Responses API response (docs/protocols.md): a pure fold
+ * over the session's journal from the turn's admission on. The same journal prefix always
+ * gives the same response and the same stream events, numbered from 0, so a stream resumed
+ * with `starting_after=N` continues exactly where it stopped.
+ */
+
+export type ResponseStatus = 'queued' | 'in_progress' | 'completed' | 'failed' | 'cancelled';
+
+export interface OutputText {
+  type: 'output_text';
+  text: string;
+  annotations: never[];
+}
+
+export interface MessageItem {
+  type: 'message';
+  id: string;
+  status: 'in_progress' | 'completed' | 'incomplete';
+  role: 'assistant';
+  content: OutputText[];
+}
+
+/** A call that waits for a person's approval, as OpenAI's MCP approval requests are shown. */
+export interface ApprovalItem {
+  type: 'mcp_approval_request';
+  id: string;
+  server_label: 'parley';
+  name: string;
+  arguments: string;
+}
+
+export type OutputItem = MessageItem | ApprovalItem;
+
+export interface ResponseUsage {
+  input_tokens: number;
+  input_tokens_details: { cached_tokens: number };
+  output_tokens: number;
+  output_tokens_details: { reasoning_tokens: number };
+  total_tokens: number;
+}
+
+export type ResponseObject = {
+  id: string;
+  object: 'response';
+  created_at: number;
+  status: ResponseStatus;
+  model: string;
+  output: OutputItem[];
+  usage: ResponseUsage | null;
+  error: { code: string; message: string } | null;
+  incomplete_details: null;
+  instructions: null;
+  metadata: Record<string, string>;
+  parallel_tool_calls: boolean;
+  tool_choice: 'auto';
+  tools: never[];
+  temperature: null;
+  top_p: null;
+  background: boolean;
+  conversation: { id: string };
+  previous_response_id: string | null;
+};
+
+/** One server-sent event of a streamed response (its `type` is also the SSE `event:`). */
+export type StreamEvent = { type: string; sequence_number: number } & Record<string, unknown>;
+
+export interface ResponseIdentity {
+  turnId: string;
+  sessionId: string;
+  /** The agent, as the client named the model. */
+  model: string;
+  createdAt: number;
+  background: boolean;
+  metadata: Record<string, string>;
+  previousResponseId: string | null;
+}
+
+export const responseIdOf = (turnId: string) => `resp_${turnId}`;
+
+/** The turn id a response id names, or null for an id Parley never gave. */
+export function turnIdOf(responseId: string): string | null {
+  return responseId.startsWith('resp_') && responseId.length > 5 ? responseId.slice(5) : null;
+}
+
+/** Builds the response and its stream events as the journal events arrive. */
+export class ResponseFold {
+  private status: ResponseStatus = 'queued';
+  private lead: string | null = null;
+  /** Items of earlier attempts whose text was withdrawn stay, empty and `incomplete`. */
+  private items: OutputItem[] = [];
+  private current: MessageItem | null = null;
+  private readonly approvals = new Map<string, ApprovalItem>();
+  private usage: ResponseUsage | null = null;
+  private error: { code: string; message: string } | null = null;
+  private attempt = 0;
+  readonly events: StreamEvent[] = [];
+
+  constructor(private readonly identity: ResponseIdentity) {
+    this.emit('response.created', { response: this.snapshot() });
+  }
+
+  get ended(): boolean {
+    return this.status === 'completed' || this.status === 'failed' || this.status === 'cancelled';
+  }
+
+  /** The turn ended, or waits for a person: a blocking request answers now. */
+  get settled(): boolean {
+    return this.ended || this.approvals.size > 0;
+  }
+
+  apply(event: ParleyEvent): void {
+    if (this.ended) return;
+    const turnId = this.identity.turnId;
+    switch (event.type) {
+      case 'turn_started':
+        if (!event.turn_ids.includes(turnId)) return;
+        this.lead = event.turn_id;
+        if (event.attempt !== this.attempt) this.withdraw();
+        this.attempt = event.attempt;
+        if (this.status === 'queued') {
+          this.status = 'in_progress';
+          this.emit('response.in_progress', { response: this.snapshot() });
+        }
+        return;
+      case 'text_delta':
+        if (event.turn_id !== this.lead || event.delta === '') return;
+        this.appendText(event.delta);
+        return;
+      case 'attempt_reset':
+        if (event.turn_id === this.lead) this.withdraw();
+        return;
+      case 'usage':
+        if (event.turn_id === this.lead) this.addUsage(event);
+        return;
+      case 'input_required':
+        if (event.turn_id !== this.lead || event.kind !== 'approval') return;
+        this.addApproval(event.request_id, event.tool ?? 'tool', event.arguments);
+        return;
+      case 'input_resolved':
+        this.approvals.delete(event.request_id);
+        return;
+      case 'done':
+        if (!event.turn_ids.includes(turnId)) return;
+        this.finish(event.final_message.content);
+        return;
+      case 'error':
+        if (!event.turn_ids.includes(turnId)) return;
+        this.closeMessage('incomplete');
+        this.status = 'failed';
+        this.error = { code: event.code, message: event.message };
+        this.emit('response.failed', { response: this.snapshot() });
+        return;
+      case 'cancelled':
+        if (!event.turn_ids.includes(turnId)) return;
+        this.closeMessage('incomplete');
+        this.status = 'cancelled';
+        // Responses has no `cancelled` event: the stream ends with the final state.
+        this.emit('response.incomplete', { response: this.snapshot() });
+        return;
+      default:
+        return;
+    }
+  }
+
+  snapshot(): ResponseObject {
+    const { identity } = this;
+    return {
+      id: responseIdOf(identity.turnId),
+      object: 'response',
+      created_at: identity.createdAt,
+      status: this.status,
+      model: identity.model,
+      output: [
+        ...this.items.map((item) => structuredClone(item)),
+        ...[...this.approvals.values()].map((item) => ({ ...item })),
+      ],
+      usage: this.usage ? { ...this.usage } : null,
+      error: this.error,
+      incomplete_details: null,
+      instructions: null,
+      metadata: identity.metadata,
+      parallel_tool_calls: true,
+      tool_choice: 'auto',
+      tools: [],
+      temperature: null,
+      top_p: null,
+      background: identity.background,
+      conversation: { id: identity.sessionId },
+      previous_response_id: identity.previousResponseId,
+    };
+  }
+
+  private emit(type: string, body: Record<string, unknown>): void {
+    this.events.push({ type, sequence_number: this.events.length, ...body });
+  }
+
+  private openMessage(): MessageItem {
+    if (this.current) return this.current;
+    const item: MessageItem = {
+      type: 'message',
+      id: `msg_${this.identity.turnId}_${this.items.length}`,
+      status: 'in_progress',
+      role: 'assistant',
+      content: [],
+    };
+    this.items.push(item);
+    this.current = item;
+    const outputIndex = this.items.length - 1;
+    this.emit('response.output_item.added', {
+      output_index: outputIndex,
+      item: structuredClone(item),
+    });
+    item.content.push({ type: 'output_text', text: '', annotations: [] });
+    this.emit('response.content_part.added', {
+      item_id: item.id,
+      output_index: outputIndex,
+      content_index: 0,
+      part: { type: 'output_text', text: '', annotations: [] },
+    });
+    return item;
+  }
+
+  private appendText(delta: string): void {
+    const item = this.openMessage();
+    const part = item.content[0] as OutputText;
+    part.text += delta;
+    this.emit('response.output_text.delta', {
+      item_id: item.id,
+      output_index: this.items.indexOf(item),
+      content_index: 0,
+      delta,
+      logprobs: [],
+    });
+  }
+
+  /** The attempt's text is withdrawn (a retried step): its item ends empty, `incomplete`. */
+  private withdraw(): void {
+    if (!this.current) return;
+    const item = this.current;
+    item.content = [];
+    this.closeMessage('incomplete');
+  }
+
+  private closeMessage(status: 'completed' | 'incomplete'): void {
+    const item = this.current;
+    if (!item) return;
+    this.current = null;
+    const outputIndex = this.items.indexOf(item);
+    const part = item.content[0];
+    if (status === 'completed' && part) {
+      this.emit('response.output_text.done', {
+        item_id: item.id,
+        output_index: outputIndex,
+        content_index: 0,
+        text: part.text,
+        logprobs: [],
+      });
+      this.emit('response.content_part.done', {
+        item_id: item.id,
+        output_index: outputIndex,
+        content_index: 0,
+        part: { ...part },
+      });
+    }
+    item.status = status;
+    this.emit('response.output_item.done', {
+      output_index: outputIndex,
+      item: structuredClone(item),
+    });
+  }
+
+  private finish(text: string): void {
+    // The reply as committed wins over what streamed (a short reply may stream in one piece).
+    const item = this.openMessage();
+    const part = item.content[0] as OutputText;
+    if (part.text !== text) {
+      if (text.startsWith(part.text)) {
+        this.appendText(text.slice(part.text.length));
+      } else {
+        part.text = text;
+      }
+    }
+    this.closeMessage('completed');
+    this.approvals.clear();
+    this.status = 'completed';
+    this.emit('response.completed', { response: this.snapshot() });
+  }
+
+  private addApproval(requestId: string, tool: string, args: unknown): void {
+    const item: ApprovalItem = {
+      type: 'mcp_approval_request',
+      id: requestId,
+      server_label: 'parley',
+      name: tool,
+      arguments: JSON.stringify(args ?? {}),
+    };
+    this.approvals.set(requestId, item);
+    const outputIndex = this.items.length + this.approvals.size - 1;
+    this.emit('response.output_item.added', { output_index: outputIndex, item: { ...item } });
+    this.emit('response.output_item.done', { output_index: outputIndex, item: { ...item } });
+  }
+
+  private addUsage(event: Extract<ParleyEvent, { type: 'usage' }>): void {
+    const usage = this.usage ?? {
+      input_tokens: 0,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens: 0,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: 0,
+    };
+    usage.input_tokens += event.input_tokens;
+    usage.input_tokens_details.cached_tokens += event.cached_input_tokens;
+    usage.output_tokens += event.output_tokens;
+    usage.output_tokens_details.reasoning_tokens += event.reasoning_tokens;
+    usage.total_tokens = usage.input_tokens + usage.output_tokens;
+    this.usage = usage;
+  }
+}

@@ -1,0 +1,392 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { Principal } from '../../config/types.js';
+import { ParleyError } from '../../errors.js';
+import { clientKeyPattern } from '../../ids.js';
+import { cancelTurn } from '../../store/cancelTurn.js';
+import { findTurn } from '../../store/findTurn.js';
+import { findVisibleSession } from '../../store/findVisibleSession.js';
+import { route, routeOptions, typed } from '../contract.js';
+import { agentsOf, type ApiDeps } from '../deps.js';
+import { JournalFeed } from '../feed.js';
+import { JournalFollower } from '../journalFollower.js';
+import { viewerOf } from '../sessionAccess.js';
+import { admitForPrincipal } from '../turns.js';
+import { installOpenaiErrors } from './errors.js';
+import { ResponseFold, turnIdOf, type ResponseIdentity } from './responseFold.js';
+
+/** The base URL an OpenAI client is pointed at (`baseURL: "<parley>/openai/v1"`). */
+export const openaiBase = '/openai/v1';
+
+const textPart = z
+  .object({ type: z.enum(['input_text', 'text']), text: z.string() })
+  .loose()
+  .meta({ description: 'text content (images are not taken here yet)' });
+
+const inputItem = z
+  .object({
+    type: z.literal('message').optional(),
+    role: z.literal('user').meta({
+      description:
+        'user messages only: the history lives in the session (previous_response_id, conversation)',
+    }),
+    content: z.union([z.string(), z.array(textPart).min(1)]),
+  })
+  .loose();
+
+const responseBody = z
+  .object({
+    model: z.string().min(1).max(200).meta({
+      description: 'an agent of the principal: its name, or `parley/NAME`',
+    }),
+    input: z.union([z.string(), z.array(inputItem).min(1)]),
+    stream: z.boolean().nullable().optional(),
+    background: z.boolean().nullable().optional(),
+    previous_response_id: z.string().min(1).max(200).nullable().optional(),
+    conversation: z
+      .union([z.string().min(1).max(128), z.object({ id: z.string().min(1).max(128) }).loose()])
+      .nullable()
+      .optional()
+      .meta({ description: 'a Parley session id' }),
+    instructions: z.null().optional().meta({
+      description: "not taken yet: the agent's own instructions apply",
+    }),
+    metadata: z.record(z.string().max(64), z.string().max(512)).nullable().optional(),
+  })
+  .loose();
+
+const responseView = z.record(z.string(), z.unknown()).meta({ id: 'OpenaiResponse' });
+const idempotencyKey = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    "the turn's id (1-128 of A-Z a-z 0-9 _ -): a retry with the same key is the same response",
+  schema: { type: 'string' },
+};
+
+const errors = {
+  '400': 'invalid_request, empty_message, message_too_long (OpenAI error shape)',
+  '401': 'unauthorized',
+  '404': 'unknown_agent, session_not_found or turn_not_found',
+  '409': 'turn_conflict, session_closed',
+};
+
+export const openaiContracts = {
+  models: route({
+    method: 'GET',
+    url: `${openaiBase}/models`,
+    summary: "OpenAI-compatible: the principal's agents as models",
+    responses: {
+      '200': z.object({
+        object: z.literal('list'),
+        data: z.array(
+          z.object({
+            id: z.string(),
+            object: z.literal('model'),
+            created: z.number(),
+            owned_by: z.string(),
+          }),
+        ),
+      }),
+    },
+    errors: { '401': 'unauthorized' },
+  }),
+  create: route({
+    method: 'POST',
+    url: `${openaiBase}/responses`,
+    summary: 'OpenAI-compatible Responses: admit a turn and answer (or stream) it',
+    description:
+      'A turn of the agent named by `model`; `stream: true` answers with Responses stream events (SSE), `background: true` at once; otherwise when the turn ends or waits for an approval.',
+    body: responseBody,
+    parameters: [idempotencyKey],
+    responses: {
+      '200': responseView,
+      '201': { description: 'the response events, as text/event-stream (stream: true)' },
+    },
+    errors,
+  }),
+  get: route({
+    method: 'GET',
+    url: `${openaiBase}/responses/:responseId`,
+    summary: 'OpenAI-compatible: a response as it stands, or its events again (stream=true)',
+    querystring: z
+      .object({
+        stream: z.enum(['true', 'false']).optional(),
+        starting_after: z.coerce.number().int().min(-1).max(1e9).optional(),
+      })
+      .loose(),
+    responses: {
+      '200': responseView,
+      '201': { description: 'the events after starting_after, as text/event-stream' },
+    },
+    errors: { '401': 'unauthorized', '404': 'turn_not_found' },
+  }),
+  cancel: route({
+    method: 'POST',
+    url: `${openaiBase}/responses/:responseId/cancel`,
+    summary: "OpenAI-compatible: cancel a response's turn (durable, idempotent)",
+    bodyOptional: true,
+    responses: { '200': responseView },
+    errors: { '401': 'unauthorized', '404': 'turn_not_found' },
+  }),
+};
+
+/**
+ * The OpenAI-compatible API (docs/protocols.md): an adapter over Parley's own admission,
+ * journal and cancel — the same tenancy and roles, the same durability. A response is one
+ * turn (`resp_` + its turn id); its output is folded from the session's journal
+ * (responseFold.ts), so a stream resumes exactly from any `sequence_number`.
+ */
+export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<void> {
+  installOpenaiErrors(app);
+  const feed = new JournalFeed(deps.db, deps.wakeups, deps.config.runtime.pollMs);
+  const open = new Set<AbortController>();
+  app.addHook('onClose', async () => {
+    feed.stop();
+    for (const controller of open) controller.abort();
+  });
+  const api = typed(app);
+  const { models, create, get, cancel } = openaiContracts;
+
+  api.get(models.url, routeOptions(models), async (request) => ({
+    object: 'list' as const,
+    data: agentsOf(deps)
+      .list(request.principal.tenant)
+      .map((agent) => ({
+        id: agent.name,
+        object: 'model' as const,
+        created: 0,
+        owned_by: 'parley',
+      })),
+  }));
+
+  api.post(create.url, routeOptions(create), async (request, reply) => {
+    const body = request.body;
+    const principal = request.principal;
+    const agent = agentOfModel(principal, body.model);
+    const sessionId = await sessionOf(principal, body);
+    const turnId = turnIdFrom(request.headers['idempotency-key']);
+    const admission = await admitForPrincipal(deps, principal, {
+      turnId,
+      sessionId,
+      agent,
+      message: messageOf(body.input),
+    });
+    const identity: ResponseIdentity = {
+      turnId: admission.turn_id,
+      sessionId: admission.session_id,
+      model: body.model,
+      createdAt: Math.floor(Date.now() / 1000),
+      background: body.background === true,
+      metadata: body.metadata ?? {},
+      previousResponseId: body.previous_response_id ?? null,
+    };
+    // The admission's own event is where the response's story starts.
+    const from = admission.sequence;
+    if (body.stream === true) {
+      return streamResponse(request, reply, identity, from, -1);
+    }
+    return foldResponse(identity, from, body.background === true ? 'now' : 'settled', request);
+  });
+
+  api.get(get.url, routeOptions(get), async (request, reply) => {
+    const { identity, from } = await responseOf(request.principal, request.params.responseId);
+    if (request.query.stream === 'true') {
+      return streamResponse(request, reply, identity, from, request.query.starting_after ?? -1);
+    }
+    return foldResponse(identity, from, 'now', request);
+  });
+
+  api.post(cancel.url, routeOptions(cancel), async (request) => {
+    const { identity, from } = await responseOf(request.principal, request.params.responseId);
+    await cancelTurn(deps.db, {
+      tenant: request.principal.tenant,
+      sessionId: identity.sessionId,
+      turnId: identity.turnId,
+      commandId: `cancel_${identity.turnId}`.slice(0, 128),
+      actor: { user: request.principal.user, tenant: request.principal.tenant },
+    });
+    return foldResponse(identity, from, 'ended', request, 5_000);
+  });
+
+  /** `model` names one of the principal's agents. */
+  function agentOfModel(principal: Principal, model: string): string {
+    const name = model.startsWith('parley/') ? model.slice('parley/'.length) : model;
+    if (!agentsOf(deps).get(principal.tenant, name)) {
+      throw new ParleyError('unknown_agent', `no agent named "${name}"`, { field: 'model' });
+    }
+    return name;
+  }
+
+  /** The session the response continues: `conversation`, or the previous response's. */
+  async function sessionOf(
+    principal: Principal,
+    body: z.output<typeof responseBody>,
+  ): Promise<string | null> {
+    const conversation =
+      typeof body.conversation === 'string' ? body.conversation : (body.conversation?.id ?? null);
+    if (conversation !== null) {
+      const visible = await findVisibleSession(
+        deps.db,
+        principal.tenant,
+        conversation,
+        viewerOf(deps, principal),
+      );
+      if (!visible) {
+        throw new ParleyError('session_not_found', 'no such conversation', {
+          field: 'conversation',
+        });
+      }
+      return conversation;
+    }
+    if (body.previous_response_id) {
+      const { identity } = await responseOf(principal, body.previous_response_id);
+      return identity.sessionId;
+    }
+    return null;
+  }
+
+  /** A response by its id: its turn, which the principal may see (else as missing). */
+  async function responseOf(
+    principal: Principal,
+    responseId: string,
+  ): Promise<{ identity: ResponseIdentity; from: number }> {
+    const turnId = turnIdOf(responseId);
+    const place = turnId === null ? null : await findTurn(deps.db, principal.tenant, turnId);
+    const visible =
+      place &&
+      (await findVisibleSession(
+        deps.db,
+        principal.tenant,
+        place.session_id,
+        viewerOf(deps, principal),
+      ));
+    if (!place || !visible || turnId === null) {
+      throw new ParleyError('turn_not_found', `no response "${responseId}"`);
+    }
+    return {
+      identity: {
+        turnId,
+        sessionId: place.session_id,
+        model: visible.agent,
+        createdAt: Math.floor(place.created_at.getTime() / 1000),
+        background: false,
+        metadata: {},
+        previousResponseId: null,
+      },
+      from: place.admitted_sequence,
+    };
+  }
+
+  /**
+   * Folds the journal from `from` into the response: `now` as it stands, `settled` once
+   * the turn ended or waits for a person, `ended` once it ended (at most `boundMs`).
+   */
+  async function foldResponse(
+    identity: ResponseIdentity,
+    from: number,
+    until: 'now' | 'settled' | 'ended',
+    request: FastifyRequest,
+    boundMs?: number,
+  ) {
+    const fold = new ResponseFold(identity);
+    const controller = new AbortController();
+    const signals = [controller.signal];
+    if (boundMs !== undefined) signals.push(AbortSignal.timeout(boundMs));
+    const signal = AbortSignal.any(signals);
+    request.raw.on('close', () => controller.abort());
+    open.add(controller);
+    const follower = new JournalFollower(deps.db, feed, identity.sessionId, from);
+    try {
+      for (;;) {
+        const done = until === 'settled' ? fold.settled : fold.ended;
+        if (done) break;
+        const events =
+          until === 'now' ? await follower.readAvailable() : await follower.next(signal);
+        for (const event of events) fold.apply(event);
+        if (events.length === 0 && (until === 'now' || signal.aborted)) break;
+      }
+    } finally {
+      follower.close();
+      open.delete(controller);
+    }
+    return fold.snapshot();
+  }
+
+  /** Streams the response's events after `after` until it ends (or the client leaves). */
+  async function streamResponse(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    identity: ResponseIdentity,
+    from: number,
+    after: number,
+  ): Promise<void> {
+    const controller = new AbortController();
+    open.add(controller);
+    reply.hijack();
+    const response = reply.raw;
+    response.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store, no-transform',
+      'x-content-type-options': 'nosniff',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    response.flushHeaders();
+    request.raw.on('close', () => controller.abort());
+    const keepalive = setInterval(
+      () => response.write(': keep-alive\n\n'),
+      deps.config.server.keepaliveMs,
+    );
+    const fold = new ResponseFold(identity);
+    const follower = new JournalFollower(deps.db, feed, identity.sessionId, from);
+    let sent = after;
+    const flush = () => {
+      for (const event of fold.events) {
+        if (event.sequence_number <= sent) continue;
+        response.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+        sent = event.sequence_number;
+      }
+    };
+    try {
+      flush();
+      while (!fold.ended && !controller.signal.aborted) {
+        for (const event of await follower.next(controller.signal)) fold.apply(event);
+        flush();
+      }
+    } finally {
+      clearInterval(keepalive);
+      follower.close();
+      open.delete(controller);
+      if (!response.writableEnded) response.end();
+    }
+  }
+}
+
+/** The turn id: the client's `Idempotency-Key` when it sends one, else a new one. */
+function turnIdFrom(header: string | string[] | undefined): string {
+  if (header === undefined) return `oai_${randomUUID().replaceAll('-', '')}`;
+  const key = Array.isArray(header) ? header[0] : header;
+  if (typeof key !== 'string' || !clientKeyPattern.test(key)) {
+    throw new ParleyError(
+      'invalid_request',
+      'Idempotency-Key: 1-128 characters of A-Z a-z 0-9 _ -',
+      { field: 'Idempotency-Key' },
+    );
+  }
+  return key;
+}
+
+/** The message a Responses `input` carries: its text, parts joined by blank lines. */
+function messageOf(input: string | { content: string | { text: string }[] }[]): string {
+  if (typeof input === 'string') return input;
+  return input
+    .map((item) =>
+      typeof item.content === 'string'
+        ? item.content
+        : item.content.map((part) => part.text).join('\n\n'),
+    )
+    .join('\n\n');
+}

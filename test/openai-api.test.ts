@@ -1,0 +1,218 @@
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkJournalInvariants } from './support/invariants.js';
+import { startTestServer, type TestServer } from './support/server.js';
+
+// The OpenAI-compatible API (docs/protocols.md), driven by the official `openai` client
+// pointed at `<parley>/openai/v1`, on the engine the suite runs on.
+
+let server: TestServer;
+let alice: OpenAI;
+let bob: OpenAI;
+let globex: OpenAI;
+
+beforeAll(async () => {
+  server = await startTestServer(
+    {
+      auth: {
+        keys: [
+          { key_env: 'K_ALICE', tenant: 'acme', user: 'alice', roles: [] },
+          { key_env: 'K_BOB', tenant: 'acme', user: 'bob', roles: [] },
+          { key_env: 'K_GLOBEX', tenant: 'globex', user: 'gus', roles: [] },
+        ],
+      },
+      agents: {
+        default: { model: 'demo/echo', visibility: 'private' },
+        helper: { model: 'demo/echo' },
+      },
+    },
+    { K_ALICE: 'alice-key', K_BOB: 'bob-key', K_GLOBEX: 'globex-key' },
+  );
+  const client = (apiKey: string) =>
+    new OpenAI({ baseURL: `${server.url}/openai/v1`, apiKey, maxRetries: 0 });
+  alice = client('alice-key');
+  bob = client('bob-key');
+  globex = client('globex-key');
+});
+afterAll(async () => {
+  if (server) {
+    await checkJournalInvariants(server.db);
+    await server.close();
+  }
+});
+
+describe('the OpenAI-compatible API with the official client', () => {
+  it("lists the principal's agents as models", async () => {
+    const models = await alice.models.list();
+    expect(models.data.map((model) => model.id)).toEqual(
+      expect.arrayContaining(['default', 'helper']),
+    );
+  });
+
+  it('answers a response with the reply, its usage and its conversation (the session)', async () => {
+    const response = await alice.responses.create({ model: 'helper', input: 'hello there' });
+    expect(response.status).toBe('completed');
+    expect(response.output_text).toBe('You said: hello there');
+    expect(response.id).toMatch(/^resp_/);
+    expect(response.usage?.output_tokens).toBeGreaterThan(0);
+    const conversation = (response as unknown as { conversation: { id: string } }).conversation;
+    expect(conversation.id).toMatch(/^sess_|^[A-Za-z0-9_-]+$/);
+
+    // previous_response_id continues the same session; parley/NAME names the agent too.
+    const next = await alice.responses.create({
+      model: 'parley/helper',
+      input: [{ role: 'user', content: 'and again' }],
+      previous_response_id: response.id,
+    });
+    expect(next.output_text).toBe('You said: and again');
+    expect((next as unknown as { conversation: { id: string } }).conversation.id).toBe(
+      conversation.id,
+    );
+    const messages = await server.db.query<{ role: string; content: string }>(
+      'select role, content from messages where session_id = $1 order by sequence',
+      [conversation.id],
+    );
+    expect(messages.rows.filter((row) => row.role === 'user').map((row) => row.content)).toEqual([
+      'hello there',
+      'and again',
+    ]);
+  });
+
+  it('streams Responses events in order, and their deltas make the final text', async () => {
+    const stream = await alice.responses.create({
+      model: 'default',
+      input: 'stream this please',
+      stream: true,
+    });
+    const events: { type: string; sequence_number: number; delta?: string }[] = [];
+    for await (const event of stream) events.push(event);
+    expect(events.map((event) => event.sequence_number)).toEqual(events.map((_, index) => index));
+    expect(events[0]?.type).toBe('response.created');
+    expect(events.at(-1)?.type).toBe('response.completed');
+    const text = events
+      .filter((event) => event.type === 'response.output_text.delta')
+      .map((event) => event.delta)
+      .join('');
+    expect(text).toBe('You said: stream this please');
+    const completed = events.at(-1) as unknown as { response: { output_text?: string } };
+    expect(JSON.stringify(completed.response)).toContain('You said: stream this please');
+  });
+
+  it('runs a background response; retrieve shows it and resumes its stream after any event', async () => {
+    const started = await alice.responses.create({
+      model: 'default',
+      input: 'in the background',
+      background: true,
+    });
+    expect(['queued', 'in_progress', 'completed']).toContain(started.status);
+    let found = await alice.responses.retrieve(started.id);
+    for (let tries = 0; found.status !== 'completed' && tries < 200; tries += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      found = await alice.responses.retrieve(started.id);
+    }
+    expect(found.output_text).toBe('You said: in the background');
+
+    const whole: { sequence_number: number; type: string }[] = [];
+    for await (const event of await alice.responses.retrieve(started.id, { stream: true })) {
+      whole.push(event);
+    }
+    const resumed: { sequence_number: number; type: string }[] = [];
+    for await (const event of await alice.responses.retrieve(started.id, {
+      stream: true,
+      starting_after: 2,
+    })) {
+      resumed.push(event);
+    }
+    // Exactly the events after #2, the same as the first time.
+    expect(resumed).toEqual(whole.filter((event) => event.sequence_number > 2));
+    expect(resumed.at(-1)?.type).toBe('response.completed');
+  });
+
+  it('cancels a response durably: the turn ends cancelled', async () => {
+    const started = await alice.responses.create({
+      model: 'default',
+      input: '/stall a long wait',
+      background: true,
+    });
+    const cancelled = await alice.responses.cancel(started.id);
+    expect(cancelled.status).toBe('cancelled');
+    const turnId = started.id.slice('resp_'.length);
+    const events = await server.db.query<{ type: string }>(
+      `select type from events where type = 'cancelled' and payload -> 'turn_ids' ? $1`,
+      [turnId],
+    );
+    expect(events.rowCount).toBe(1);
+  });
+
+  it('an Idempotency-Key is the turn id: a retry is the same response, admitted once', async () => {
+    const key = `oai_key_${Date.now()}`;
+    const first = await alice.responses.create(
+      { model: 'default', input: 'only once' },
+      { headers: { 'Idempotency-Key': key } },
+    );
+    const again = await alice.responses.create(
+      { model: 'default', input: 'only once' },
+      { headers: { 'Idempotency-Key': key } },
+    );
+    expect(first.id).toBe(`resp_${key}`);
+    expect(again.id).toBe(first.id);
+    expect(again.output_text).toBe('You said: only once');
+    const turns = await server.db.query('select 1 from turns where turn_id = $1', [key]);
+    expect(turns.rowCount).toBe(1);
+  });
+
+  it("answers errors in OpenAI's shape with Parley's codes, writing nothing", async () => {
+    const before = await server.db.query('select count(*)::int as n from turns');
+    const failures: [() => Promise<unknown>, number, string][] = [
+      [() => alice.responses.create({ model: 'nobody', input: 'hi' }), 404, 'unknown_agent'],
+      [() => alice.responses.create({ model: 'default', input: '   ' }), 400, 'empty_message'],
+      [
+        () =>
+          alice.responses.create({ model: 'default', input: 'hi', conversation: 'sess_missing' }),
+        404,
+        'session_not_found',
+      ],
+      [() => alice.responses.retrieve('resp_nothing_here'), 404, 'turn_not_found'],
+      [
+        () =>
+          new OpenAI({
+            baseURL: `${server.url}/openai/v1`,
+            apiKey: 'wrong-key',
+            maxRetries: 0,
+          }).models.list(),
+        401,
+        'unauthorized',
+      ],
+    ];
+    for (const [call, status, code] of failures) {
+      const error = await call().then(
+        () => null,
+        (caught: unknown) => caught,
+      );
+      expect(error, code).toBeInstanceOf(OpenAI.APIError);
+      expect((error as InstanceType<typeof OpenAI.APIError>).status, code).toBe(status);
+      expect((error as InstanceType<typeof OpenAI.APIError>).code, code).toBe(code);
+    }
+    const after = await server.db.query('select count(*)::int as n from turns');
+    expect(after.rows[0]).toEqual(before.rows[0]);
+  });
+
+  it("keeps tenants and owners apart: another's private response or conversation is missing", async () => {
+    const mine = await alice.responses.create({ model: 'default', input: 'private' });
+    const conversation = (mine as unknown as { conversation: { id: string } }).conversation.id;
+    for (const other of [globex, bob]) {
+      const seen = await other.responses.retrieve(mine.id).then(
+        () => null,
+        (caught: unknown) => caught as InstanceType<typeof OpenAI.APIError>,
+      );
+      expect(seen?.status).toBe(404);
+      const joined = await other.responses
+        .create({ model: 'default', input: 'let me in', conversation })
+        .then(
+          () => null,
+          (caught: unknown) => caught as InstanceType<typeof OpenAI.APIError>,
+        );
+      expect(joined?.status).toBe(404);
+    }
+  });
+});
