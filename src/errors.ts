@@ -51,6 +51,8 @@ export const errorCodes = {
   too_many_streams: 429,
   headers_too_large: 431,
   internal_error: 500,
+  // A turn an adapter answers for ended without a reply (OpenAI Chat Completions).
+  turn_failed: 502,
   platform_event_failed: 500,
   // A turn's `error` event code, never an HTTP answer: the progress watchdog ended a turn
   // whose steps kept making no progress (docs/governance.md, "Progress watchdog").

@@ -161,6 +161,64 @@ describe('the OpenAI-compatible API with the official client', () => {
     expect(turns.rowCount).toBe(1);
   });
 
+  it('answers Chat Completions as one-turn sessions, the history folded into the message', async () => {
+    const single = await alice.chat.completions.create({
+      model: 'helper',
+      messages: [{ role: 'user', content: 'just this' }],
+    });
+    expect(single.object).toBe('chat.completion');
+    expect(single.choices[0]?.message.content).toBe('You said: just this');
+    expect(single.choices[0]?.finish_reason).toBe('stop');
+    expect(single.usage?.completion_tokens).toBeGreaterThan(0);
+
+    const history = await alice.chat.completions.create({
+      model: 'helper',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: 'hello!' },
+        { role: 'user', content: 'what now?' },
+      ],
+    });
+    expect(history.choices[0]?.message.content).toMatch(/^You said: The conversation so far:/);
+    const admitted = await server.db.query<{ content: string }>(
+      `select content from messages where turn_id = $1 and role = 'user'`,
+      [history.id.slice('chatcmpl_'.length)],
+    );
+    expect(admitted.rows[0]?.content).toBe(
+      'The conversation so far:\n> system: Be brief.\n> user: hi\n> assistant: hello!\n\nwhat now?',
+    );
+    // Stateless: each completion is a session of its own.
+    const sessions = await server.db.query<{ session_id: string }>(
+      'select session_id from turns where turn_id = any($1)',
+      [[single.id, history.id].map((id) => id.slice('chatcmpl_'.length))],
+    );
+    expect(new Set(sessions.rows.map((row) => row.session_id)).size).toBe(2);
+
+    const stream = await alice.chat.completions.create({
+      model: 'helper',
+      messages: [{ role: 'user', content: 'stream it' }],
+      stream: true,
+    });
+    let text = '';
+    let finish: string | null = null;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    expect(text).toBe('You said: stream it');
+    expect(finish).toBe('stop');
+
+    const failed = await alice.chat.completions
+      .create({ model: 'helper', messages: [{ role: 'user', content: '/fail permanent' }] })
+      .then(
+        () => null,
+        (caught: unknown) => caught as InstanceType<typeof OpenAI.APIError>,
+      );
+    expect(failed?.status).toBe(502);
+    expect(failed?.code).toBe('turn_failed');
+  });
+
   it("answers errors in OpenAI's shape with Parley's codes, writing nothing", async () => {
     const before = await server.db.query('select count(*)::int as n from turns');
     const failures: [() => Promise<unknown>, number, string][] = [

@@ -13,8 +13,15 @@ import { JournalFeed } from '../feed.js';
 import { JournalFollower } from '../journalFollower.js';
 import { viewerOf } from '../sessionAccess.js';
 import { admitForPrincipal } from '../turns.js';
-import { installOpenaiErrors } from './errors.js';
-import { ResponseFold, turnIdOf, type ResponseIdentity } from './responseFold.js';
+import { chatMessage, chunksOf, completionOf, foldChat } from './chatCompletion.js';
+import { installOpenaiErrors, openaiErrorBody } from './errors.js';
+import {
+  ResponseFold,
+  turnIdOf,
+  type ResponseIdentity,
+  type ResponseObject,
+  type StreamEvent,
+} from './responseFold.js';
 
 /** The base URL an OpenAI client is pointed at (`baseURL: "<parley>/openai/v1"`). */
 export const openaiBase = '/openai/v1';
@@ -123,6 +130,26 @@ export const openaiContracts = {
     },
     errors: { '401': 'unauthorized', '404': 'turn_not_found' },
   }),
+  chat: route({
+    method: 'POST',
+    url: `${openaiBase}/chat/completions`,
+    summary: 'OpenAI-compatible Chat Completions: a one-turn session (the history comes in)',
+    description:
+      'The messages are folded into the one message the turn admits (earlier ones quoted); answered when the turn ends, or streamed as completion chunks ending with `data: [DONE]`.',
+    body: z
+      .object({
+        model: z.string().min(1).max(200),
+        messages: z.array(chatMessage).min(1).max(1000),
+        stream: z.boolean().nullable().optional(),
+      })
+      .loose(),
+    parameters: [idempotencyKey],
+    responses: {
+      '200': z.record(z.string(), z.unknown()).meta({ id: 'OpenaiChatCompletion' }),
+      '201': { description: 'completion chunks, as text/event-stream (stream: true)' },
+    },
+    errors: { ...errors, '502': 'turn_failed (the turn ended without a reply)' },
+  }),
   cancel: route({
     method: 'POST',
     url: `${openaiBase}/responses/:responseId/cancel`,
@@ -148,7 +175,7 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
     for (const controller of open) controller.abort();
   });
   const api = typed(app);
-  const { models, create, get, cancel } = openaiContracts;
+  const { models, create, get, cancel, chat } = openaiContracts;
 
   api.get(models.url, routeOptions(models), async (request) => ({
     object: 'list' as const,
@@ -197,6 +224,48 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
       return streamResponse(request, reply, identity, from, request.query.starting_after ?? -1);
     }
     return foldResponse(identity, from, 'now', request);
+  });
+
+  api.post(chat.url, routeOptions(chat), async (request, reply) => {
+    const body = request.body;
+    const principal = request.principal;
+    const admission = await admitForPrincipal(deps, principal, {
+      turnId: turnIdFrom(request.headers['idempotency-key']),
+      sessionId: null,
+      agent: agentOfModel(principal, body.model),
+      message: foldChat(body.messages),
+    });
+    const created = Math.floor(Date.now() / 1000);
+    const identity: ResponseIdentity = {
+      turnId: admission.turn_id,
+      sessionId: admission.session_id,
+      model: body.model,
+      createdAt: created,
+      background: false,
+      metadata: {},
+      previousResponseId: null,
+    };
+    const completion = { id: `chatcmpl_${admission.turn_id}`, model: body.model, created };
+    if (body.stream === true) {
+      return streamFold(
+        request,
+        reply,
+        identity,
+        admission.sequence,
+        -1,
+        (event) => {
+          if (event.type === 'response.failed' || event.type === 'response.incomplete') {
+            const ended = (event as unknown as { response: ResponseObject }).response;
+            return [`data: ${JSON.stringify(openaiErrorBody(turnFailed(ended)))}\n\n`];
+          }
+          return chunksOf(completion, event).map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`);
+        },
+        'data: [DONE]\n\n',
+      );
+    }
+    const ended = await foldResponse(identity, admission.sequence, 'ended', request);
+    if (ended.status !== 'completed') throw turnFailed(ended);
+    return completionOf(completion, ended);
   });
 
   api.post(cancel.url, routeOptions(cancel), async (request) => {
@@ -316,12 +385,31 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
   }
 
   /** Streams the response's events after `after` until it ends (or the client leaves). */
-  async function streamResponse(
+  function streamResponse(
     request: FastifyRequest,
     reply: FastifyReply,
     identity: ResponseIdentity,
     from: number,
     after: number,
+  ): Promise<void> {
+    return streamFold(request, reply, identity, from, after, (event) => [
+      `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`,
+    ]);
+  }
+
+  /**
+   * Follows the turn's fold from the journal and writes each of its stream events after
+   * `after` as the frames `frames` makes of it, until the turn ends or the client leaves;
+   * `last` is written at the end of a stream that reached the turn's end.
+   */
+  async function streamFold(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    identity: ResponseIdentity,
+    from: number,
+    after: number,
+    frames: (event: StreamEvent) => string[],
+    last: string | null = null,
   ): Promise<void> {
     const controller = new AbortController();
     open.add(controller);
@@ -346,7 +434,7 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
     const flush = () => {
       for (const event of fold.events) {
         if (event.sequence_number <= sent) continue;
-        response.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+        for (const frame of frames(event)) response.write(frame);
         sent = event.sequence_number;
       }
     };
@@ -356,6 +444,7 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
         for (const event of await follower.next(controller.signal)) fold.apply(event);
         flush();
       }
+      if (fold.ended && last !== null) response.write(last);
     } finally {
       clearInterval(keepalive);
       follower.close();
@@ -363,6 +452,16 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
       if (!response.writableEnded) response.end();
     }
   }
+}
+
+/** A turn that did not end with a reply, as the error a completion answers. */
+function turnFailed(response: ResponseObject): ParleyError {
+  if (response.status === 'cancelled') {
+    return new ParleyError('turn_failed', 'the turn was cancelled', { turn_error: 'cancelled' });
+  }
+  return new ParleyError('turn_failed', response.error?.message ?? 'the turn failed', {
+    turn_error: response.error?.code ?? 'error',
+  });
 }
 
 /** The turn id: the client's `Idempotency-Key` when it sends one, else a new one. */
