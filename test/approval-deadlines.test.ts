@@ -33,6 +33,17 @@ beforeAll(async () => {
         tools: { calculator: 'approve', clock: { policy: 'approve', approval_timeout_ms: 300 } },
       },
       guarded: { tools: { calculator: { policy: 'approve', human_only: true } } },
+      // Questions and budget extensions with deadlines of an hour: the tests move them.
+      asks: { question_timeout_ms: 3_600_000, tools: { ask_user: 'allow' } },
+      frugal: {
+        tools: { clock: 'allow' },
+        budgets: {
+          max_iterations: 1,
+          max_tool_calls: 4,
+          on_exhausted: 'ask',
+          extension_timeout_ms: 3_600_000,
+        },
+      },
     },
   });
 });
@@ -200,6 +211,118 @@ describe('approval deadlines', () => {
     });
     expect(answered.status).toBe(200);
     await untilEvents(sessionId, 'done');
+  });
+});
+
+/** Moves a pending request's deadline into the past and runs a round of the timer. */
+async function passDeadline(requestId: string): Promise<void> {
+  await server.db.query(
+    `update input_requests set deadline_at = now() - interval '1 second' where request_id = $1`,
+    [requestId],
+  );
+  // The worker's own timer may take it first: either way it is resolved once.
+  await expireDueRequests(server.db, { limit: 10 });
+}
+
+async function inboxItem(requestId: string): Promise<any> {
+  const inbox = await request(server.url, 'GET', '/api/v1/inputs?state=pending');
+  return inbox.body.items.find((item: any) => item.request_id === requestId);
+}
+
+describe('deadlines of questions and budget extensions', () => {
+  it('tells the model nobody answered a question in time; the turn ends normally', async () => {
+    const sessionId = await admit('/tool ask_user {"question": "Which colour?"}', 'asks');
+    const [required] = ofType(await untilEvents(sessionId, 'input_required'), 'input_required');
+    expect(required).toMatchObject({ kind: 'question', prompt: 'Which colour?' });
+    expect(typeof required.deadline_at).toBe('string');
+    expect(await inboxItem(required.request_id)).toMatchObject({
+      kind: 'question',
+      deadline_at: required.deadline_at,
+    });
+    // A question neither escalates nor reminds.
+    const planned = await server.db.query<{ nudges: unknown; next_nudge_at: Date | null }>(
+      'select nudges, next_nudge_at from input_requests where request_id = $1',
+      [required.request_id],
+    );
+    expect(planned.rows[0]).toMatchObject({ nudges: [], next_nudge_at: null });
+
+    await passDeadline(required.request_id);
+    const events = await untilEvents(sessionId, 'done');
+    expect(ofType(events, 'input_resolved')).toEqual([
+      expect.objectContaining({
+        request_id: required.request_id,
+        approved: false,
+        actor: { user: 'system:timeout', tenant: 'default' },
+        state: 'timeout',
+      }),
+    ]);
+    const [result] = ofType(events, 'tool_result');
+    expect(result).toMatchObject({
+      call_id: required.call_id,
+      tool: 'ask_user',
+      ok: false,
+      error: { code: 'question_timeout' },
+    });
+    expect(result.error.message).toContain('nobody answered in time');
+    expect(ofType(events, 'error')).toHaveLength(0);
+    expect(ofType(events, 'done')[0].final_message.content).toContain('nobody answered in time');
+    expect(await requestRow(required.request_id)).toMatchObject({ state: 'timeout' });
+    expect(await inboxItem(required.request_id)).toBeUndefined();
+
+    const late = await answer(sessionId, required.request_id, {
+      expected_sequence: required.sequence,
+      approved: true,
+      response: { answer: 'blue' },
+    });
+    expect(late.status).toBe(409);
+    expect(late.body).toMatchObject({ error: 'stale_input' });
+  });
+
+  it('lets an answer to a question before its deadline win', async () => {
+    const sessionId = await admit('/tool ask_user {"question": "Which size?"}', 'asks');
+    const [required] = ofType(await untilEvents(sessionId, 'input_required'), 'input_required');
+    const answered = await answer(sessionId, required.request_id, {
+      expected_sequence: required.sequence,
+      approved: true,
+      response: { answer: 'large' },
+    });
+    expect(answered.status).toBe(200);
+    await passDeadline(required.request_id);
+    const events = await untilEvents(sessionId, 'done');
+    expect(ofType(events, 'input_resolved')).toEqual([
+      expect.objectContaining({ state: 'answered' }),
+    ]);
+    expect(ofType(events, 'tool_result')).toEqual([
+      expect.objectContaining({ ok: true, result: { answer: 'large' } }),
+    ]);
+  });
+
+  it('counts a budget extension nobody answered in time as refused', async () => {
+    const sessionId = await admit('/tool clock {}', 'frugal');
+    const [required] = ofType(await untilEvents(sessionId, 'input_required'), 'input_required');
+    expect(required).toMatchObject({ kind: 'budget_extension' });
+    expect(typeof required.deadline_at).toBe('string');
+    expect(await inboxItem(required.request_id)).toMatchObject({
+      kind: 'budget_extension',
+      deadline_at: required.deadline_at,
+    });
+
+    await passDeadline(required.request_id);
+    const events = await untilEvents(sessionId, 'done');
+    expect(ofType(events, 'input_resolved')).toEqual([
+      expect.objectContaining({
+        request_id: required.request_id,
+        approved: false,
+        actor: { user: 'system:timeout', tenant: 'default' },
+        state: 'timeout',
+      }),
+    ]);
+    // As after a refusal: no second request, and the turn stops with the budget's reason.
+    expect(ofType(events, 'input_required')).toHaveLength(1);
+    expect(ofType(events, 'done')[0].final_message.content).toContain(
+      'I stopped here: the turn used its 1 model steps',
+    );
+    expect(await requestRow(required.request_id)).toMatchObject({ state: 'timeout' });
   });
 });
 

@@ -47,6 +47,8 @@ export interface AgentConfig {
   escalate: EscalationStep[];
   /** A reminder this long before an approval's deadline; null: none. */
   remindBeforeMs: number | null;
+  /** How long an `ask_user` question waits for an answer; null: no deadline. */
+  questionTimeoutMs: number | null;
   /**
    * Whose definition this is: null for the operator's file (a shipped definition), else the
    * tenant that customized or created it through the API.
@@ -66,7 +68,13 @@ export interface AgentConfig {
   tools: Record<string, AgentToolConfig>;
   /** Skills (folders of `skills_dir`) this agent may load with `load_skill`. */
   skills: string[];
-  budgets: { maxIterations: number; maxToolCalls: number; onExhausted: 'ask' | 'finish' };
+  budgets: {
+    maxIterations: number;
+    maxToolCalls: number;
+    onExhausted: 'ask' | 'finish';
+    /** How long a `budget_extension` request waits before it counts as refused; null: no deadline. */
+    extensionTimeoutMs: number | null;
+  };
   pendingInput: 'supersede' | 'queue';
   completionText: string | null;
   /** `closing_sentence`: the reply's last sentence becomes `completionText`; `reply`: all of it. */

@@ -47,9 +47,15 @@ export async function recordCalls(
       call.kind = question ? 'question' : 'approval';
       call.request_id = newRequestId();
       const asked = (call.arguments as { question?: unknown } | null)?.question;
-      // Only approvals end by themselves: a question waits for its answer.
+      // A question ends at the agent's `question_timeout_ms` (unanswered: the model is
+      // told so); it neither escalates nor reminds.
       const deadline: ApprovalDeadline = question
-        ? { timeoutMs: null, onTimeout: 'reject', escalate: [], remindBeforeMs: null }
+        ? {
+            timeoutMs: agent.questionTimeoutMs,
+            onTimeout: 'reject',
+            escalate: [],
+            remindBeforeMs: null,
+          }
         : approvalDeadline(agent, proposed.tool);
       const now = Date.now();
       requests.push({
