@@ -45,6 +45,22 @@ beforeAll(async () => {
         },
       },
     },
+    // A mission's keys apply to its executions' approvals, under a tool entry's.
+    missions: {
+      lenient: {
+        agent: 'default',
+        prompt: '/tool calculator {"expression": "6*7"}',
+        approval_timeout_ms: 300,
+        on_timeout: 'approve',
+      },
+      patient: { agent: 'slow', prompt: '/tool clock {}', approval_timeout_ms: 3_600_000 },
+      hasty: {
+        agent: 'slow',
+        prompt: '/tool calculator {"expression": "1"}',
+        approval_timeout_ms: 300,
+      },
+      later: { agent: 'timed', prompt: '/tool clock {}', approval_timeout_ms: 3_600_000 },
+    },
   });
 });
 afterAll(async () => {
@@ -323,6 +339,81 @@ describe('deadlines of questions and budget extensions', () => {
       'I stopped here: the turn used its 1 model steps',
     );
     expect(await requestRow(required.request_id)).toMatchObject({ state: 'timeout' });
+  });
+});
+
+/** Dispatches an execution of `mission` and returns its session. */
+async function execute(mission: string): Promise<string> {
+  const dispatched = await request(server.url, 'POST', `/api/v1/missions/${mission}/executions`, {
+    execution_id: `deadline_x${counter++}`,
+  });
+  expect(dispatched.status).toBe(202);
+  return dispatched.body.session_id as string;
+}
+
+describe('a mission’s own deadline', () => {
+  it('applies its approval_timeout_ms and on_timeout to its executions’ approvals', async () => {
+    // The agent has no deadline: the mission's ends the approval, and approves it.
+    const sessionId = await execute('lenient');
+    const events = await untilEvents(sessionId, 'done');
+    const [required] = ofType(events, 'input_required');
+    expect(required.turn_id).toMatch(/^exec\./);
+    expect(typeof required.deadline_at).toBe('string');
+    expect(ofType(events, 'input_resolved')).toEqual([
+      expect.objectContaining({
+        approved: true,
+        actor: { user: 'system:timeout', tenant: 'default' },
+        state: 'timeout',
+      }),
+    ]);
+    expect(ofType(events, 'tool_result')).toEqual([
+      expect.objectContaining({ ok: true, result: { expression: '6*7', result: 42 } }),
+    ]);
+  });
+
+  it('takes the mission’s over the agent’s, and a tool entry’s over both', async () => {
+    // slow: an hour for every approval; the mission's 300 ms wins.
+    const hasty = await execute('hasty');
+    const hastyEvents = await untilEvents(hasty, 'done');
+    expect(ofType(hastyEvents, 'input_resolved')).toEqual([
+      expect.objectContaining({ approved: false, state: 'timeout' }),
+    ]);
+    expect(ofType(hastyEvents, 'tool_result')[0]).toMatchObject({
+      ok: false,
+      error: { code: 'approval_timeout' },
+    });
+    // slow's clock entry says 300 ms: it wins over the mission's hour.
+    const patient = await execute('patient');
+    expect(ofType(await untilEvents(patient, 'done'), 'input_resolved')).toEqual([
+      expect.objectContaining({ approved: false, state: 'timeout' }),
+    ]);
+  });
+
+  it('never moves the deadline of a tool the operator approves on timeout', async () => {
+    // timed: 300 ms, and clock approves on timeout; the mission's hour does not apply to it.
+    const sessionId = await execute('later');
+    const events = await untilEvents(sessionId, 'done');
+    expect(ofType(events, 'input_resolved')).toEqual([
+      expect.objectContaining({ approved: true, state: 'timeout' }),
+    ]);
+  });
+
+  it('leaves the approvals of the same agent outside an execution to the agent', async () => {
+    const sessionId = await admit('/tool calculator {"expression": "9"}', 'slow');
+    const [required] = ofType(await untilEvents(sessionId, 'input_required'), 'input_required');
+    // An hour after the request, not the hasty mission's 300 ms.
+    const wait = await server.db.query<{ seconds: number }>(
+      `select extract(epoch from deadline_at - created_at)::integer as seconds
+         from input_requests where request_id = $1`,
+      [required.request_id],
+    );
+    expect(Number(wait.rows[0]?.seconds)).toBe(3600);
+    const answered = await answer(sessionId, required.request_id, {
+      expected_sequence: required.sequence,
+      approved: true,
+    });
+    expect(answered.status).toBe(200);
+    await untilEvents(sessionId, 'done');
   });
 });
 

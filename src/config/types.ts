@@ -156,8 +156,11 @@ export interface AgentToolConfig {
   humanOnly: boolean;
   /** How long its approvals wait (null: the agent's `approvalTimeoutMs`). */
   approvalTimeoutMs: number | null;
-  /** What applies when an approval's deadline passes unanswered (approve: operator only). */
-  onTimeout: 'reject' | 'approve';
+  /**
+   * What applies when an approval's deadline passes unanswered (approve: operator only);
+   * null: not set (a mission's, else reject).
+   */
+  onTimeout: 'reject' | 'approve' | null;
   /** Its approvals' escalation chain (null: the agent's). */
   escalate: EscalationStep[] | null;
   /** Its approvals' reminder (null: the agent's `remindBeforeMs`). */
@@ -269,6 +272,10 @@ export interface MissionConfig {
   interruptTo: string | null;
   priority: Priority;
   timeoutSeconds: number | null;
+  /** How long its executions' approvals wait (null: the agent's); a tool entry's wins. */
+  approvalTimeoutMs: number | null;
+  /** What applies when such an approval's deadline passes (null: a tool entry's, else reject). */
+  onTimeout: 'reject' | 'approve' | null;
 }
 
 export interface ScheduleConfig {

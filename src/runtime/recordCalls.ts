@@ -1,6 +1,7 @@
 import type { AgentConfig } from '../config/types.js';
 import { newRequestId } from '../ids.js';
 import { newEvent, type NewEvent } from '../protocol/events.js';
+import { readMissionDeadline } from '../store/readMissionDeadline.js';
 import { saveBurst, type NewInputRequest } from '../store/saveBurst.js';
 import type { BurstCall, BurstState, Lease } from '../store/types.js';
 import type { Usage } from '../store/usageRows.js';
@@ -27,6 +28,14 @@ export async function recordCalls(
   tail: NewEvent[],
 ): Promise<void> {
   const requests: NewInputRequest[] = [];
+  // A turn of a mission's execution: the mission's deadline keys apply to its approvals.
+  const needsApproval = result.calls.some(
+    (proposed) =>
+      proposed.tool !== askUserTool && policyOf(agent, deps.tools, proposed.tool) === 'approve',
+  );
+  const mission = needsApproval
+    ? await readMissionDeadline(deps.db, lease.sessionId, burst.lead)
+    : null;
   const calls: BurstCall[] = result.calls.map((proposed) => {
     const policy = policyOf(agent, deps.tools, proposed.tool);
     const call: BurstCall = {
@@ -56,7 +65,7 @@ export async function recordCalls(
             escalate: [],
             remindBeforeMs: null,
           }
-        : approvalDeadline(agent, proposed.tool);
+        : approvalDeadline(agent, proposed.tool, mission);
       const now = Date.now();
       requests.push({
         request_id: call.request_id,
