@@ -2,6 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeApprovalId, encodeApprovalId } from '../src/ai-sdk/approvals.js';
 import { argumentsDigest, canonicalJson } from '../src/runtime/argumentsDigest.js';
 import { expireDueRequests } from '../src/store/expireDueRequests.js';
+import { failTurn } from '../src/store/failTurn.js';
+import { parkSession } from '../src/store/parkSession.js';
+import { releaseLease } from '../src/store/releaseLease.js';
 import { readEvents } from '../src/store/readEvents.js';
 import { checkJournalInvariants } from './support/invariants.js';
 import { until } from './support/poll.js';
@@ -541,6 +544,71 @@ describe('request states', () => {
     const row = await requestRow(required.request_id);
     expect(row).toMatchObject({ state: 'cancelled' });
     expect(row?.resumed_at).toBeNull();
+  });
+
+  /** The lease a worker would hold on the session, taken while its turn waits. */
+  async function takeLease(sessionId: string) {
+    const token = `test_${counter++}`;
+    await server.db.query(
+      `update sessions set lease_token = $2, lease_owner = 'test',
+              lease_expires_at = now() + interval '1 minute'
+        where session_id = $1`,
+      [sessionId, token],
+    );
+    return { sessionId, tenant: 'default', token };
+  }
+
+  async function expectClosedAsError(sessionId: string, required: any, errorCode: string) {
+    const events = await journal(sessionId);
+    expect(ofType(events, 'input_resolved')).toEqual([
+      expect.objectContaining({
+        request_id: required.request_id,
+        approved: false,
+        actor: null,
+        expired: 'error',
+        state: 'error',
+      }),
+    ]);
+    const [error] = ofType(events, 'error');
+    expect(error).toMatchObject({ code: errorCode });
+    // Closed with the error, and journaled before it.
+    expect(ofType(events, 'input_resolved')[0].sequence).toBe(error.sequence - 1);
+    expect(await requestRow(required.request_id)).toMatchObject({ state: 'error' });
+    expect(await inboxItem(required.request_id)).toBeUndefined();
+    const late = await answer(sessionId, required.request_id, {
+      expected_sequence: required.sequence,
+      approved: true,
+    });
+    expect(late.status).toBe(409);
+    expect(late.body).toMatchObject({ error: 'stale_input' });
+  }
+
+  it('closes the pending requests of a turn that fails for good as error', async () => {
+    const sessionId = await admit('/tool calculator {"expression": "5+5"}', 'default');
+    const [required] = ofType(await untilEvents(sessionId, 'input_required'), 'input_required');
+    const lease = await takeLease(sessionId);
+    const turn = await server.db.query<{ position: number }>(
+      'select position from turns where turn_id = $1',
+      [required.turn_id],
+    );
+    await failTurn(server.db, lease, {
+      turnIds: [required.turn_id],
+      lastPosition: turn.rows[0]?.position as number,
+      code: 'provider_error',
+      message: 'failed for the test',
+      usage: [],
+    });
+    expect(await releaseLease(server.db, lease)).toBe(true);
+    await expectClosedAsError(sessionId, required, 'provider_error');
+  });
+
+  it('closes the pending requests of a parked session as error', async () => {
+    const sessionId = await admit('/tool calculator {"expression": "6+6"}', 'default');
+    const [required] = ofType(await untilEvents(sessionId, 'input_required'), 'input_required');
+    const lease = await takeLease(sessionId);
+    const parked = await parkSession(server.db, lease, { claims: 5, queued: 'fail' });
+    expect(parked.turnIds).toEqual([required.turn_id]);
+    await expectClosedAsError(sessionId, required, 'session_parked');
   });
 
   it('keeps a superseded request expired', async () => {
