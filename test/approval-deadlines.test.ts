@@ -47,6 +47,18 @@ beforeAll(async () => {
           extension_timeout_ms: 3_600_000,
         },
       },
+      // Its every model call is over its spending budget (below).
+      stingy: { max_output_tokens: 100, budgets: { extension_timeout_ms: 3_600_000 } },
+    },
+    budgets: {
+      stingy_run: {
+        tenant: 'default',
+        scope: 'agent',
+        scope_id: 'stingy',
+        metric: 'tokens',
+        period: 'run',
+        limit: 10,
+      },
     },
     // A mission's keys apply to its executions' approvals, under a tool entry's.
     missions: {
@@ -342,6 +354,21 @@ describe('deadlines of questions and budget extensions', () => {
       'I stopped here: the turn used its 1 model steps',
     );
     expect(await requestRow(required.request_id)).toMatchObject({ state: 'timeout' });
+  });
+
+  it('ends the turn with budget_exhausted when a spending budget’s extension is not answered in time', async () => {
+    const sessionId = await admit('stop me', 'stingy');
+    const [required] = ofType(await untilEvents(sessionId, 'input_required'), 'input_required');
+    expect(required).toMatchObject({ kind: 'budget_extension' });
+    expect(typeof required.deadline_at).toBe('string');
+    await passDeadline(required.request_id);
+    const events = await untilEvents(sessionId, 'error');
+    expect(ofType(events, 'error')[0]).toMatchObject({ code: 'budget_exhausted' });
+    expect(ofType(events, 'input_resolved')).toEqual([
+      expect.objectContaining({ approved: false, state: 'timeout' }),
+    ]);
+    expect(ofType(events, 'input_required')).toHaveLength(1);
+    expect(ofType(events, 'done')).toHaveLength(0);
   });
 });
 
