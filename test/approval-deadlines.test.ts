@@ -383,6 +383,11 @@ async function execute(mission: string): Promise<string> {
 
 describe('a mission’s own deadline', () => {
   it('applies its approval_timeout_ms and on_timeout to its executions’ approvals', async () => {
+    const listed = await request(server.url, 'GET', '/api/v1/missions');
+    expect(listed.body.items.find((item: any) => item.name === 'lenient')).toMatchObject({
+      approval_timeout_ms: 300,
+      on_timeout: 'approve',
+    });
     // The agent has no deadline: the mission's ends the approval, and approves it.
     const sessionId = await execute('lenient');
     const events = await untilEvents(sessionId, 'done');
