@@ -202,6 +202,19 @@ describe('tools and approvals (§4)', () => {
     expect(count(events, 'input_required')).toBe(0);
   });
 
+  it('tells the model that a tool no one has does not exist (not_found), and runs nothing', async () => {
+    const { sessionId } = await admit('/tool no_such_tool {}\n/tool clock {}', {
+      agent: 'strict',
+    });
+    const events = await until(sessionId, (list) => count(list, 'done') === 1);
+    const results = events.filter((event) => event.type === 'tool_result');
+    expect(results.map((result) => [result.tool, result.error?.code])).toEqual([
+      ['no_such_tool', 'not_found'],
+      ['clock', 'denied'],
+    ]);
+    expect(count(events, 'input_required')).toBe(0);
+  });
+
   it('resolves parallel approvals independently and correctly', async () => {
     const { sessionId } = await admit(
       '/tool calculator {"expression": "1+1"}\n/tool calculator {"expression": "2+2"}',

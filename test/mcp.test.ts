@@ -2,6 +2,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileConfig } from '../src/config/load.js';
 import { createLogger } from '../src/log.js';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { serverRefusal } from '../src/tools/mcp/connection.js';
 import { McpManager } from '../src/tools/mcp/manager.js';
 import { exposedToolName, providerSafeName } from '../src/tools/mcp/names.js';
 import { resolveAgentTools, runTool, ToolRegistry } from '../src/tools/registry.js';
@@ -123,6 +125,20 @@ describe('MCP servers', () => {
     });
   });
 
+  it('does not offer a tool that only runs as an MCP task', () => {
+    expect(registry.has('fixture__echo')).toBe(true);
+    expect(registry.has('fixture__tasky')).toBe(false);
+    expect(registry.has('remote__tasky')).toBe(false);
+  });
+
+  it("reports a server's JSON-RPC refusal with its code and message, not as a lost connection", () => {
+    const refusal = new McpError(-32600, 'Tool "x" requires task-based execution.');
+    expect(serverRefusal(refusal)).toBe('error -32600: Tool "x" requires task-based execution.');
+    // Transport failures and the SDK's own timeout are not refusals.
+    expect(serverRefusal(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }))).toBe(null);
+    expect(serverRefusal(new McpError(-32001, 'Request timed out'))).toBe(null);
+  });
+
   it('time out a slow call, and the server keeps working', async () => {
     expect(await call('fixture__slow', { ms: 5000 }, 300)).toMatchObject({
       ok: false,
@@ -148,6 +164,8 @@ describe('MCP servers', () => {
     );
     const during = await call('fixture__echo', { text: 'anyone?' });
     expect(during).toMatchObject({ ok: false, error: { code: 'unavailable' } });
+    // Its tools stay listed for the model but say they cannot run now.
+    expect(registry.get('fixture__echo')?.available?.()).toBe(false);
     await until(
       () => manager.status().find((server) => server.name === 'fixture')!,
       (server) => server.state === 'ready',
@@ -155,6 +173,7 @@ describe('MCP servers', () => {
     );
     const second = Number(((await call('fixture__pid', {})) as { result: string }).result);
     expect(second).not.toBe(first);
+    expect(registry.get('fixture__echo')?.available?.()).toBe(true);
     expect(manager.status().find((server) => server.name === 'fixture')?.restarts).toBe(1);
     expect(await call('fixture__echo', { text: 'back' })).toMatchObject({
       ok: true,

@@ -1,3 +1,4 @@
+import { columns } from '../src/cli/tools.js';
 import { describe, expect, it } from 'vitest';
 import { calculator, evaluate } from '../src/tools/calculator.js';
 import { createClock } from '../src/tools/clock.js';
@@ -155,5 +156,19 @@ describe('runTool', () => {
     const during = new AbortController();
     setTimeout(() => during.abort(), 10);
     expect(await runTool(hang, {}, opts(1000, during.signal))).toMatchObject(aborted);
+  });
+});
+
+describe('parley tools list columns', () => {
+  it('widen to the longest cell, so a long tool name never runs into its source', () => {
+    const long = 'orders__look_up_every_order_of_a_customer_by_email';
+    const lines = columns([
+      ['TOOL', 'SOURCE', 'POLICY', 'AVAILABLE'],
+      [long, 'mcp:orders', 'approve', 'no'],
+      ['clock', 'built-in', 'allow', 'yes'],
+    ]);
+    expect(lines[1]).toBe(`${long}  mcp:orders  approve  no`);
+    expect(lines[2]?.indexOf('built-in')).toBe(long.length + 2);
+    expect(lines[0]?.indexOf('SOURCE')).toBe(long.length + 2);
   });
 });

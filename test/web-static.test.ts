@@ -103,6 +103,30 @@ describe('the web app, served at /', () => {
       expect(response.statusCode, url).toBe(404);
       expect(body).toEqual({ error: 'not_found', message: 'no such endpoint' });
     }
+    // Where clients of other protocols look, and any client that asks for JSON: a coded
+    // 404, never the app's page (an OpenAI client would read it as an empty model list).
+    for (const url of ['/v1/models', '/openai/v1/models', '/mcp', '/a2a/x', '/ag-ui/x']) {
+      const response = await app.inject({ method: 'GET', url });
+      expect(response.statusCode, url).toBe(404);
+      expect(response.json(), url).toEqual({ error: 'not_found', message: 'no such endpoint' });
+    }
+    const json = await app.inject({
+      method: 'GET',
+      url: '/models',
+      headers: { accept: 'application/json' },
+    });
+    expect(json.statusCode).toBe(404);
+    expect(json.json().error).toBe('not_found');
+    // A browser's navigation still gets the app, at paths that merely start alike too.
+    for (const url of ['/inbox', '/v1x', '/mcpdesk']) {
+      const page = await app.inject({
+        method: 'GET',
+        url,
+        headers: { accept: 'text/html,application/xhtml+xml,application/json;q=0.9,*/*;q=0.8' },
+      });
+      expect(page.statusCode, url).toBe(200);
+      expect(page.headers['content-type'], url).toContain('text/html');
+    }
     const post = await app.inject({
       method: 'POST',
       url: '/anything',

@@ -36,6 +36,10 @@ export function writeParleyConfig(
       retry_base_ms: 50,
       shutdown_grace_ms: 2_000,
       max_parallel_turns: 8,
+      // A saturated machine (load ~10 on two cores, processes frozen and killed) can put
+      // the scheduler minutes behind the every-second schedule; catch-up must not drop
+      // the fire times the checker holds it to.
+      max_catch_up_fires: 3_600,
     },
     mcp_servers: { ...additions.mcpServers },
     agents: {

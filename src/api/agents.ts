@@ -153,7 +153,8 @@ export function agentRoutes(app: FastifyInstance, deps: ApiDeps): void {
       name: tool.name,
       source: tool.source,
       policy: tool.policy,
-      available: tool.tool !== null || tool.name === 'ask_user',
+      available:
+        (tool.tool !== null && (tool.tool.available?.() ?? true)) || tool.name === 'ask_user',
       description: tool.tool?.description ?? null,
       timeout_ms: tool.timeoutMs,
       idempotent: tool.idempotent,

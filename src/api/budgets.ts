@@ -21,17 +21,19 @@ const budgetBody = z
   .object({
     scope: scope.default('tenant'),
     scope_id: z.string().min(1).max(256).nullable().default(null).meta({
-      description: 'the user (a session owner), agent or session; null for the whole tenant',
+      description:
+        'the user (a session owner), agent, session or execution (with its threads); null for the whole tenant',
     }),
     metric: metric.meta({
-      description: 'cost_usd (from the pricing table) or tokens (input + output)',
+      description:
+        'cost_usd (from the pricing table), tokens (input + output), tool_calls, or wall_ms (model and tool time)',
     }),
     period: period.meta({ description: 'day or month (UTC calendar periods), or run (each turn)' }),
     limit: z.number().nonnegative().max(maxBudgetLimit),
   })
   .strict()
   .refine((budget) => (budget.scope === 'tenant') === (budget.scope_id === null), {
-    message: 'required for a user, agent or session budget, null for a tenant one',
+    message: 'required for a user, agent, session or execution budget, null for a tenant one',
     path: ['scope_id'],
   });
 

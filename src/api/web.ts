@@ -33,8 +33,30 @@ const contentTypes: Record<string, string> = {
   '.map': 'application/json; charset=utf-8',
 };
 
-/** Paths that belong to the API: never answered with the app's index.html. */
-const reservedPrefixes = ['/api/', '/healthz', '/readyz', '/metrics'];
+/**
+ * Paths that belong to an API — Parley's own, and the bases where clients of other
+ * protocols look (OpenAI's `/v1`, `/openai`, `/mcp`, `/a2a`, `/ag-ui`): never answered
+ * with the app's index.html, so a client pointed at a wrong URL gets a coded 404 rather
+ * than a page it would read as an empty answer.
+ */
+const reservedRoots = [
+  '/api',
+  '/healthz',
+  '/readyz',
+  '/metrics',
+  '/v1',
+  '/openai',
+  '/mcp',
+  '/a2a',
+  '/ag-ui',
+];
+
+const underReservedRoot = (path: string) =>
+  reservedRoots.some((root) => path === root || path.startsWith(`${root}/`));
+
+/** A client that asks for JSON and not for a page is an API client, not a browser. */
+const wantsJsonOnly = (accept: string) =>
+  /\bapplication\/json\b/i.test(accept) && !/\btext\/html\b/i.test(accept);
 
 // The app loads only its own scripts and styles, and talks only to this origin.
 const contentSecurityPolicy = [
@@ -58,7 +80,7 @@ export function webRoutes(app: FastifyInstance, deps: ApiDeps): void {
 
 async function serveWeb(root: string, request: FastifyRequest, reply: FastifyReply) {
   const path = decodePath(request.url);
-  if (path === null || reservedPrefixes.some((prefix) => path.startsWith(prefix))) {
+  if (path === null || underReservedRoot(path)) {
     throw new ParleyError('not_found', 'no such endpoint');
   }
   const asset = path !== '/' ? await findFile(root, path) : null;
@@ -66,6 +88,9 @@ async function serveWeb(root: string, request: FastifyRequest, reply: FastifyRep
     // Vite names assets after their content hash: a changed file is a new URL.
     const immutable = path.startsWith('/assets/');
     return sendFile(request, reply, asset, immutable);
+  }
+  if (wantsJsonOnly(String(request.headers.accept ?? ''))) {
+    throw new ParleyError('not_found', 'no such endpoint');
   }
   // Client-side routes (/s/ID, /inbox) get the app; a missing file with an extension
   // is a real 404, so a broken asset link does not come back as HTML.

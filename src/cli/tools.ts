@@ -63,16 +63,20 @@ export async function toolsCommand(args: string[], options: Options): Promise<nu
   }
   for (const listing of listings) {
     process.stdout.write(`agent ${listing.agent}\n`);
-    if (listing.tools.length === 0) process.stdout.write('  (no tools)\n');
-    else
-      process.stdout.write(
-        `  ${'TOOL'.padEnd(32)}${'SOURCE'.padEnd(18)}${'POLICY'.padEnd(9)}AVAILABLE\n`,
-      );
-    for (const tool of listing.tools) {
-      process.stdout.write(
-        `  ${tool.name.padEnd(32)}${tool.source.padEnd(18)}${tool.policy.padEnd(9)}${tool.available ? 'yes' : 'no'}\n`,
-      );
+    if (listing.tools.length === 0) {
+      process.stdout.write('  (no tools)\n');
+      continue;
     }
+    const rows = [
+      ['TOOL', 'SOURCE', 'POLICY', 'AVAILABLE'],
+      ...listing.tools.map((tool) => [
+        tool.name,
+        tool.source,
+        tool.policy,
+        tool.available ? 'yes' : 'no',
+      ]),
+    ];
+    for (const line of columns(rows)) process.stdout.write(`  ${line}\n`);
   }
   // Each listing names the servers of its agent's tools: every one once.
   const servers = new Map(
@@ -86,4 +90,21 @@ export async function toolsCommand(args: string[], options: Options): Promise<nu
     process.stdout.write(`mcp ${server.name} (${server.transport}): ${state}\n`);
   }
   return 0;
+}
+
+/** Rows as aligned columns: each as wide as its longest cell, two spaces between. */
+export function columns(rows: string[][]): string[] {
+  const widths: number[] = [];
+  for (const row of rows) {
+    row.forEach((cell, index) => {
+      widths[index] = Math.max(widths[index] ?? 0, cell.length);
+    });
+  }
+  return rows.map((row) =>
+    row
+      .map((cell, index) =>
+        index === row.length - 1 ? cell : cell.padEnd((widths[index] ?? 0) + 2),
+      )
+      .join(''),
+  );
 }

@@ -212,16 +212,17 @@ export const maxBudgetLimit = 1e11;
 export const budgetSchema = z
   .object({
     tenant: z.string().min(1),
-    scope: z.enum(['tenant', 'user', 'agent', 'session']).default('tenant'),
-    // The user, agent or session; absent for the whole tenant.
+    scope: z.enum(['tenant', 'user', 'agent', 'session', 'execution']).default('tenant'),
+    // The user, agent, session or execution; absent for the whole tenant.
     scope_id: z.string().min(1).max(256).nullable().default(null),
-    metric: z.enum(['cost_usd', 'tokens']),
+    metric: z.enum(['cost_usd', 'tokens', 'tool_calls', 'wall_ms']),
     period: z.enum(['day', 'month', 'run']),
     limit: z.number().nonnegative().max(maxBudgetLimit),
   })
   .strict()
   .refine((budget) => (budget.scope === 'tenant') === (budget.scope_id === null), {
-    message: 'scope_id: required for a user, agent or session budget, absent for a tenant one',
+    message:
+      'scope_id: required for a user, agent, session or execution budget, absent for a tenant one',
     path: ['scope_id'],
   });
 

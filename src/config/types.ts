@@ -420,9 +420,9 @@ export interface AgentPolicy {
 export interface BudgetConfig {
   tenant: string;
   budgetId: string;
-  scope: 'tenant' | 'user' | 'agent' | 'session';
+  scope: 'tenant' | 'user' | 'agent' | 'session' | 'execution';
   scopeId: string | null;
-  metric: 'cost_usd' | 'tokens';
+  metric: 'cost_usd' | 'tokens' | 'tool_calls' | 'wall_ms';
   period: 'day' | 'month' | 'run';
   limit: number;
 }

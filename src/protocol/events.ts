@@ -221,6 +221,10 @@ export interface UsageEvent extends EventBase {
   /** `reply`: the agent's model; `gate`: the scope gate's classification. */
   purpose: 'reply' | 'gate';
   outcome: 'ok' | 'failed' | 'cancelled';
+  /** The tool calls this call asked for that run or wait for a person (absent: none). */
+  tool_calls?: number;
+  /** How long the tool calls this call follows took, added up (absent: none). */
+  tool_ms?: number;
 }
 
 export interface FinalMessage {

@@ -178,8 +178,8 @@ export const me = z.object({
 export type AgentInfo = z.infer<typeof agentInfo>;
 export type Me = z.infer<typeof me>;
 
-export const budgetScope = z.enum(['tenant', 'user', 'agent', 'session']);
-export const budgetMetric = z.enum(['cost_usd', 'tokens']);
+export const budgetScope = z.enum(['tenant', 'user', 'agent', 'session', 'execution']);
+export const budgetMetric = z.enum(['cost_usd', 'tokens', 'tool_calls', 'wall_ms']);
 export const budgetPeriod = z.enum(['day', 'month', 'run']);
 
 /** A spending budget as GET /api/v1/budgets shows it (an extension; admins). */

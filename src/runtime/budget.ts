@@ -9,12 +9,31 @@ import type { RuntimeDeps } from './deps.js';
 /** The request a person answers to grant a turn one more budget. */
 const budgetTool = 'budget_extension';
 
+/** Tool calls this burst's model asked for (budget extensions are not theirs). */
+function callsOf(burst: BurstState): number {
+  return burst.steps.flatMap((step) => step.calls).filter((call) => call.tool !== budgetTool)
+    .length;
+}
+
+/** How many more tool calls the burst's `max_tool_calls` lets one step ask for (at least 1). */
+export function callsLeft(burst: BurstState): number {
+  return Math.max(1, burst.budget.tool_calls - callsOf(burst));
+}
+
+/**
+ * How long the tool calls of the burst's latest model step took, added up: the next model
+ * call's usage carries it (`tool_ms`), which is how tool time is billed to wall-time
+ * budgets.
+ */
+export function toolTimeBefore(burst: BurstState): number {
+  const last = burst.steps.findLast((step) => step.kind === 'model');
+  return (last?.calls ?? []).reduce((sum, call) => sum + (call.duration_ms ?? 0), 0);
+}
+
 /** Over `max_iterations` model steps or `max_tool_calls` calls in this burst? */
 export function budgetExhausted(burst: BurstState): { reason: string; refused: boolean } | null {
   const steps = burst.steps.filter((step) => step.kind === 'model').length;
-  const calls = burst.steps
-    .flatMap((step) => step.calls)
-    .filter((call) => call.tool !== budgetTool).length;
+  const calls = callsOf(burst);
   const refused = budgetRefused(burst);
   if (steps >= burst.budget.iterations)
     return { reason: `the turn used its ${burst.budget.iterations} model steps`, refused };

@@ -17,6 +17,10 @@ import { isHumanOnly } from '../tools/humanOnly.js';
 /**
  * Records a model step that proposed tool calls: `tool_call` events, and per the agent's
  * policy a request for each call that needs a person (`input_required`), or `denied`.
+ * `usage` ends with the step's own call, which is billed the calls that run or wait
+ * (`tool_calls`). `room`: how many calls a tool-call budget lets the step run (null: no
+ * such budget); the calls past it are denied with `budget_exhausted`, in the order the
+ * model asked for them.
  */
 export async function recordCalls(
   deps: RuntimeDeps,
@@ -26,6 +30,7 @@ export async function recordCalls(
   result: StepResult,
   usage: Usage[],
   tail: NewEvent[],
+  room: number | null = null,
 ): Promise<void> {
   const requests: NewInputRequest[] = [];
   // A turn of a mission's execution: the mission's deadline keys apply to its approvals.
@@ -36,6 +41,7 @@ export async function recordCalls(
   const mission = needsApproval
     ? await readMissionDeadline(deps.db, lease.sessionId, burst.lead)
     : null;
+  let counted = 0;
   const calls: BurstCall[] = result.calls.map((proposed) => {
     const policy = policyOf(agent, deps.tools, proposed.tool);
     const call: BurstCall = {
@@ -44,12 +50,26 @@ export async function recordCalls(
       policy,
       status: 'pending',
     };
-    if (policy === 'deny') {
+    if (policy !== 'deny' && room !== null && counted >= room) {
       call.status = 'denied';
       call.error = {
-        code: 'denied',
-        message: `the tool ${proposed.tool} is not allowed here; nothing ran`,
+        code: 'budget_exhausted',
+        message: `no tool call is left in a tool-call budget for ${proposed.tool}; nothing ran`,
       };
+      return call;
+    }
+    if (policy !== 'deny') counted += 1;
+    if (policy === 'deny') {
+      call.status = 'denied';
+      // A name no tool has (the model made it up) is not found; a tool this agent is not
+      // given is not allowed.
+      call.error =
+        deps.tools.has(proposed.tool) || proposed.tool === askUserTool
+          ? {
+              code: 'denied',
+              message: `the tool ${proposed.tool} is not allowed here; nothing ran`,
+            }
+          : { code: 'not_found', message: `there is no tool named ${proposed.tool}; nothing ran` };
     } else if (proposed.tool === askUserTool || policy === 'approve') {
       const question = proposed.tool === askUserTool;
       call.status = 'awaiting';
@@ -84,6 +104,8 @@ export async function recordCalls(
     }
     return call;
   });
+  const own = usage.at(-1);
+  if (own && counted > 0) usage[usage.length - 1] = { ...own, tool_calls: counted };
   burst.steps.push({ kind: 'model', text: wellFormed(result.text), calls });
   await saveBurst(deps.db, lease, burst, {
     events: [

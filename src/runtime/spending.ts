@@ -6,6 +6,7 @@ import type { BurstState, Lease } from '../store/types.js';
 import { reserveBudget, type Breach } from '../store/reserveBudget.js';
 import { modelInfoOf } from './basePrompt.js';
 import type { RuntimeDeps } from './deps.js';
+import { callsLeft } from './budget.js';
 import { estimate } from './prompt.js';
 
 /** The output a call may write when neither the agent nor the model catalog says. */
@@ -38,23 +39,26 @@ export function worstCase(
  * Reserves the next model step's worst case against the spending budgets that apply
  * (store/reserveBudget.ts). The step is the call's identity: lead turn, attempt and step
  * number, so a re-run of the same step replaces its reservation rather than adding one,
- * and the step's retries share it. Returns the budgets it would take past their limit
- * (nothing reserved then); empty when the call may go.
+ * and the step's retries share it. Its tool calls' worst case is what is left of the
+ * turn's `max_tool_calls` (none when it is offered no tools). Returns the budgets it would
+ * take past their limit (nothing reserved then; empty when the call may go) and how many
+ * of the step's tool calls may run.
  */
 export async function reserveStep(
   deps: RuntimeDeps,
   lease: Lease,
   agent: AgentConfig,
   burst: BurstState,
-  step: { prompt: LanguageModelV3Prompt; attempt: number },
-): Promise<Breach[]> {
+  step: { prompt: LanguageModelV3Prompt; attempt: number; offersTools: boolean },
+): Promise<{ breaches: Breach[]; toolCalls: number }> {
   const worst = worstCase(deps, agent, step.prompt);
-  const { breaches } = await reserveBudget(deps.db, lease, {
+  const { breaches, toolCalls } = await reserveBudget(deps.db, lease, {
     callKey: `${burst.lead}:${step.attempt}:${burst.steps.length}`,
     turnId: burst.lead,
     agent: agent.name,
     tokens: worst.tokens,
     costUsd: worst.costUsd,
+    toolCalls: step.offersTools ? callsLeft(burst) : 0,
   });
   for (const breach of breaches) {
     budgetBreaches.inc({
@@ -64,13 +68,20 @@ export async function reserveStep(
       period: breach.period,
     });
   }
-  return breaches;
+  return { breaches, toolCalls };
 }
+
+const units: Record<Breach['metric'], string> = {
+  cost_usd: ' USD',
+  tokens: ' tokens',
+  tool_calls: ' tool calls',
+  wall_ms: ' ms',
+};
 
 /** Why the step may not run, for the `budget_extension` prompt and the `error` event. */
 export function breachReason(breaches: Breach[]): string {
   const breach = breaches[0] as Breach;
-  const unit = breach.metric === 'cost_usd' ? ' USD' : ' tokens';
+  const unit = units[breach.metric];
   const figure = (value: number) =>
     breach.metric === 'cost_usd' ? value.toFixed(6) : String(Math.round(value));
   const per = breach.period === 'run' ? 'per turn' : `per ${breach.period}`;

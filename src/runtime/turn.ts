@@ -7,7 +7,7 @@ import type { BurstRef, Lease } from '../store/types.js';
 import type { Usage } from '../store/usageRows.js';
 import { waitForInput } from '../store/waitForInput.js';
 import { historyBytesFor, modelInfoOf } from './basePrompt.js';
-import { askForBudget, budgetExhausted, budgetRefused } from './budget.js';
+import { askForBudget, budgetExhausted, budgetRefused, toolTimeBefore } from './budget.js';
 import type { RuntimeDeps } from './deps.js';
 import { closingMessage, type Reply } from './finish.js';
 import { foldBurst } from './fold.js';
@@ -251,9 +251,13 @@ export async function answerBurst(
     // Spending budgets: the step's worst case is reserved first. Past a limit, ask a
     // person for more (approval tries again), or end the turn with `budget_exhausted`.
     // Most tenants have none: the attempt's start said so, and then nothing runs here.
-    const breaches = started.budgeted
-      ? await reserveStep(deps, lease, agent, burst, { prompt: (await prompt({})).prompt, attempt })
-      : [];
+    const { breaches, toolCalls } = started.budgeted
+      ? await reserveStep(deps, lease, agent, burst, {
+          prompt: (await prompt({})).prompt,
+          attempt,
+          offersTools: tools.length > 0,
+        })
+      : { breaches: [], toolCalls: null };
     if (breaches.length > 0) {
       const reason = breachReason(breaches);
       if (agent.budgets.onExhausted === 'ask' && !budgetRefused(burst)) {
@@ -292,12 +296,16 @@ export async function answerBurst(
     if (step.kind === 'pivot') return { ...step, unbilled };
     if (step.kind === 'cancel') return { kind: 'cancel', unbilled };
     attempt = step.attempt;
-    const usage = [...unbilled, step.usage];
+    // The tool time this call follows is billed with it (wall-time budgets).
+    const toolMs = toolTimeBefore(burst);
+    const own = toolMs > 0 ? { ...step.usage, tool_ms: toolMs } : step.usage;
+    const usage = [...unbilled, own];
     unbilled = [];
 
-    // Tool calls: record them (and any requests) with the step, then settle them.
+    // Tool calls: record them (and any requests) with the step, then settle them; past
+    // what a tool-call budget left the step, they are denied.
     if (step.result.calls.length > 0) {
-      await recordCalls(deps, lease, agent, burst, step.result, usage, step.tail);
+      await recordCalls(deps, lease, agent, burst, step.result, usage, step.tail, toolCalls);
       countBilled(lease.tenant, agent.name, usage);
       continue;
     }

@@ -12,14 +12,15 @@ export type Usage = EventData<'usage'>;
 export function insertUsageSql(bumped: string, rows: string, turnId: string): string {
   return `insert into usage (tenant, session_id, turn_id, agent, model, purpose, outcome,
                              input_tokens, output_tokens, cached_input_tokens, reasoning_tokens,
-                             cost_usd, latency_ms, ttft_ms)
+                             cost_usd, latency_ms, ttft_ms, tool_calls, tool_ms)
     select b.tenant, b.session_id, ${turnId}, b.agent, u.model, u.purpose, u.outcome,
            u.input_tokens, u.output_tokens, u.cached_input_tokens, u.reasoning_tokens,
-           u.cost_usd, u.latency_ms, u.ttft_ms
+           u.cost_usd, u.latency_ms, u.ttft_ms, coalesce(u.tool_calls, 0), coalesce(u.tool_ms, 0)
       from ${bumped} b,
            jsonb_to_recordset(${rows}::jsonb) as u(model text, purpose text, outcome text,
              input_tokens bigint, output_tokens bigint, cached_input_tokens bigint,
-             reasoning_tokens bigint, cost_usd numeric, latency_ms integer, ttft_ms integer)`;
+             reasoning_tokens bigint, cost_usd numeric, latency_ms integer, ttft_ms integer,
+             tool_calls integer, tool_ms bigint)`;
 }
 
 export function usageJson(usage: Usage[]): string {

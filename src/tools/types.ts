@@ -93,6 +93,8 @@ export interface Tool {
    * The context is the call's own (same scope, signal, time limit).
    */
   reconcile?: (args: unknown, context: ToolContext) => Promise<Reconciled>;
+  /** Can a call run now? Absent: always (an MCP tool: while its server is ready). */
+  available?: () => boolean;
 }
 
 /** Stable codes a tool failure is reported with; match on these, never on message text. */

@@ -12,8 +12,9 @@ import { exposedToolName } from './names.js';
  *   ready → down                  the stdio process exited or the connection closed
  *   connecting | down → (wait) → connecting   retried with exponential backoff
  *   any → stopped                 stop(): no more retries, the process is ended
- * While not ready, its tools stay in the registry (the model keeps seeing them) and every
- * call fails as a tool error; a failure here never throws into the runtime or start-up.
+ * While not ready, its tools stay in the registry (the model keeps seeing them), report
+ * themselves unavailable, and every call fails as a tool error; a failure here never
+ * throws into the runtime or start-up.
  */
 export type McpState = 'connecting' | 'ready' | 'down' | 'stopped';
 
@@ -70,6 +71,18 @@ function describeFailure(error: unknown): string {
   if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return code;
   if (typeof code === 'number' && code === -32001) return 'timed out';
   return 'connection failed';
+}
+
+/**
+ * The server answered the call with a JSON-RPC error (an McpError: a negative code other
+ * than the SDK's own timeout): its code and, shortened, its message — the server's answer,
+ * which the model reads; never a transport failure's details.
+ */
+export function serverRefusal(error: unknown): string | null {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== 'number' || code >= 0 || code === -32001) return null;
+  const message = error instanceof Error ? error.message.replace(/^MCP error -?\d+: /, '') : '';
+  return `error ${code}${message ? `: ${message.slice(0, 300)}` : ''}`;
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
@@ -153,6 +166,13 @@ export class McpConnection {
       )) as CallResult;
     } catch (error) {
       if (signal.aborted && signal.reason instanceof ToolError) throw signal.reason;
+      const refused = serverRefusal(error);
+      if (refused !== null) {
+        throw new ToolError(
+          'tool_failed',
+          `the MCP server ${this.config.name} refused the call (${refused})`,
+        );
+      }
       const reason = describeFailure(error);
       throw new ToolError(
         reason === 'timed out' ? 'timeout' : 'unavailable',
@@ -243,6 +263,14 @@ export class McpConnection {
     const names = new Map<string, string>();
     const tools: Tool[] = [];
     for (const tool of listed) {
+      // Parley calls tools directly; a tool that only runs as an MCP task is not offered.
+      if (tool.execution?.taskSupport === 'required') {
+        this.deps.log.info(
+          { mcp: this.config.name, tool: tool.name },
+          'mcp tool needs task-based execution, which Parley does not use; not offered',
+        );
+        continue;
+      }
       const exposed = exposedToolName(this.config.name, tool.name);
       const inputSchema = tool.inputSchema as JsonSchema;
       try {
@@ -271,6 +299,7 @@ export class McpConnection {
       defaultPolicy: 'approve',
       defaultTimeoutMs: this.config.callTimeoutMs,
       execute: (args, context) => this.call(name, args, context.signal, context.timeoutMs),
+      available: () => this.state === 'ready',
     };
   }
 

@@ -4,8 +4,11 @@ import { explainRequestError, formatCost } from '../words';
 
 const pollMs = 5000;
 
+const units = { tokens: 'tokens', tool_calls: 'tool calls', wall_ms: 'ms' } as const;
+
 function amount(budget: BudgetInfo, value: number): string {
-  return budget.metric === 'cost_usd' ? formatCost(value) : `${value.toLocaleString()} tokens`;
+  if (budget.metric === 'cost_usd') return formatCost(value);
+  return `${Math.round(value).toLocaleString()} ${units[budget.metric]}`;
 }
 
 function scopeOf(budget: BudgetInfo): string {
