@@ -300,6 +300,79 @@ describe('Slack through the Chat SDK', () => {
     expect(resolved.rows[0]?.actor).toEqual({ user: 'alice', tenant: 'acme' });
   });
 
+  it('refuses the press of a card whose digest is not the request’s, as a stale web answer', async () => {
+    const thread = newThread();
+    const threadId = `slack:${thread.channel}:${thread.ts}`;
+    await deliver(
+      slackMessageEvent({
+        user: 'U_BOB',
+        text: '/tool calculator {"expression": "2*21"}',
+        ts: thread.ts,
+        channel: thread.channel,
+        mention: true,
+      }),
+    );
+    const card = await until(
+      () => slack.thread(thread.channel, thread.ts).find((message) => message.blocks !== undefined),
+      (found) => found !== undefined,
+      'the approval card',
+    );
+    const buttons = card!.blocks!.flatMap((block: any) => block.elements ?? []);
+    const approve = buttons.find((button: any) => button.action_id === 'p.a');
+    const request = await server.db.query<{ arguments_digest: string }>(
+      `select r.arguments_digest from input_requests r
+         join adapter_threads a on a.session_id = r.session_id where a.thread_id = $1`,
+      [threadId],
+    );
+    const digest = request.rows[0]?.arguments_digest as string;
+    const [replyId, digits] = (approve.value as string).split('.');
+    expect(digits).toBe(digest.slice(0, 8));
+    const press = (value: string) =>
+      deliver(
+        slackButtonPress({
+          user: 'U_ALICE',
+          actionId: 'p.a',
+          value,
+          channel: thread.channel,
+          messageTs: card!.ts,
+          threadTs: thread.ts,
+        }),
+        'application/x-www-form-urlencoded',
+      );
+    const notices = () => slack.ephemeral.filter((notice) => /no longer shows/.test(notice.text));
+    const state = async () =>
+      (
+        await server.db.query<{ state: string }>(
+          `select r.state from input_requests r
+             join adapter_threads a on a.session_id = r.session_id where a.thread_id = $1`,
+          [threadId],
+        )
+      ).rows.map((row) => row.state);
+
+    // A press naming other digits than its card's.
+    expect((await press(`${replyId}.00000000`)).status).toBe(200);
+    await until(notices, (found) => found.length >= 1, 'the refusal of the other digits');
+    expect(await state()).toEqual(['pending']);
+    // A card that shows other arguments than the request's: the answer is stale (409).
+    const other = 'f'.repeat(64);
+    await server.db.query(
+      `update adapter_replies set content = jsonb_set(content, '{arguments_digest}', to_jsonb($2::text))
+        where reply_id = $1`,
+      [replyId, other],
+    );
+    expect((await press(`${replyId}.${other.slice(0, 8)}`)).status).toBe(200);
+    await until(notices, (found) => found.length >= 2, 'the refusal of the stale card');
+    expect(await state()).toEqual(['pending']);
+    // The card as it was: the press answers the request.
+    await server.db.query(
+      `update adapter_replies set content = jsonb_set(content, '{arguments_digest}', to_jsonb($2::text))
+        where reply_id = $1`,
+      [replyId, digest],
+    );
+    expect((await press(approve.value)).status).toBe(200);
+    await until(state, (states) => states[0] === 'answered', 'the answer');
+  });
+
   it('offers options as buttons; a press chooses one', async () => {
     const thread = newThread();
     await deliver(

@@ -101,6 +101,25 @@ describe('configuration (CONFIG.md)', () => {
     ).toThrow('increasing after_ms');
   });
 
+  it('compiles the deadlines of questions and budget extensions, absent by default', () => {
+    const config = compileConfig({
+      agents: {
+        default: { question_timeout_ms: 60_000, budgets: { extension_timeout_ms: 120_000 } },
+        waits: {},
+      },
+    });
+    expect(config.agents.default?.questionTimeoutMs).toBe(60_000);
+    expect(config.agents.default?.budgets.extensionTimeoutMs).toBe(120_000);
+    expect(config.agents.waits?.questionTimeoutMs).toBeNull();
+    expect(config.agents.waits?.budgets.extensionTimeoutMs).toBeNull();
+    expect(() => compileConfig({ agents: { a: { question_timeout_ms: 0 } } })).toThrow(
+      'agents.a.question_timeout_ms',
+    );
+    expect(() =>
+      compileConfig({ agents: { a: { budgets: { extension_timeout_ms: 1.5 } } } }),
+    ).toThrow('agents.a.budgets.extension_timeout_ms');
+  });
+
   it('rejects a bad environment override by name', () => {
     expect(() => compileConfig({}, { PARLEY_PORT: 'x' })).toThrow('PARLEY_PORT');
   });

@@ -28,8 +28,23 @@ describe('missions in the configuration', () => {
       interruptTo: null,
       priority: 'normal',
       timeoutSeconds: null,
+      approvalTimeoutMs: null,
+      onTimeout: null,
     });
     expect(config.limits.missionIterations).toBe(100);
+  });
+
+  it('compiles a mission’s approval_timeout_ms and on_timeout', () => {
+    const config = compile({
+      missions: { pay: { prompt: 'Pay.', approval_timeout_ms: 60_000, on_timeout: 'approve' } },
+    });
+    expect(config.missions.pay).toMatchObject({ approvalTimeoutMs: 60_000, onTimeout: 'approve' });
+    expect(() => compile({ missions: { pay: { prompt: 'Pay.', on_timeout: 'run' } } })).toThrow(
+      'missions.pay.on_timeout',
+    );
+    expect(() =>
+      compile({ missions: { pay: { prompt: 'Pay.', approval_timeout_ms: -1 } } }),
+    ).toThrow('missions.pay.approval_timeout_ms');
   });
 
   it.each([

@@ -146,6 +146,8 @@ describe('a tenant admin may not set operator-only keys', () => {
         { tools: { calculator: { policy: 'approve', on_timeout: 'approve' } } },
         'tools.calculator.on_timeout',
       ],
+      // A mission's too, for every approval its executions raise.
+      [alice, 'missions/report', { prompt: 'Report.', on_timeout: 'approve' }, 'on_timeout'],
       // A created agent has no operator's definition to repeat.
       [alice, 'agents/rogue', { tools: { shell: { sandbox: 'none' } } }, 'tools.shell.sandbox'],
       // desk's shell runs unsandboxed by the operator's choice; a tenant's copy keeps that

@@ -5,9 +5,10 @@ import type { ParleyClient, ParleyEvent } from '../src/client/index.js';
 import { InputCard, type InputRequest } from '../web/src/components/InputCard.js';
 import { emptyConversation, reduce } from '../web/src/conversation/model.js';
 
-// The web app's input cards for the interruptions (reconciliation, external_auth),
-// rendered to markup. Type-checked with the web app (web/tsconfig.json: DOM types, bundler
-// resolution), not with the server's tsconfig.check.json.
+// The web app's input cards for the interruptions (reconciliation, external_auth) and for
+// requests with a deadline, rendered to markup. Type-checked with the web app
+// (web/tsconfig.json: DOM types, bundler resolution), not with the server's
+// tsconfig.check.json.
 
 describe('the web app’s interruption cards', () => {
   const client = {} as ParleyClient;
@@ -82,5 +83,42 @@ describe('the web app’s interruption cards', () => {
       provider: 'mailhub',
       url: 'https://auth.example/a',
     });
+  });
+});
+
+describe('the web app’s cards for a request with a deadline', () => {
+  const client = {} as ParleyClient;
+  const card = (request: Partial<InputRequest>) =>
+    renderToStaticMarkup(
+      createElement(InputCard, {
+        client,
+        agent: undefined,
+        request: {
+          sessionId: 's1',
+          requestId: 'req_1',
+          inputKind: 'approval',
+          expectedSequence: 3,
+          deadlineAt: '2099-01-01T00:00:00.000Z',
+          ...request,
+        },
+      }),
+    );
+
+  it('says what happens at the deadline, for each kind', () => {
+    expect(card({})).toContain('then its default applies');
+    expect(card({ inputKind: 'question', prompt: 'Which?' })).toContain(
+      'then the agent goes on without an answer',
+    );
+    expect(card({ inputKind: 'budget_extension' })).toContain('then it counts as refused');
+  });
+
+  it('says how a question or an extension its deadline resolved ended', () => {
+    const timedOut = { approved: false, actor: 'system:timeout', timedOut: true };
+    expect(card({ inputKind: 'question', resolved: timedOut })).toContain(
+      'Nobody answered in time<',
+    );
+    expect(card({ inputKind: 'budget_extension', resolved: timedOut })).toContain(
+      'Nobody answered in time: refused',
+    );
   });
 });

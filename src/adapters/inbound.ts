@@ -16,7 +16,12 @@ import { findReply } from '../store/findReply.js';
 import { legacyTurnAdmitted } from '../store/legacyTurnAdmitted.js';
 import { pendingQuestion } from '../store/pendingQuestion.js';
 import { trustedViewer } from '../store/visibility.js';
-import { actionIds, type ApprovalCard, type ReplyText } from './delivery/content.js';
+import {
+  actionIds,
+  digestDigitsInButton,
+  type ApprovalCard,
+  type ReplyText,
+} from './delivery/content.js';
 import { hasRole, isAddressed } from '../config/principals.js';
 import { clientKey, mayAnswer, platformTurnId, principalFor } from './identity.js';
 import type { PlatformClient } from './platforms/types.js';
@@ -244,6 +249,15 @@ async function onAction(deps: InboundDeps, event: ActionEvent): Promise<void> {
     return;
   }
   const card = reply.content as unknown as ApprovalCard;
+  // A card that shows a digest sends it with the press: a press of another card version
+  // (other arguments) is refused, and the card's digest is checked as a web answer's is.
+  if (
+    card.arguments_digest !== undefined &&
+    choice !== card.arguments_digest.slice(0, digestDigitsInButton)
+  ) {
+    notify('This card no longer shows the arguments of the request; nothing was answered.');
+    return;
+  }
   try {
     await answerInput(deps.db, {
       tenant: platform.tenant,
@@ -252,6 +266,7 @@ async function onAction(deps: InboundDeps, event: ActionEvent): Promise<void> {
       expectedSequence: card.expected_sequence,
       approved: event.actionId === actionIds.approve,
       response: null,
+      ...(card.arguments_digest === undefined ? {} : { argumentsDigest: card.arguments_digest }),
       actor: { user: principal.user, tenant: platform.tenant },
       // A spending budget's request goes to whoever may raise the budget (an admin).
       mayAnswer: (_agent, _execution, request) =>
@@ -265,7 +280,9 @@ async function onAction(deps: InboundDeps, event: ActionEvent): Promise<void> {
     notify(
       error.code === 'forbidden'
         ? `Only ${(agent.approverRoles ?? []).join(', ')} may answer this request.`
-        : 'This request was already answered.',
+        : error.code === 'stale_input' && error.message.startsWith('arguments_digest')
+          ? 'This card no longer shows the arguments of the request; nothing was answered.'
+          : 'This request was already answered.',
     );
   }
 }

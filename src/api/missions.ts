@@ -79,6 +79,8 @@ export function describeMission(mission: MissionConfig) {
     interrupt_to: mission.interruptTo,
     priority: mission.priority,
     timeout_seconds: mission.timeoutSeconds,
+    approval_timeout_ms: mission.approvalTimeoutMs,
+    on_timeout: mission.onTimeout,
   };
 }
 

@@ -97,6 +97,9 @@ export const agentSchema = z
     // deadline. A tool's entry may override either.
     escalate: escalationChain.default([]),
     remind_before_ms: durationMs.nullable().default(null),
+    // How long an `ask_user` question waits for an answer (null: for ever); past it the
+    // model is told that nobody answered in time.
+    question_timeout_ms: durationMs.nullable().default(null),
     tools: z.record(z.string(), toolEntrySchema).default({}),
     skills: z.array(z.string().min(1)).default([]),
     budgets: z
@@ -104,9 +107,17 @@ export const agentSchema = z
         max_iterations: z.number().int().positive().max(maxBudgetIterations).default(8),
         max_tool_calls: z.number().int().nonnegative().max(maxBudgetToolCalls).default(16),
         on_exhausted: z.enum(['ask', 'finish']).default('ask'),
+        // How long a `budget_extension` request waits (null: for ever); past it, the
+        // extension counts as refused.
+        extension_timeout_ms: durationMs.nullable().default(null),
       })
       .strict()
-      .default({ max_iterations: 8, max_tool_calls: 16, on_exhausted: 'ask' }),
+      .default({
+        max_iterations: 8,
+        max_tool_calls: 16,
+        on_exhausted: 'ask',
+        extension_timeout_ms: null,
+      }),
     pending_input: z.enum(['supersede', 'queue']).default('supersede'),
     gate: z
       .object({

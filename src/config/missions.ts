@@ -56,6 +56,8 @@ export function compileMission(
     interruptTo: mission.interrupt_to,
     priority: mission.priority,
     timeoutSeconds: mission.timeout_seconds,
+    approvalTimeoutMs: mission.approval_timeout_ms,
+    onTimeout: mission.on_timeout,
   };
 }
 

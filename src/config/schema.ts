@@ -92,6 +92,10 @@ export const missionSchema = z
     interrupt_to: interruptTo.nullable().default(null),
     priority: priorityName.default('normal'),
     timeout_seconds: z.number().positive().max(maxMissionSeconds).nullable().default(null),
+    // How long the approvals its executions' turns raise wait (over the agent's, under a
+    // tool entry's), and what applies when nobody answers in time (approve: operator only).
+    approval_timeout_ms: durationMs.nullable().default(null),
+    on_timeout: z.enum(['reject', 'approve']).nullable().default(null),
   })
   .strict();
 

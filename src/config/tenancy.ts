@@ -357,10 +357,25 @@ export function tenantAgentSchema(scope: TenantScope, shipped: AgentFile | null)
   });
 }
 
-/** The same for a mission: its numbers within the policy's ceilings. */
+/**
+ * The same for a mission: its numbers within the policy's ceilings, and `on_timeout:
+ * approve` only as the operator's definition of the same name has it (with its
+ * `approval_timeout_ms`), as for a tool entry.
+ */
 export function tenantMissionSchema(policy: AgentPolicy, shipped: MissionFile | null) {
   return missionSchema.superRefine((mission, ctx) => {
     const report = reporter(ctx);
+    if (mission.on_timeout === 'approve') {
+      if (shipped?.on_timeout !== 'approve') {
+        report(['on_timeout'], 'only the operator sets on_timeout: approve', true);
+      } else if (mission.approval_timeout_ms !== shipped.approval_timeout_ms) {
+        report(
+          ['approval_timeout_ms'],
+          "with on_timeout: approve, only the operator's value",
+          true,
+        );
+      }
+    }
     ceiling(
       report,
       ['max_iterations'],

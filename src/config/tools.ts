@@ -73,7 +73,7 @@ export function compileAgentTools(
       idempotent: idempotent ?? false,
       humanOnly: humanOnly ?? false,
       approvalTimeoutMs: approvalTimeoutMs ?? null,
-      onTimeout: onTimeout ?? 'reject',
+      onTimeout: onTimeout ?? null,
       escalate: escalate === undefined ? null : escalationSteps(escalate),
       remindBeforeMs: remindBeforeMs ?? null,
       onUnknown: onUnknown ?? 'interrupted',

@@ -47,6 +47,8 @@ export interface AgentConfig {
   escalate: EscalationStep[];
   /** A reminder this long before an approval's deadline; null: none. */
   remindBeforeMs: number | null;
+  /** How long an `ask_user` question waits for an answer; null: no deadline. */
+  questionTimeoutMs: number | null;
   /**
    * Whose definition this is: null for the operator's file (a shipped definition), else the
    * tenant that customized or created it through the API.
@@ -66,7 +68,13 @@ export interface AgentConfig {
   tools: Record<string, AgentToolConfig>;
   /** Skills (folders of `skills_dir`) this agent may load with `load_skill`. */
   skills: string[];
-  budgets: { maxIterations: number; maxToolCalls: number; onExhausted: 'ask' | 'finish' };
+  budgets: {
+    maxIterations: number;
+    maxToolCalls: number;
+    onExhausted: 'ask' | 'finish';
+    /** How long a `budget_extension` request waits before it counts as refused; null: no deadline. */
+    extensionTimeoutMs: number | null;
+  };
   pendingInput: 'supersede' | 'queue';
   completionText: string | null;
   /** `closing_sentence`: the reply's last sentence becomes `completionText`; `reply`: all of it. */
@@ -148,8 +156,11 @@ export interface AgentToolConfig {
   humanOnly: boolean;
   /** How long its approvals wait (null: the agent's `approvalTimeoutMs`). */
   approvalTimeoutMs: number | null;
-  /** What applies when an approval's deadline passes unanswered (approve: operator only). */
-  onTimeout: 'reject' | 'approve';
+  /**
+   * What applies when an approval's deadline passes unanswered (approve: operator only);
+   * null: not set (a mission's, else reject).
+   */
+  onTimeout: 'reject' | 'approve' | null;
   /** Its approvals' escalation chain (null: the agent's). */
   escalate: EscalationStep[] | null;
   /** Its approvals' reminder (null: the agent's `remindBeforeMs`). */
@@ -261,6 +272,10 @@ export interface MissionConfig {
   interruptTo: string | null;
   priority: Priority;
   timeoutSeconds: number | null;
+  /** How long its executions' approvals wait (null: the agent's); a tool entry's wins. */
+  approvalTimeoutMs: number | null;
+  /** What applies when such an approval's deadline passes (null: a tool entry's, else reject). */
+  onTimeout: 'reject' | 'approve' | null;
 }
 
 export interface ScheduleConfig {

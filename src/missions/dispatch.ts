@@ -40,6 +40,8 @@ export function dispatchOf(
       prompt: renderMissionPrompt(mission.prompt, request.input),
       loop_prompt: mission.loopPrompt,
       loop_delay_seconds: mission.loopDelaySeconds,
+      approval_timeout_ms: mission.approvalTimeoutMs,
+      on_timeout: mission.onTimeout,
     },
     threads:
       request.threads?.map((thread) => ({

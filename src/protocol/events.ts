@@ -144,7 +144,8 @@ export interface InputRequiredEvent extends EventBase {
 
 /**
  * A request was answered (`actor` is who answered) or expired without an answer
- * (`expired` says why; `actor` is then null and `approved` false: nothing ran), or its
+ * (`expired` says why: superseded, its turn cancelled, or its turn ended with an error;
+ * `actor` is then null and `approved` false: nothing ran), or its
  * deadline passed (`state: timeout`, actor `system:timeout`, `approved` the safe default).
  */
 export interface InputResolvedEvent extends EventBase {
@@ -153,7 +154,7 @@ export interface InputResolvedEvent extends EventBase {
   request_id: string;
   approved: boolean;
   actor: Actor | null;
-  expired?: 'superseded' | 'cancelled';
+  expired?: 'superseded' | 'cancelled' | 'error';
   /** What the request became (absent in events journaled before requests had states). */
   state?: InputState;
   /** An agent's answer (actor `agent:NAME`): its decision's reason, journaled as given. */

@@ -87,6 +87,12 @@ export const mission = z
     interrupt_to: z.string().nullable(),
     priority,
     timeout_seconds: z.number().nullable(),
+    approval_timeout_ms: z.number().int().nullable().meta({
+      description: "how long its executions' approvals wait (null: the agent's)",
+    }),
+    on_timeout: z.enum(['reject', 'approve']).nullable().meta({
+      description: "what applies when such an approval's deadline passes (null: reject)",
+    }),
     ...definitionOrigin,
   })
   .meta({ id: 'Mission' });

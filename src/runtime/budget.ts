@@ -1,3 +1,4 @@
+import type { AgentConfig } from '../config/types.js';
 import { newRequestId } from '../ids.js';
 import { spendingCallPrefix } from '../protocol/inbox.js';
 import { saveBurst } from '../store/saveBurst.js';
@@ -50,12 +51,14 @@ export function budgetRefused(burst: BurstState): boolean {
 
 /**
  * `on_exhausted: ask`: a `budget_extension` request; approval grants one more budget (and
- * lets a model call a spending budget stopped try again). Provider calls not billed yet
- * (`usage`) are billed with it.
+ * lets a model call a spending budget stopped try again). With the agent's
+ * `budgets.extension_timeout_ms` it has a deadline, past which it counts as refused.
+ * Provider calls not billed yet (`usage`) are billed with it.
  */
 export async function askForBudget(
   deps: RuntimeDeps,
   lease: Lease,
+  agent: AgentConfig,
   burst: BurstState,
   reason: string,
   usage: Usage[] = [],
@@ -83,7 +86,10 @@ export async function askForBudget(
         tool: null,
         arguments: null,
         prompt: `${reason}. Allow it to continue?`,
-        deadline_at: null,
+        deadline_at:
+          agent.budgets.extensionTimeoutMs === null
+            ? null
+            : new Date(Date.now() + agent.budgets.extensionTimeoutMs).toISOString(),
         on_timeout: 'reject',
         arguments_digest: null,
         human_only: false,

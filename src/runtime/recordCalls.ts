@@ -1,6 +1,7 @@
 import type { AgentConfig } from '../config/types.js';
 import { newRequestId } from '../ids.js';
 import { newEvent, type NewEvent } from '../protocol/events.js';
+import { readMissionDeadline } from '../store/readMissionDeadline.js';
 import { saveBurst, type NewInputRequest } from '../store/saveBurst.js';
 import type { BurstCall, BurstState, Lease } from '../store/types.js';
 import type { Usage } from '../store/usageRows.js';
@@ -32,6 +33,14 @@ export async function recordCalls(
   room: number | null = null,
 ): Promise<void> {
   const requests: NewInputRequest[] = [];
+  // A turn of a mission's execution: the mission's deadline keys apply to its approvals.
+  const needsApproval = result.calls.some(
+    (proposed) =>
+      proposed.tool !== askUserTool && policyOf(agent, deps.tools, proposed.tool) === 'approve',
+  );
+  const mission = needsApproval
+    ? await readMissionDeadline(deps.db, lease.sessionId, burst.lead)
+    : null;
   let counted = 0;
   const calls: BurstCall[] = result.calls.map((proposed) => {
     const policy = policyOf(agent, deps.tools, proposed.tool);
@@ -67,10 +76,16 @@ export async function recordCalls(
       call.kind = question ? 'question' : 'approval';
       call.request_id = newRequestId();
       const asked = (call.arguments as { question?: unknown } | null)?.question;
-      // Only approvals end by themselves: a question waits for its answer.
+      // A question ends at the agent's `question_timeout_ms` (unanswered: the model is
+      // told so); it neither escalates nor reminds.
       const deadline: ApprovalDeadline = question
-        ? { timeoutMs: null, onTimeout: 'reject', escalate: [], remindBeforeMs: null }
-        : approvalDeadline(agent, proposed.tool);
+        ? {
+            timeoutMs: agent.questionTimeoutMs,
+            onTimeout: 'reject',
+            escalate: [],
+            remindBeforeMs: null,
+          }
+        : approvalDeadline(agent, proposed.tool, mission);
       const now = Date.now();
       requests.push({
         request_id: call.request_id,

@@ -14,7 +14,8 @@ export type Resumed = { kind: 'waiting' } | { kind: 'ready'; burst: BurstState; 
  * The requests' rows decide (an admission or waitForInput expired them, a person
  * answered, or the deadline passed): answered → the answer applies; timed out → its safe
  * default applies (rejected: the model is told it was not approved in time; approved
- * by the operator's `on_timeout: approve`: it runs); expired by a newer message → the call is
+ * by the operator's `on_timeout: approve`: it runs; a question: the model is told nobody
+ * answered in time; a budget extension: refused); expired by a newer message → the call is
  * superseded (nothing ran) and the newer turns are folded in; still pending → the turn
  * keeps waiting. A `reconciliation` answer says whether a call whose result a crash lost
  * took effect (yes: the model is told it happened, result unknown; no: it runs again, as
@@ -78,15 +79,32 @@ export async function resumeBurst(
       continue;
     }
     if (answer?.state === 'timeout' && !answer.approved) {
-      // The safe default: nobody approved in time, so nothing ran.
       const deadline = answer.deadline_at
         ? ` (no answer by ${answer.deadline_at.toISOString()})`
         : '';
-      call.status = 'rejected';
-      call.error = {
-        code: 'approval_timeout',
-        message: `not approved in time${deadline}; nothing ran`,
-      };
+      if (call.kind === 'question') {
+        // Nobody answered: the model reads it as the question's result and goes on.
+        call.status = 'rejected';
+        call.error = {
+          code: 'question_timeout',
+          message: `nobody answered in time${deadline}`,
+        };
+      } else if (call.kind === 'budget_extension') {
+        // As a refusal: the turn ends as it would have without an extension.
+        call.status = 'done';
+        call.error = {
+          code: 'budget_refused',
+          message: `more budget was not granted in time${deadline}`,
+        };
+        call.reported = true;
+      } else {
+        // The safe default: nobody approved in time, so nothing ran.
+        call.status = 'rejected';
+        call.error = {
+          code: 'approval_timeout',
+          message: `not approved in time${deadline}; nothing ran`,
+        };
+      }
       continue;
     }
     if (answer?.state !== 'answered' && answer?.state !== 'timeout') continue;

@@ -1,5 +1,6 @@
 import type { LanguageModelV3FunctionTool } from '@ai-sdk/provider';
 import type { AgentConfig, EscalationStep } from '../config/types.js';
+import type { MissionDeadline } from '../store/readMissionDeadline.js';
 import type { BurstCall } from '../store/types.js';
 import { askUserTool, mcpToolPattern, resolveAgentTools } from '../tools/registry.js';
 import type { Tool } from '../tools/types.js';
@@ -72,20 +73,28 @@ export interface ApprovalDeadline {
 
 /**
  * The deadline of an approval of `tool`: its entry's (or its server's `server__*` entry's)
- * `approval_timeout_ms`, else the agent's; `on_timeout` from the same entry, `reject` by
- * default: a call nobody approved in time does not run. Its escalation chain and reminder
- * likewise: the entry's, else the agent's.
+ * `approval_timeout_ms`, else the mission's (a turn of an execution), else the agent's;
+ * `on_timeout` the entry's, else the mission's, `reject` by default: a call nobody
+ * approved in time does not run. An entry's `on_timeout: approve` keeps the entry's or
+ * the agent's deadline: a mission never makes an unapproved call run sooner than the
+ * operator set. Its escalation chain and reminder: the entry's, else the agent's.
  */
-export function approvalDeadline(agent: AgentConfig, tool: string): ApprovalDeadline {
+export function approvalDeadline(
+  agent: AgentConfig,
+  tool: string,
+  mission: MissionDeadline | null = null,
+): ApprovalDeadline {
   const server = mcpToolPattern.exec(tool)?.[1];
   const entry = Object.hasOwn(agent.tools, tool)
     ? agent.tools[tool]
     : server !== undefined && Object.hasOwn(agent.tools, `${server}__*`)
       ? agent.tools[`${server}__*`]
       : undefined;
+  const onTimeout = entry?.onTimeout ?? mission?.onTimeout ?? 'reject';
+  const missionTimeoutMs = entry?.onTimeout === 'approve' ? null : mission?.approvalTimeoutMs;
   return {
-    timeoutMs: entry?.approvalTimeoutMs ?? agent.approvalTimeoutMs,
-    onTimeout: entry?.onTimeout ?? 'reject',
+    timeoutMs: entry?.approvalTimeoutMs ?? missionTimeoutMs ?? agent.approvalTimeoutMs,
+    onTimeout,
     escalate: entry?.escalate ?? agent.escalate,
     remindBeforeMs: entry?.remindBeforeMs ?? agent.remindBeforeMs,
   };

@@ -234,7 +234,7 @@ export async function answerBurst(
     // Budgets: over budget, ask a person for more or finish with the reason.
     const exhausted = budgetExhausted(burst);
     if (exhausted && agent.budgets.onExhausted === 'ask' && !exhausted.refused) {
-      await askForBudget(deps, lease, burst, exhausted.reason, unbilled);
+      await askForBudget(deps, lease, agent, burst, exhausted.reason, unbilled);
       countBilled(lease.tenant, agent.name, unbilled);
       unbilled = [];
       continue;
@@ -261,7 +261,7 @@ export async function answerBurst(
     if (breaches.length > 0) {
       const reason = breachReason(breaches);
       if (agent.budgets.onExhausted === 'ask' && !budgetRefused(burst)) {
-        await askForBudget(deps, lease, burst, reason, unbilled, 'spend');
+        await askForBudget(deps, lease, agent, burst, reason, unbilled, 'spend');
         countBilled(lease.tenant, agent.name, unbilled);
         unbilled = [];
         continue;

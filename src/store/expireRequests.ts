@@ -1,12 +1,16 @@
 import { newEvent, type NewEvent } from '../protocol/events.js';
 import type { Queryable } from './db.js';
 
-/** A superseded request is `expired` (as ever); a cancelled turn's is `cancelled`. */
-const stateOf = { superseded: 'expired', cancelled: 'cancelled' } as const;
+/**
+ * A superseded request is `expired` (as ever); a cancelled turn's is `cancelled`; a turn
+ * that ended with an error (or was parked) leaves its requests `error`.
+ */
+const stateOf = { superseded: 'expired', cancelled: 'cancelled', error: 'error' } as const;
 
 /**
  * Expires every pending input request of a session: a new message superseded them
- * (`pending_input: supersede`) or their turn was cancelled. Runs under the caller's lock
+ * (`pending_input: supersede`), their turn was cancelled, or it ended for good with an
+ * error (nothing would resume it: its saved burst is gone). Runs under the caller's lock
  * on the session row, so an answer racing it is decided by that lock: whichever commits
  * first wins, and the loser sees the outcome (an answer after this gets 409 stale_input; an
  * answer before it leaves nothing pending here, and the approved call runs). Returns the
@@ -15,7 +19,7 @@ const stateOf = { superseded: 'expired', cancelled: 'cancelled' } as const;
 export async function expirePendingRequests(
   tx: Queryable,
   sessionId: string,
-  reason: 'superseded' | 'cancelled',
+  reason: 'superseded' | 'cancelled' | 'error',
 ): Promise<NewEvent[]> {
   const expired = await tx.query<{
     request_id: string;

@@ -4,13 +4,15 @@ import { appendEvents } from './appendEvents.js';
 import { billUsage } from './billUsage.js';
 import { closeBurst } from './closeBurst.js';
 import { settleReservations } from './settleReservations.js';
-import type { BurstRef, Lease } from './types.js';
+import { expirePendingRequests } from './expireRequests.js';
+import { LeaseLostError, type BurstRef, type Lease } from './types.js';
 import { usageEvents, type Usage } from './usageRows.js';
 
 /**
  * Ends a burst for good with an `error` event (a permanent provider error, or retries
  * exhausted). Deliberately not "progress" (unless `progress`): repeated failures lead to
- * parking.
+ * parking. A request of the burst still pending is closed as `error` in the same
+ * transaction, journaled before the error, so no inbox keeps listing it.
  */
 export async function failTurn(
   db: Db,
@@ -25,11 +27,19 @@ export async function failTurn(
 ): Promise<number> {
   const lead = burst.turnIds[0] as string;
   return db.transaction(async (tx) => {
-    // The append takes the session row first (one lock order everywhere).
+    // The session row first (one lock order everywhere: an answer takes it before the
+    // request's row), gated on the lease.
+    const locked = await tx.query(
+      'select 1 from sessions where session_id = $1 and lease_token = $2 for update',
+      [lease.sessionId, lease.token],
+    );
+    if (locked.rowCount === 0) throw new LeaseLostError(lease.sessionId);
+    const closed = await expirePendingRequests(tx, lease.sessionId, 'error');
     const sequence = await appendEvents(
       tx,
       lease,
       [
+        ...closed,
         ...usageEvents(lead, burst.usage),
         newEvent('error', lead, {
           code: burst.code,

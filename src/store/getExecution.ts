@@ -24,6 +24,10 @@ export interface ExecutionSpec {
   loop_delay_seconds: number;
   /** A fan-out execution's threads (its children do the work); null otherwise. */
   threads: { agent: string; input: Record<string, unknown> }[] | null;
+  /** The mission's `approval_timeout_ms` (absent in rows dispatched before it existed). */
+  approval_timeout_ms?: number | null;
+  /** The mission's `on_timeout`. */
+  on_timeout?: 'reject' | 'approve' | null;
 }
 
 export interface ExecutionRow {

@@ -1,6 +1,7 @@
 import { newEvent } from '../protocol/events.js';
 import type { Db } from './db.js';
 import { appendEvents } from './appendEvents.js';
+import { expirePendingRequests } from './expireRequests.js';
 import { LeaseLostError, type BurstState, type Lease } from './types.js';
 import { notifyWakeup } from './wakeups.js';
 
@@ -13,7 +14,8 @@ import { notifyWakeup } from './wakeups.js';
  * unpark; with `'fail'` they end with the same error. Runs under the claim's lease. The
  * session row is locked before the turns are read, so a turn admitted concurrently is
  * either decided here or admitted after (and waits for the unpark); a turn cancelled while
- * queued keeps its `cancelled` and gets no error.
+ * queued keeps its `cancelled` and gets no error. A request still pending is closed as
+ * `error`.
  */
 export async function parkSession(
   db: Db,
@@ -47,7 +49,10 @@ export async function parkSession(
       'select burst from sessions where session_id = $1',
       [lease.sessionId],
     );
+    // Its saved burst goes: a request still pending could never be resumed.
+    const closed = await expirePendingRequests(tx, lease.sessionId, 'error');
     const sequence = await appendEvents(tx, lease, [
+      ...closed,
       ...interruptedCalls(saved.rows[0]?.burst ?? null),
       newEvent('error', turnIds[0] ?? null, {
         code: 'session_parked',

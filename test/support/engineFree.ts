@@ -6,6 +6,7 @@
 export const engineFreeFiles = [
   'adapters-config',
   'adapters-deadline-clients',
+  'approval-cards',
   'approval-nudges',
   'bench-charts',
   'catalog-refresh',

@@ -28,7 +28,11 @@ export interface ApprovalCard {
   tool?: string;
   arguments?: unknown;
   prompt?: string;
-  resolution?: { approved: boolean; actor: string | null; expired?: string };
+  /** An approval's (or reconciliation's) digest of its arguments: its buttons carry it. */
+  arguments_digest?: string;
+  /** When its default applies if nobody answers (ISO time). */
+  deadline_at?: string;
+  resolution?: { approved: boolean; actor: string | null; expired?: string; state?: string };
 }
 
 export interface Notice {
@@ -52,3 +56,18 @@ export interface OutboxRow {
 
 /** Button ids: short, because Telegram's callback data holds 64 bytes in all. */
 export const actionIds = { approve: 'p.a', reject: 'p.r', option: 'p.o' } as const;
+
+/**
+ * How many hex digits of `arguments_digest` an approval's buttons carry after the row's id
+ * (`rep_<ULID>.<digits>`): what fits in Telegram's 64 bytes with the SDK's wrapping. A
+ * press whose digits are not its card's is refused; the card's whole digest is then
+ * checked against the request's, as a web answer's is.
+ */
+export const digestDigitsInButton = 8;
+
+/** The value of an approval card's buttons. */
+export function approvalButtonValue(replyId: string, card: ApprovalCard): string {
+  return card.arguments_digest === undefined
+    ? replyId
+    : `${replyId}.${card.arguments_digest.slice(0, digestDigitsInButton)}`;
+}

@@ -129,6 +129,10 @@ export function fold(
             ...(event.tool === undefined ? {} : { tool: event.tool }),
             ...(event.arguments === undefined ? {} : { arguments: event.arguments }),
             ...(event.prompt === undefined ? {} : { prompt: event.prompt }),
+            ...(event.arguments_digest === undefined
+              ? {}
+              : { arguments_digest: event.arguments_digest }),
+            ...(event.deadline_at === undefined ? {} : { deadline_at: event.deadline_at }),
           },
           version: 1,
           final: false,
@@ -142,6 +146,7 @@ export function fold(
             approved: event.approved,
             actor: event.actor?.user ?? null,
             ...(event.expired === undefined ? {} : { expired: event.expired }),
+            ...(event.state === undefined ? {} : { state: event.state }),
           };
           card.final = true;
           change(card);

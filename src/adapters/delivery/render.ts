@@ -1,5 +1,11 @@
 import { Actions, Button, Card, CardText, type AdapterPostableMessage } from 'chat';
-import { actionIds, type ApprovalCard, type ReplyContent, type ReplyText } from './content.js';
+import {
+  actionIds,
+  approvalButtonValue,
+  type ApprovalCard,
+  type ReplyContent,
+  type ReplyText,
+} from './content.js';
 
 /** Longest text Parley puts in one platform message (Slack's section limit is 3000). */
 const maxText = 2900;
@@ -69,6 +75,7 @@ function approvalCard(replyId: string, card: ApprovalCard): AdapterPostableMessa
   }
   if (card.kind === 'question' && !card.resolution)
     details.push('_Reply in this thread to answer._');
+  if (card.deadline_at !== undefined && !card.resolution) details.push(deadlineText(card));
   // A credential reference is given in the web app, never typed into a chat.
   if (card.kind === 'external_auth' && !card.resolution)
     details.push('_Answer in the web app (its inbox) with the credential reference._');
@@ -78,13 +85,15 @@ function approvalCard(replyId: string, card: ApprovalCard): AdapterPostableMessa
     const by = resolution.actor ?? 'someone';
     const outcome = resolution.expired
       ? `Expired (${resolution.expired})`
-      : card.kind === 'question'
-        ? `Answered by ${by}`
-        : card.kind === 'reconciliation'
-          ? resolution.approved
-            ? `It happened, says ${by}`
-            : `It did not happen, says ${by}: it runs again`
-          : `${resolution.approved ? '✅ Approved' : '❌ Rejected'} by ${by}`;
+      : resolution.state === 'timeout'
+        ? timeoutText(card, resolution.approved)
+        : card.kind === 'question'
+          ? `Answered by ${by}`
+          : card.kind === 'reconciliation'
+            ? resolution.approved
+              ? `It happened, says ${by}`
+              : `It did not happen, says ${by}: it runs again`
+            : `${resolution.approved ? '✅ Approved' : '❌ Rejected'} by ${by}`;
     return Card({ title, children: [...children, CardText(outcome)] });
   }
   if (card.kind === 'question' || card.kind === 'external_auth') return Card({ title, children });
@@ -93,14 +102,41 @@ function approvalCard(replyId: string, card: ApprovalCard): AdapterPostableMessa
     card.kind === 'reconciliation'
       ? ['Yes, it happened', 'No, run it again']
       : ['Approve', 'Reject'];
+  // The digest of the arguments shown: a press refers to exactly them.
+  const value = approvalButtonValue(replyId, card);
   return Card({
     title,
     children: [
       ...children,
       Actions([
-        Button({ id: actionIds.approve, value: replyId, label: yes, style: 'primary' }),
-        Button({ id: actionIds.reject, value: replyId, label: no, style: 'danger' }),
+        Button({ id: actionIds.approve, value, label: yes, style: 'primary' }),
+        Button({ id: actionIds.reject, value, label: no, style: 'danger' }),
       ]),
     ],
   });
+}
+
+/** A deadline as every platform shows it: to the minute, in UTC. */
+function shownTime(iso: string): string {
+  const time = new Date(iso);
+  return Number.isNaN(time.getTime())
+    ? iso
+    : `${time.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+/** What happens if nobody answers by the card's deadline. */
+function deadlineText(card: ApprovalCard): string {
+  const by = `_Answer by ${shownTime(card.deadline_at as string)}`;
+  if (card.kind === 'question') return `${by}: then the agent goes on without an answer._`;
+  if (card.kind === 'budget_extension') return `${by}: then it counts as refused._`;
+  return `${by}: then its default applies._`;
+}
+
+/** How a request its deadline resolved ended. */
+function timeoutText(card: ApprovalCard, approved: boolean): string {
+  if (card.kind === 'question') return 'Nobody answered in time';
+  if (card.kind === 'budget_extension') return 'Not answered in time: refused';
+  return approved
+    ? 'Not answered in time: approved (its default)'
+    : 'Not answered in time: rejected (its default)';
 }

@@ -31,6 +31,22 @@ const titles: Record<InputKind, string> = {
   external_auth: 'Access needed',
 };
 
+/** What happens when a request's deadline passes unanswered. */
+const afterDeadline: Record<InputKind, string> = {
+  approval: 'then its default applies (usually: rejected)',
+  question: 'then the agent goes on without an answer',
+  budget_extension: 'then it counts as refused',
+  reconciliation: 'then its default applies',
+  external_auth: 'then its default applies',
+};
+
+/** How a request its deadline resolved ended. */
+function timedOutText(kind: InputKind, approved: boolean): string {
+  if (kind === 'question') return 'Nobody answered in time';
+  if (kind === 'budget_extension') return 'Nobody answered in time: refused';
+  return `Nobody answered in time: ${approved ? 'approved' : 'rejected'} by default`;
+}
+
 /** A link only to a web page: a tool's URL is shown, never run as script. */
 function webUrl(url: string | null | undefined): string | null {
   if (!url) return null;
@@ -139,7 +155,7 @@ export function InputCard(props: {
           {resolved.expired
             ? `No longer needed (${resolved.expired})`
             : resolved.timedOut
-              ? `Nobody answered in time: ${resolved.approved ? 'approved' : 'rejected'} by default`
+              ? timedOutText(request.inputKind, resolved.approved)
               : verdict(request, resolved)}
         </p>
       ) : (
@@ -151,7 +167,7 @@ export function InputCard(props: {
               <time dateTime={request.deadlineAt}>
                 {new Date(request.deadlineAt).toLocaleString()}
               </time>{' '}
-              ({timeLeft(request.deadlineAt)}); then its default applies (usually: rejected).
+              ({timeLeft(request.deadlineAt)}); {afterDeadline[request.inputKind]}.
               {request.reminded ? ' A reminder went out.' : null}
             </p>
           ) : null}
