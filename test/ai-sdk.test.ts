@@ -228,15 +228,18 @@ describe('ParleyChatTransport.sendMessages', () => {
 
   it('refuses regenerate: the journal is append-only', async () => {
     const chatId = await newChat();
-    await expect(
-      transport.sendMessages({
+    const chunks = await collect(
+      await transport.sendMessages({
         chatId,
         messages: [userMessage('x')],
         trigger: 'regenerate-message',
         messageId: undefined,
         abortSignal: undefined,
       }),
-    ).rejects.toThrow(/append-only/);
+    );
+    expect(chunks).toEqual([{ type: 'error', errorText: expect.stringMatching(/append-only/) }]);
+    const events = await journal(chatId);
+    expect(events.filter((event) => event.type === 'message')).toHaveLength(0);
   });
 });
 

@@ -97,7 +97,7 @@ describe('a half-sent request body', () => {
       });
       expect(stream.status).toBe(200);
       const first = await stream.body!.getReader().read();
-      expect(new TextDecoder().decode(first.value)).toMatch(/^(id|event|:)/);
+      expect(new TextDecoder().decode(first.value)).toMatch(/^(retry|id|event|:)/);
       controller.abort();
     }
     // A reader that stops reading (the server disconnects it after two keep-alives).

@@ -183,6 +183,17 @@ export class ChunkMapper {
     return out;
   }
 
+  /**
+   * The lead of the burst this stream's turn was folded into, when `event` is the first
+   * sign of it and nothing was shown yet: that burst's reply is `reply_<lead>`, and the
+   * stream should show it whole rather than open a second message for the same reply.
+   */
+  foldedInto(event: ParleyEvent): string | null {
+    if (this.mode !== 'new' || this.started || event.type !== 'turn_started') return null;
+    if (event.turn_id === this.turn || !(event.turn_ids ?? []).includes(this.turn)) return null;
+    return event.turn_id;
+  }
+
   /** Whether the journal event is part of the burst this stream shows. */
   private belongs(event: ParleyEvent): boolean {
     if (event.type === 'turn_started') {

@@ -16,6 +16,12 @@ import { route } from './contract.js';
 const pageSize = 200;
 /** Events a stream keeps from wake-ups while it is busy; past this it reads the journal. */
 const maxQueued = 500;
+/**
+ * The SSE `retry:` hint sent first on every stream: how long an EventSource waits before
+ * it reconnects. One second, as `Retry-After: 1` on a `503 storage_unavailable`: a stream
+ * drops when its process restarts or fails over, and the journal is back about that soon.
+ */
+export const reconnectHintMs = 1000;
 
 /**
  * PROTOCOL.md §3: replay everything after the cursor, then live, without a gap and
@@ -141,7 +147,7 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
       'x-accel-buffering': 'no',
       'parley-protocol-version': '1',
     });
-    response.flushHeaders();
+    response.write(`retry: ${reconnectHintMs}\n\n`);
     open.add(response);
     openStreams.add(response);
     sseConnections.inc();
