@@ -7,6 +7,7 @@ import { getSession } from '../store/getSession.js';
 import { findVisibleSession } from '../store/findVisibleSession.js';
 import { readEvents } from '../store/readEvents.js';
 import type { ApiDeps } from './deps.js';
+import { openEventStream } from './sseResponse.js';
 import { JournalFeed, type FeedSubscriber } from './feed.js';
 import { viewerOf } from './sessionAccess.js';
 import { StreamSlots } from './streamSlots.js';
@@ -16,12 +17,6 @@ import { route } from './contract.js';
 const pageSize = 200;
 /** Events a stream keeps from wake-ups while it is busy; past this it reads the journal. */
 const maxQueued = 500;
-/**
- * The SSE `retry:` hint sent first on every stream: how long an EventSource waits before
- * it reconnects. One second, as `Retry-After: 1` on a `503 storage_unavailable`: a stream
- * drops when its process restarts or fails over, and the journal is back about that soon.
- */
-export const reconnectHintMs = 1000;
 
 /**
  * PROTOCOL.md §3: replay everything after the cursor, then live, without a gap and
@@ -137,17 +132,7 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
       throw resyncRequired(after, session.earliest_sequence, session.latest_sequence);
     }
 
-    reply.hijack();
-    const response = reply.raw;
-    response.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-store, no-transform',
-      'x-content-type-options': 'nosniff',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-      'parley-protocol-version': '1',
-    });
-    response.write(`retry: ${reconnectHintMs}\n\n`);
+    const response = openEventStream(reply, { 'parley-protocol-version': '1' });
     open.add(response);
     openStreams.add(response);
     sseConnections.inc();

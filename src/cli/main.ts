@@ -149,7 +149,11 @@ async function serve(
   for (const line of describeStartup(config, running, role)) process.stdout.write(`${line}\n`);
   await stopped;
   process.stdout.write(`parley ${role}: stopped\n`);
-  return 0;
+  // Everything that had to finish has: leases released, streams ended, the database
+  // closed. What may still hold the event loop — a client's keep-alive socket, a chat
+  // platform client's timer — must not keep a stopped process alive until its supervisor
+  // kills it.
+  process.exit(0);
 }
 
 main(process.argv.slice(2)).then(

@@ -11,6 +11,7 @@ import { route, routeOptions, typed } from '../contract.js';
 import { agentsOf, type ApiDeps } from '../deps.js';
 import { JournalFeed } from '../feed.js';
 import { JournalFollower } from '../journalFollower.js';
+import { openEventStream } from '../sseResponse.js';
 import { viewerOf } from '../sessionAccess.js';
 import { admitForPrincipal } from '../turns.js';
 import { chatMessage, chunksOf, completionOf, foldChat } from './chatCompletion.js';
@@ -413,16 +414,7 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
   ): Promise<void> {
     const controller = new AbortController();
     open.add(controller);
-    reply.hijack();
-    const response = reply.raw;
-    response.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-store, no-transform',
-      'x-content-type-options': 'nosniff',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
-    response.flushHeaders();
+    const response = openEventStream(reply);
     request.raw.on('close', () => controller.abort());
     const keepalive = setInterval(
       () => response.write(': keep-alive\n\n'),
