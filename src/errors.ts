@@ -53,6 +53,9 @@ export const errorCodes = {
   internal_error: 500,
   // A turn an adapter answers for ended without a reply (OpenAI Chat Completions).
   turn_failed: 502,
+  // Such a turn had not ended when the request stopped waiting (server.blocking_wait_ms);
+  // it goes on.
+  turn_pending: 504,
   platform_event_failed: 500,
   // A turn's `error` event code, never an HTTP answer: the progress watchdog ended a turn
   // whose steps kept making no progress (docs/governance.md, "Progress watchdog").

@@ -87,6 +87,16 @@ describe('Telegram through the Chat SDK', () => {
     expect((await server.db.query('select 1 from sessions')).rowCount).toBe(before);
   });
 
+  it('refuses a signed event that is not a JSON object with 400, writing nothing', async () => {
+    const before = (await server.db.query('select 1 from sessions')).rowCount;
+    for (const body of ['null', '42', '[]', '"text"']) {
+      const answer = await send(body);
+      expect(answer.status, body).toBe(400);
+      expect(JSON.parse(answer.body), body).toMatchObject({ error: 'invalid_request' });
+    }
+    expect((await server.db.query('select 1 from sessions')).rowCount).toBe(before);
+  });
+
   it('stores the message of a user without a trigger role, and answers nobody', async () => {
     expect((await send(message(5003, 77, 'a stranger writes'))).status).toBe(200);
     const stored = await until(

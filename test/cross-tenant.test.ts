@@ -308,6 +308,14 @@ interface Probe {
  * the first test.
  */
 const byRoute: Record<string, Probe> = {
+  // The OpenAI-compatible API: a response is a turn (`resp_` + its id).
+  'GET /openai/v1/responses/{response_id}': {
+    path: (ids) => `/openai/v1/responses/resp_${ids.turn}`,
+  },
+  'POST /openai/v1/responses/{response_id}/cancel': {
+    path: (ids) => `/openai/v1/responses/resp_${ids.turn}/cancel`,
+    body: () => ({}),
+  },
   'GET /api/v1/chat/sessions/{session_id}': {
     path: (ids) => `/api/v1/chat/sessions/${ids.session}`,
   },
@@ -451,6 +459,7 @@ const listQueries: Record<string, string[]> = {
   'GET /api/v1/budgets': [''],
   'GET /api/v1/admin/webhooks': ['', '?dead_limit=500'],
   'GET /api/v1/models': [''],
+  'GET /openai/v1/models': [''],
   'GET /api/v1/me': [''],
   'GET /healthz': [''],
   'GET /readyz': [''],

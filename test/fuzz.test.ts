@@ -95,6 +95,7 @@ beforeAll(async () => {
   receiver = await startReceiver();
   const full = await startTestServer(
     {
+      server: { blocking_wait_ms: 300 },
       agents: {
         default: { tools: { calculator: 'approve', remember: 'allow' } },
         other: { greeting: 'hi' },
@@ -555,6 +556,28 @@ function generator(random: () => number) {
       }),
     'DELETE /api/v1/budgets/{budget_id}': () =>
       bare('DELETE', `/api/v1/budgets/${pick(['fuzz', segment()])}`),
+    // The OpenAI-compatible API (no worker runs: a blocking request answers after the
+    // server's blocking_wait_ms, as it stands).
+    'GET /openai/v1/models': () => get('/openai/v1/models'),
+    'POST /openai/v1/responses': () =>
+      json('POST', '/openai/v1/responses', {
+        model: pick(['default', 'parley/other', value()]),
+        input: pick(['hello', [{ role: 'user', content: 'hi' }], [], value()]),
+        background: pick([true, false]),
+        conversation: pick([undefined, sessionId, value()]),
+        previous_response_id: pick([undefined, `resp_${turnId}`, value()]),
+      }),
+    'GET /openai/v1/responses/{response_id}': () =>
+      get(
+        `/openai/v1/responses/${pick([`resp_${turnId}`, segment()])}?${query({ starting_after: queryValue() })}`,
+      ),
+    'POST /openai/v1/responses/{response_id}/cancel': () =>
+      json('POST', `/openai/v1/responses/${pick([`resp_${turnId}`, segment()])}/cancel`, {}),
+    'POST /openai/v1/chat/completions': () =>
+      json('POST', '/openai/v1/chat/completions', {
+        model: pick(['default', value()]),
+        messages: pick([[{ role: 'user', content: 'hi' }], [], [{ role: value() }], value()]),
+      }),
     // The platforms' endpoints: Telegram configured (a valid secret 70 % of the time), the
     // others not (404).
     'POST /adapters/telegram/webhook': () => ({
@@ -745,10 +768,19 @@ describe(`fuzzing every route (seed ${seed})`, () => {
       expect(response.status, where).toBeGreaterThanOrEqual(200);
       expect(response.status, `${where} → ${response.body.slice(0, 300)}`).toBeLessThan(500);
       if (response.status >= 400) {
-        const body = JSON.parse(response.body) as { error?: unknown; message?: unknown };
-        expect(typeof body.error, where).toBe('string');
+        const parsed = JSON.parse(response.body) as { error?: unknown; message?: unknown };
+        // The OpenAI-compatible routes answer in OpenAI's shape, with Parley's codes (what
+        // fails before any route, a malformed request line say, stays in Parley's).
+        const openai =
+          fuzzed.path.startsWith('/openai/') &&
+          typeof parsed.error === 'object' &&
+          parsed.error !== null;
+        const body = openai
+          ? (parsed.error as { code?: unknown; message?: unknown })
+          : { code: parsed.error, message: parsed.message };
+        expect(typeof body.code, where).toBe('string');
         expect(typeof body.message, where).toBe('string');
-        codes.add(String(body.error));
+        codes.add(String(body.code));
       }
       const after = await fingerprint(server.db);
       if (response.status >= 400 || fuzzed.method === 'GET') {

@@ -10,29 +10,35 @@ let server: TestServer;
 let alice: OpenAI;
 let bob: OpenAI;
 let globex: OpenAI;
+let lead: OpenAI;
 
 beforeAll(async () => {
   server = await startTestServer(
     {
+      // A blocking request waits at most this long for its turn.
+      server: { blocking_wait_ms: 1500 },
       auth: {
         keys: [
           { key_env: 'K_ALICE', tenant: 'acme', user: 'alice', roles: [] },
           { key_env: 'K_BOB', tenant: 'acme', user: 'bob', roles: [] },
           { key_env: 'K_GLOBEX', tenant: 'globex', user: 'gus', roles: [] },
+          { key_env: 'K_LEAD', tenant: 'acme', user: 'lea', roles: ['lead'] },
         ],
       },
       agents: {
         default: { model: 'demo/echo', visibility: 'private' },
         helper: { model: 'demo/echo' },
+        careful: { model: 'demo/echo', tools: { calculator: 'approve' }, approver_roles: ['lead'] },
       },
     },
-    { K_ALICE: 'alice-key', K_BOB: 'bob-key', K_GLOBEX: 'globex-key' },
+    { K_ALICE: 'alice-key', K_BOB: 'bob-key', K_GLOBEX: 'globex-key', K_LEAD: 'lead-key' },
   );
   const client = (apiKey: string) =>
     new OpenAI({ baseURL: `${server.url}/openai/v1`, apiKey, maxRetries: 0 });
   alice = client('alice-key');
   bob = client('bob-key');
   globex = client('globex-key');
+  lead = client('lead-key');
 });
 afterAll(async () => {
   if (server) {
@@ -144,6 +150,23 @@ describe('the OpenAI-compatible API with the official client', () => {
     expect(events.rowCount).toBe(1);
   });
 
+  it('a blocking request whose turn outlives server.blocking_wait_ms answers it as it stands', async () => {
+    const waited = await alice.responses.create({ model: 'default', input: '/stall forever' });
+    expect(waited.status).toBe('in_progress');
+    const pending = await alice.chat.completions
+      .create({ model: 'default', messages: [{ role: 'user', content: '/stall forever' }] })
+      .then(
+        () => null,
+        (caught: unknown) => caught as InstanceType<typeof OpenAI.APIError>,
+      );
+    expect(pending?.status).toBe(504);
+    expect(pending?.code).toBe('turn_pending');
+    // The turn goes on until cancelled.
+    expect((await alice.responses.cancel(waited.id)).status).toBe('cancelled');
+    const chatTurn = String(pending?.message.match(/resp_[A-Za-z0-9_-]+/)?.[0]);
+    expect((await alice.responses.cancel(chatTurn)).status).toBe('cancelled');
+  });
+
   it('an Idempotency-Key is the turn id: a retry is the same response, admitted once', async () => {
     const key = `oai_key_${Date.now()}`;
     const first = await alice.responses.create(
@@ -217,6 +240,45 @@ describe('the OpenAI-compatible API with the official client', () => {
       );
     expect(failed?.status).toBe(502);
     expect(failed?.code).toBe('turn_failed');
+  });
+
+  it('shows a call waiting for approval as an mcp_approval_request, answered with mcp_approval_response', async () => {
+    const waiting = await alice.responses.create({
+      model: 'careful',
+      input: '/tool calculator {"expression": "2+3"}',
+    });
+    expect(waiting.status).toBe('in_progress');
+    const asked = waiting.output.find((item) => item.type === 'mcp_approval_request');
+    expect(asked).toMatchObject({
+      type: 'mcp_approval_request',
+      name: 'calculator',
+      arguments: JSON.stringify({ expression: '2+3' }),
+    });
+    const requestId = (asked as { id: string }).id;
+    const approve = (by: OpenAI) =>
+      by.responses.create({
+        model: 'careful',
+        previous_response_id: waiting.id,
+        input: [{ type: 'mcp_approval_response', approval_request_id: requestId, approve: true }],
+      });
+    // The agent's approver roles apply as in Parley's inbox: alice may not, lea may.
+    const refused = await approve(alice).then(
+      () => null,
+      (caught: unknown) => caught as InstanceType<typeof OpenAI.APIError>,
+    );
+    expect(refused?.status).toBe(403);
+    expect(refused?.code).toBe('forbidden');
+    const answered = await approve(lead);
+    // The answer resumes the same turn: the same response, now ended.
+    expect(answered.id).toBe(waiting.id);
+    expect(answered.status).toBe('completed');
+    expect(answered.output_text).toContain('5');
+    // Answered once: a second answer is stale.
+    const again = await approve(lead).then(
+      () => null,
+      (caught: unknown) => caught as InstanceType<typeof OpenAI.APIError>,
+    );
+    expect(again?.status).toBe(409);
   });
 
   it("answers errors in OpenAI's shape with Parley's codes, writing nothing", async () => {

@@ -71,6 +71,11 @@ export class PlatformSet {
     const client = this.clients.get(name);
     if (!client) return { kind: 'unknown' };
     if (!(await client.verify(request.headers, request.raw))) return { kind: 'unverified' };
+    // A JSON event that is not an object (`null`, a number) is the sender's mistake, not a
+    // failure to store it: refused, never retried into the platform's SDK.
+    if (isJson(request.headers['content-type']) && !isJsonObject(request.raw)) {
+      return { kind: 'answered', status: 400, contentType: null, body: Buffer.alloc(0) };
+    }
     const failures: unknown[] = [];
     const tasks: Promise<unknown>[] = [];
     const headers = new globalThis.Headers();
@@ -134,5 +139,18 @@ export class PlatformSet {
 
   async close(): Promise<void> {
     await this.chat.shutdown().catch(() => {});
+  }
+}
+
+function isJson(contentType: string | string[] | undefined): boolean {
+  return typeof contentType === 'string' && /^application\/json\b/i.test(contentType.trim());
+}
+
+function isJsonObject(raw: Buffer): boolean {
+  try {
+    const parsed: unknown = JSON.parse(raw.toString('utf8'));
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed);
+  } catch {
+    return false;
   }
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import type { Principal } from '../config/types.js';
 import { ParleyError } from '../errors.js';
 import { answerInput } from '../store/answerInput.js';
 import { listInputs } from '../store/listInputs.js';
@@ -132,41 +133,69 @@ export function inputRoutes(app: FastifyInstance, deps: ApiDeps): void {
       missingSession: { code: 'input_not_found', message: 'no such input request' },
     }),
     async (request) => {
-      const sessionId = request.session.session_id;
-      const requestId = pathId(request.params.requestId, 'request_id');
       const body = request.body;
-      const principal = request.principal;
-      return answerInput(deps.db, {
-        tenant: principal.tenant,
-        sessionId,
-        requestId,
+      return answerForPrincipal(deps, request.principal, {
+        sessionId: request.session.session_id,
+        requestId: pathId(request.params.requestId, 'request_id'),
         expectedSequence: body.expected_sequence,
         approved: body.approved,
         response: body.response ?? null,
-        actor: { user: principal.user, tenant: principal.tenant },
-        ...(body.arguments_digest === undefined ? {} : { argumentsDigest: body.arguments_digest }),
-        ...(body.credential_ref === undefined ? {} : { credentialRef: body.credential_ref }),
-        digestRequiredForHumanOnly: true,
-        mayAnswer: (agentName, execution, inputRequest) => {
-          // A spending budget's request goes to whoever may raise the budget.
-          if (isSpendingRequest(inputRequest)) return hasRole(principal, 'admin');
-          // A credential is granted by the user the turn's tools act for (or an admin).
-          if (
-            inputRequest.kind === 'external_auth' &&
-            body.approved &&
-            inputRequest.user_name !== principal.user &&
-            !hasRole(principal, 'admin')
-          ) {
-            return false;
-          }
-          // An escalated request is also its escalations' audiences' to answer.
-          if (inputRequest.escalated_to.some((to) => isAddressed(principal, to))) return true;
-          // An execution's request goes where its interrupt_to says (an admin may act).
-          if (execution && !isRoutedTo(principal, execution)) return false;
-          const roles = agentsOf(deps).get(principal.tenant, agentName)?.approverRoles ?? null;
-          return roles === null || roles.some((role) => hasRole(principal, role));
-        },
+        argumentsDigest: body.arguments_digest,
+        credentialRef: body.credential_ref,
       });
     },
   );
+}
+
+/** A principal's answer to an input request, in whatever protocol it came. */
+export interface AnswerRequest {
+  sessionId: string;
+  requestId: string;
+  expectedSequence: number;
+  approved: boolean;
+  response: Record<string, unknown> | null;
+  argumentsDigest?: string | undefined;
+  credentialRef?: string | undefined;
+}
+
+/**
+ * Answers an input request for `principal` (PROTOCOL.md §4): who may answer which request
+ * is decided here, for Parley's route and the protocol adapters alike.
+ */
+export function answerForPrincipal(
+  deps: ApiDeps,
+  principal: Principal,
+  answer: AnswerRequest,
+): Promise<{ state: 'accepted'; sequence: number }> {
+  return answerInput(deps.db, {
+    tenant: principal.tenant,
+    sessionId: answer.sessionId,
+    requestId: answer.requestId,
+    expectedSequence: answer.expectedSequence,
+    approved: answer.approved,
+    response: answer.response,
+    actor: { user: principal.user, tenant: principal.tenant },
+    ...(answer.argumentsDigest === undefined ? {} : { argumentsDigest: answer.argumentsDigest }),
+    ...(answer.credentialRef === undefined ? {} : { credentialRef: answer.credentialRef }),
+    digestRequiredForHumanOnly: true,
+    mayAnswer: (agentName, execution, inputRequest) => {
+      // A spending budget's request goes to whoever may raise the budget.
+      if (isSpendingRequest(inputRequest)) return hasRole(principal, 'admin');
+      // A credential is granted by the user the turn's tools act for (or an admin).
+      if (
+        inputRequest.kind === 'external_auth' &&
+        answer.approved &&
+        inputRequest.user_name !== principal.user &&
+        !hasRole(principal, 'admin')
+      ) {
+        return false;
+      }
+      // An escalated request is also its escalations' audiences' to answer.
+      if (inputRequest.escalated_to.some((to) => isAddressed(principal, to))) return true;
+      // An execution's request goes where its interrupt_to says (an admin may act).
+      if (execution && !isRoutedTo(principal, execution)) return false;
+      const roles = agentsOf(deps).get(principal.tenant, agentName)?.approverRoles ?? null;
+      return roles === null || roles.some((role) => hasRole(principal, role));
+    },
+  });
 }

@@ -309,6 +309,8 @@ export interface Config {
     host: string;
     port: number;
     keepaliveMs: number;
+    /** A blocking request of a protocol adapter waits this long for its turn. */
+    blockingWaitMs: number;
     bodyLimitBytes: number;
     maxMessageBytes: number;
     /** Headers and body of a request must arrive within this (slow clients). */

@@ -5,6 +5,7 @@ import type { Principal } from '../../config/types.js';
 import { ParleyError } from '../../errors.js';
 import { clientKeyPattern } from '../../ids.js';
 import { cancelTurn } from '../../store/cancelTurn.js';
+import { findInputRequest } from '../../store/findInputRequest.js';
 import { findTurn } from '../../store/findTurn.js';
 import { findVisibleSession } from '../../store/findVisibleSession.js';
 import { route, routeOptions, typed } from '../contract.js';
@@ -13,6 +14,7 @@ import { JournalFeed } from '../feed.js';
 import { JournalFollower } from '../journalFollower.js';
 import { openEventStream } from '../sseResponse.js';
 import { viewerOf } from '../sessionAccess.js';
+import { answerForPrincipal } from '../inputs.js';
 import { admitForPrincipal } from '../turns.js';
 import { chatMessage, chunksOf, completionOf, foldChat } from './chatCompletion.js';
 import { installOpenaiErrors, openaiErrorBody } from './errors.js';
@@ -43,12 +45,25 @@ const inputItem = z
   })
   .loose();
 
+const approvalResponse = z
+  .object({
+    type: z.literal('mcp_approval_response'),
+    approval_request_id: z.string().min(1).max(128),
+    approve: z.boolean(),
+    reason: z.string().max(2000).nullable().optional(),
+  })
+  .loose()
+  .meta({
+    description:
+      "a person's answer to an `mcp_approval_request` of the previous response (its turn resumes)",
+  });
+
 const responseBody = z
   .object({
     model: z.string().min(1).max(200).meta({
       description: 'an agent of the principal: its name, or `parley/NAME`',
     }),
-    input: z.union([z.string(), z.array(inputItem).min(1)]),
+    input: z.union([z.string(), z.array(z.union([approvalResponse, inputItem])).min(1)]),
     stream: z.boolean().nullable().optional(),
     background: z.boolean().nullable().optional(),
     previous_response_id: z.string().min(1).max(200).nullable().optional(),
@@ -176,6 +191,7 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
     for (const controller of open) controller.abort();
   });
   const api = typed(app);
+  const waitMs = deps.config.server.blockingWaitMs;
   const { models, create, get, cancel, chat } = openaiContracts;
 
   api.get(models.url, routeOptions(models), async (request) => ({
@@ -193,6 +209,19 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
   api.post(create.url, routeOptions(create), async (request, reply) => {
     const body = request.body;
     const principal = request.principal;
+    const answers = Array.isArray(body.input) ? body.input.filter(isApprovalResponse) : [];
+    if (answers.length > 0) {
+      // Answers resume the previous response's turn: that response continues.
+      const { identity, from } = await answerApprovals(principal, body, answers);
+      if (body.stream === true) return streamResponse(request, reply, identity, from, -1);
+      return foldResponse(
+        identity,
+        from,
+        body.background === true ? 'now' : 'settled',
+        request,
+        waitMs,
+      );
+    }
     const agent = agentOfModel(principal, body.model);
     const sessionId = await sessionOf(principal, body);
     const turnId = turnIdFrom(request.headers['idempotency-key']);
@@ -216,7 +245,13 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
     if (body.stream === true) {
       return streamResponse(request, reply, identity, from, -1);
     }
-    return foldResponse(identity, from, body.background === true ? 'now' : 'settled', request);
+    return foldResponse(
+      identity,
+      from,
+      body.background === true ? 'now' : 'settled',
+      request,
+      waitMs,
+    );
   });
 
   api.get(get.url, routeOptions(get), async (request, reply) => {
@@ -264,7 +299,7 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
         'data: [DONE]\n\n',
       );
     }
-    const ended = await foldResponse(identity, admission.sequence, 'ended', request);
+    const ended = await foldResponse(identity, admission.sequence, 'ended', request, waitMs);
     if (ended.status !== 'completed') throw turnFailed(ended);
     return completionOf(completion, ended);
   });
@@ -280,6 +315,47 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
     });
     return foldResponse(identity, from, 'ended', request, 5_000);
   });
+
+  /**
+   * Answers the previous response's approval requests, each as the principal would
+   * through Parley's inbox (the same rules: approver roles, escalations, stale answers).
+   */
+  async function answerApprovals(
+    principal: Principal,
+    body: z.output<typeof responseBody>,
+    answers: z.output<typeof approvalResponse>[],
+  ): Promise<{ identity: ResponseIdentity; from: number }> {
+    if (!body.previous_response_id) {
+      throw new ParleyError('invalid_request', 'approval responses answer a previous response', {
+        field: 'previous_response_id',
+      });
+    }
+    if (answers.length !== (body.input as unknown[]).length) {
+      throw new ParleyError('invalid_request', 'approval responses come without messages', {
+        field: 'input',
+      });
+    }
+    const previous = await responseOf(principal, body.previous_response_id);
+    const { sessionId } = previous.identity;
+    for (const answer of answers) {
+      const asked = await findInputRequest(
+        deps.db,
+        principal.tenant,
+        sessionId,
+        answer.approval_request_id,
+      );
+      if (!asked) throw new ParleyError('input_not_found', 'no such approval request');
+      await answerForPrincipal(deps, principal, {
+        sessionId,
+        requestId: answer.approval_request_id,
+        expectedSequence: asked.expected_sequence,
+        approved: answer.approve,
+        response: answer.reason ? { reason: answer.reason } : null,
+        argumentsDigest: asked.arguments_digest ?? undefined,
+      });
+    }
+    return previous;
+  }
 
   /** `model` names one of the principal's agents. */
   function agentOfModel(principal: Principal, model: string): string {
@@ -448,6 +524,12 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
 
 /** A turn that did not end with a reply, as the error a completion answers. */
 function turnFailed(response: ResponseObject): ParleyError {
+  if (response.status === 'queued' || response.status === 'in_progress') {
+    return new ParleyError(
+      'turn_pending',
+      `the turn had not ended within server.blocking_wait_ms; it goes on (${response.id})`,
+    );
+  }
   if (response.status === 'cancelled') {
     return new ParleyError('turn_failed', 'the turn was cancelled', { turn_error: 'cancelled' });
   }
@@ -470,10 +552,17 @@ function turnIdFrom(header: string | string[] | undefined): string {
   return key;
 }
 
+function isApprovalResponse(item: unknown): item is z.output<typeof approvalResponse> {
+  return (item as { type?: unknown }).type === 'mcp_approval_response';
+}
+
 /** The message a Responses `input` carries: its text, parts joined by blank lines. */
-function messageOf(input: string | { content: string | { text: string }[] }[]): string {
+function messageOf(
+  input: string | ({ content: string | { text: string }[] } | { type: 'mcp_approval_response' })[],
+): string {
   if (typeof input === 'string') return input;
   return input
+    .filter((item) => 'content' in item)
     .map((item) =>
       typeof item.content === 'string'
         ? item.content
