@@ -29,6 +29,7 @@ beforeAll(async () => {
         default: { model: 'demo/echo', visibility: 'private' },
         helper: { model: 'demo/echo' },
         careful: { model: 'demo/echo', tools: { calculator: 'approve' }, approver_roles: ['lead'] },
+        curious: { model: 'demo/echo', tools: { ask_user: 'allow' } },
       },
     },
     { K_ALICE: 'alice-key', K_BOB: 'bob-key', K_GLOBEX: 'globex-key', K_LEAD: 'lead-key' },
@@ -279,6 +280,17 @@ describe('the OpenAI-compatible API with the official client', () => {
       (caught: unknown) => caught as InstanceType<typeof OpenAI.APIError>,
     );
     expect(again?.status).toBe(409);
+  });
+
+  it('answers a blocking request whose turn asks the person a question', async () => {
+    const asking = await alice.responses.create({
+      model: 'curious',
+      input: '/tool ask_user {"question": "Which one?"}',
+    });
+    // Not an approval: no item for it, but the request does not wait for the answer.
+    expect(asking.status).toBe('in_progress');
+    expect(asking.output.some((item) => item.type === 'mcp_approval_request')).toBe(false);
+    expect((await alice.responses.cancel(asking.id)).status).toBe('cancelled');
   });
 
   it("answers errors in OpenAI's shape with Parley's codes, writing nothing", async () => {

@@ -484,10 +484,12 @@ describe('who sees a session', () => {
         expect(detail.status, who).toBe(200);
         expect(ids, who).toContain('report_1');
       } else {
-        expect(detail, who).toEqual(absent);
+        // Status and body as for a missing one (the headers differ by their Date alone).
+        const answer = ({ status, body }: { status: number; body: unknown }) => ({ status, body });
+        expect(answer(detail), who).toEqual(answer(absent));
         expect(detail.status, who).toBe(404);
         expect(ids, who).not.toContain('report_1');
-        expect(cancel, who).toEqual(cancelAbsent);
+        expect(answer(cancel), who).toEqual(answer(cancelAbsent));
       }
     }
   });

@@ -93,6 +93,8 @@ export class ResponseFold {
   private items: OutputItem[] = [];
   private current: MessageItem | null = null;
   private readonly approvals = new Map<string, ApprovalItem>();
+  /** Every request of the turn a person has yet to answer (questions, budgets too). */
+  private readonly waiting = new Set<string>();
   private usage: ResponseUsage | null = null;
   private error: { code: string; message: string } | null = null;
   private attempt = 0;
@@ -108,7 +110,7 @@ export class ResponseFold {
 
   /** The turn ended, or waits for a person: a blocking request answers now. */
   get settled(): boolean {
-    return this.ended || this.approvals.size > 0;
+    return this.ended || this.waiting.size > 0;
   }
 
   apply(event: ParleyEvent): void {
@@ -136,10 +138,14 @@ export class ResponseFold {
         if (event.turn_id === this.lead) this.addUsage(event);
         return;
       case 'input_required':
-        if (event.turn_id !== this.lead || event.kind !== 'approval') return;
-        this.addApproval(event.request_id, event.tool ?? 'tool', event.arguments);
+        if (event.turn_id !== this.lead) return;
+        this.waiting.add(event.request_id);
+        if (event.kind === 'approval') {
+          this.addApproval(event.request_id, event.tool ?? 'tool', event.arguments);
+        }
         return;
       case 'input_resolved':
+        this.waiting.delete(event.request_id);
         this.approvals.delete(event.request_id);
         return;
       case 'done':
@@ -285,6 +291,7 @@ export class ResponseFold {
     }
     this.closeMessage('completed');
     this.approvals.clear();
+    this.waiting.clear();
     this.status = 'completed';
     this.emit('response.completed', { response: this.snapshot() });
   }

@@ -209,18 +209,22 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
   api.post(create.url, routeOptions(create), async (request, reply) => {
     const body = request.body;
     const principal = request.principal;
+    /** The response as the request asks for it: streamed, at once, or once it settles. */
+    const answer = (identity: ResponseIdentity, from: number) =>
+      body.stream === true
+        ? streamResponse(request, reply, identity, from, -1)
+        : foldResponse(
+            identity,
+            from,
+            body.background === true ? 'now' : 'settled',
+            request,
+            waitMs,
+          );
     const answers = Array.isArray(body.input) ? body.input.filter(isApprovalResponse) : [];
     if (answers.length > 0) {
       // Answers resume the previous response's turn: that response continues.
       const { identity, from } = await answerApprovals(principal, body, answers);
-      if (body.stream === true) return streamResponse(request, reply, identity, from, -1);
-      return foldResponse(
-        identity,
-        from,
-        body.background === true ? 'now' : 'settled',
-        request,
-        waitMs,
-      );
+      return answer(identity, from);
     }
     const agent = agentOfModel(principal, body.model);
     const sessionId = await sessionOf(principal, body);
@@ -241,17 +245,7 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
       previousResponseId: body.previous_response_id ?? null,
     };
     // The admission's own event is where the response's story starts.
-    const from = admission.sequence;
-    if (body.stream === true) {
-      return streamResponse(request, reply, identity, from, -1);
-    }
-    return foldResponse(
-      identity,
-      from,
-      body.background === true ? 'now' : 'settled',
-      request,
-      waitMs,
-    );
+    return answer(identity, admission.sequence);
   });
 
   api.get(get.url, routeOptions(get), async (request, reply) => {
