@@ -43,12 +43,13 @@ export interface ScheduleRow {
   definition: Record<string, any>;
 }
 
-/** An iteration's turn (`exec.<id>.<n>`): when it was admitted. */
+/** An iteration's turn (`exec.<id>.<n>`): when it was admitted, and when it ended. */
 export interface IterationTurnRow {
   turn_id: string;
   session_id: string;
   state: string;
   created_at: number;
+  completed_at: number | null;
 }
 
 /** A user message of an execution's session (an iteration's prompt). */
@@ -90,7 +91,7 @@ export async function readMissionSnapshot(db: Db): Promise<MissionSnapshot> {
       'select name, definition from schedules order by name',
     );
     const iterationTurns = await tx.query<IterationTurnRow>(
-      `select turn_id, session_id, state, ${epoch('created_at')} from turns
+      `select turn_id, session_id, state, ${epoch('created_at')}, ${epoch('completed_at')} from turns
         where turn_id like 'exec.%' order by turn_id`,
     );
     const prompts = await tx.query<PromptRow>(

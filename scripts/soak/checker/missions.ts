@@ -423,7 +423,15 @@ export function checkSchedules(
           (fire) => fire.fire_time > (row.fire_time ?? 0) && fire.execution_id !== null,
         );
         if (!next || index === mine.length - 1) continue;
-        const outlived = row.ended_at === null || row.ended_at > next.created_at + slackMs;
+        // When its work ended: its last turn's end (the row's own end may be written later
+        // by a worker paused after the turn was done — a cancel then comes too late).
+        const turnsEnded = snapshot.iterationTurns
+          .filter((turn) => turn.session_id === row.session_id)
+          .map((turn) => turn.completed_at ?? Number.POSITIVE_INFINITY);
+        const workEnded =
+          row.status === 'success' && turnsEnded.length > 0 ? Math.max(...turnsEnded) : null;
+        const ended = workEnded ?? row.ended_at;
+        const outlived = ended === null || ended > next.created_at + slackMs;
         if (outlived && endedStatuses.has(row.status) && row.status !== 'cancelled') {
           findings.add(
             'mismatch',
