@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { admitIteration, iterationTurnId } from '../src/missions/iteration.js';
 import { cancelExecution } from '../src/store/cancelExecution.js';
 import {
   claimExecutions,
@@ -259,5 +260,70 @@ describe('wakeExecution', () => {
       { tenant: 'tenant_a', due: false },
       { tenant: 'tenant_b', due: true },
     ]);
+  });
+});
+
+describe('a step and a cancel that overlap', () => {
+  it('a step whose lease a cancel took admits no further iteration', async () => {
+    const executionId = await dispatch();
+    await db.query(
+      `update executions
+          set status = 'waiting', loop_status = 'idle', iteration = 1,
+              next_run_at = now() - interval '1 second'
+        where tenant = 'default' and execution_id = $1`,
+      [executionId],
+    );
+    const step = await claim(executionId, 1);
+    await until(
+      async () =>
+        (
+          await db.query<{ expired: boolean }>(
+            `select lease_expires_at < now() as expired from executions
+              where tenant = 'default' and execution_id = $1`,
+            [executionId],
+          )
+        ).rows[0]?.expired,
+      (expired) => expired === true,
+      'the lease to expire',
+    );
+    // The step stalled before admitting iteration 2; nothing ran, so the cancel ends it.
+    expect(
+      await cancelExecution(db, { tenant: 'default', executionId, commandId: `c_${executionId}` }),
+    ).toEqual({ result: 'cancelled', status: 'cancelled' });
+    const deps = { db, agents: { get: () => undefined } };
+    await expect(admitIteration(deps, step, 2, leaseOf(step))).rejects.toBeInstanceOf(
+      ExecutionLeaseLostError,
+    );
+    const turns = await db.query('select 1 from turns where tenant = $1 and turn_id = $2', [
+      'default',
+      iterationTurnId(executionId, 2),
+    ]);
+    expect(turns.rows).toHaveLength(0);
+    // While the lease holds, the same call admits.
+    const other = await dispatch();
+    const held = await claim(other);
+    await expect(admitIteration(deps, held, 1, leaseOf(held))).resolves.toMatchObject({
+      turn_id: iterationTurnId(other, 1),
+      state: 'accepted',
+    });
+  });
+
+  it('a cancel acknowledged while a step runs wins over the end the step saves', async () => {
+    const executionId = await dispatch();
+    await blockedAndDue(executionId);
+    const step = await claim(executionId);
+    expect(
+      await cancelExecution(db, { tenant: 'default', executionId, commandId: `c_${executionId}` }),
+    ).toEqual({ result: 'cancelled', status: 'cancelling' });
+    // The step read the iteration's turn as done and concludes success.
+    await saveExecution(db, leaseOf(step), {
+      ...stateOf(step),
+      status: 'success',
+      loop_status: 'completed',
+      result: { content: 'all done' },
+    });
+    const row = await getExecution(db, 'default', executionId);
+    expect(row).toMatchObject({ status: 'cancelled', loop_status: 'idle' });
+    expect(row?.ended_at).not.toBeNull();
   });
 });

@@ -171,7 +171,7 @@ class Step {
       }
     }
     const iteration = execution.iteration + 1;
-    await admitIteration(this.deps, execution, iteration);
+    await admitIteration(this.deps, execution, iteration, this.lease);
     await this.save({
       ...this.state,
       status: 'running',
@@ -189,7 +189,7 @@ class Step {
     switch (outcome.kind) {
       case 'missing':
         // Cannot happen after a save of `running` (the admission came first); admit again.
-        await admitIteration(this.deps, execution, execution.iteration);
+        await admitIteration(this.deps, execution, execution.iteration, this.lease);
         return void (await this.save({ ...state, delayMs: this.recheckMs }));
       case 'pending':
         return void (await this.save({

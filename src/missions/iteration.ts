@@ -1,4 +1,7 @@
 import { admitTurn, type Admission } from '../store/admitTurn.js';
+import { holdExecutionLease, type ExecutionLease } from '../store/claimExecutions.js';
+import type { AgentLookup } from '../agents/lookup.js';
+import type { Queryable } from '../store/db.js';
 import type { ExecutionRow } from '../store/getExecution.js';
 import { trustedViewer } from '../store/visibility.js';
 import type { ExecutionDeps } from './deps.js';
@@ -41,26 +44,37 @@ export function iterationMessage(execution: ExecutionRow, iteration: number): st
  * Admits an iteration into the execution's session through the public path, as a
  * well-behaved client would: the ordinary drain loop answers it on the ordinary workers,
  * with the ordinary approvals and cancel. The execution's agent always triggers (its
- * trigger_roles are for people posting in rooms).
+ * trigger_roles are for people posting in rooms). Only while `lease` holds the execution:
+ * a step that stalled past its lease (and was cancelled meanwhile) admits nothing.
  */
 export async function admitIteration(
-  deps: ExecutionDeps,
+  deps: AdmittingDeps,
   execution: ExecutionRow,
   iteration: number,
+  lease: ExecutionLease,
 ): Promise<Admission> {
-  return admitAs(deps, execution, {
-    sessionId: execution.session_id,
-    agent: execution.agent,
-    turnId: iterationTurnId(execution.execution_id, iteration),
-    message: iterationMessage(execution, iteration),
-  });
+  return admitAs(
+    deps,
+    execution,
+    {
+      sessionId: execution.session_id,
+      agent: execution.agent,
+      turnId: iterationTurnId(execution.execution_id, iteration),
+      message: iterationMessage(execution, iteration),
+    },
+    (tx) => holdExecutionLease(tx, lease),
+  );
 }
+
+/** What an admission for an execution reads: the database, and its agents' settings. */
+export type AdmittingDeps = Pick<ExecutionDeps, 'db'> & { agents: Pick<AgentLookup, 'get'> };
 
 /** Admits a turn for an execution (its iteration, or a request to an answering agent). */
 export async function admitAs(
-  deps: ExecutionDeps,
+  deps: AdmittingDeps,
   execution: ExecutionRow,
   turn: { sessionId: string | null; agent: string; turnId: string; message: string },
+  guard?: (tx: Queryable) => Promise<void>,
 ): Promise<Admission> {
   const agent = deps.agents.get(execution.tenant, turn.agent);
   return admitTurn(deps.db, {
@@ -78,5 +92,6 @@ export async function admitAs(
     attachments: [],
     triggers: new Map([[turn.agent, true]]),
     pendingInput: new Map([[turn.agent, agent?.pendingInput ?? 'supersede']]),
+    ...(guard ? { guard } : {}),
   });
 }

@@ -41,6 +41,12 @@ export interface AdmitTurnInput {
    * current one, is part of the fingerprint, and the turn runs with it.
    */
   agentRevision?: number | null;
+  /**
+   * Runs first in the admission's transaction, before the session is locked; throwing
+   * admits nothing. A writer that may admit only while it holds a lease checks it here, so
+   * that one whose lease was taken (it stalled, another ended the work) cannot admit late.
+   */
+  guard?: (tx: Queryable) => Promise<void>;
 }
 
 export interface Admission {
@@ -74,6 +80,7 @@ export async function admitTurn(db: Db, input: AdmitTurnInput): Promise<Admissio
     try {
       if (
         input.sessionId !== null &&
+        input.guard === undefined &&
         input.option === null &&
         input.attachments.length === 0 &&
         agentRevision === null
@@ -224,6 +231,7 @@ async function admitOnce(
   input: AdmitTurnInput,
   fingerprint: string,
 ): Promise<Admission> {
+  await input.guard?.(tx);
   let session: SessionRow | null = null;
   if (input.sessionId !== null) {
     // Lock first: concurrent admissions to one session serialise here, so a retry that

@@ -58,3 +58,18 @@ export class ExecutionLeaseLostError extends Error {
     this.name = 'ExecutionLeaseLostError';
   }
 }
+
+/**
+ * Locks the execution's row if `lease` still holds it, inside a writer's transaction that
+ * must not apply otherwise (an iteration's admission); throws ExecutionLeaseLostError if
+ * the token is gone (another worker claimed it, or a cancel ended it).
+ */
+export async function holdExecutionLease(tx: Queryable, lease: ExecutionLease): Promise<void> {
+  const held = await tx.query(
+    `select 1 from executions
+      where tenant = $1 and execution_id = $2 and lease_token = $3
+      for update`,
+    [lease.tenant, lease.executionId, lease.token],
+  );
+  if (held.rows.length === 0) throw new ExecutionLeaseLostError(lease.executionId);
+}

@@ -28,7 +28,8 @@ export interface ExecutionState {
  * Writes the runner's decision for one execution, gated on its lease token, in one
  * transaction: the state and its timer; `execution_status` in its session when `announce`;
  * and, once it has ended, the wake-up of its fan-out parent and of a successor queued
- * behind it (overlap: queue). `hold` keeps the lease (the step goes on, e.g. to evaluate);
+ * behind it (overlap: queue). An end saved after a cancel was acknowledged is `cancelled`.
+ * `hold` keeps the lease (the step goes on, e.g. to evaluate);
  * otherwise it is released. Throws ExecutionLeaseLostError if the token is gone.
  */
 export async function saveExecution(
@@ -41,7 +42,12 @@ export async function saveExecution(
   return db.transaction(async (tx) => {
     const saved = await tx.query<ExecutionRow>(
       `update executions
-          set status = $4, loop_status = $5, iteration = $6, loop_decision = $7, result = $8,
+          -- A cancel acknowledged before the end is saved wins, as a turn's does over
+          -- its commit: the execution ends cancelled whatever the step concluded.
+          set status = case when $14 and cancel_command_id is not null then 'cancelled' else $4 end,
+              loop_status = case when $14 and cancel_command_id is not null and $5::text is not null
+                                 then 'idle' else $5 end,
+              iteration = $6, loop_decision = $7, result = $8,
               evaluation_failures = $9, resume_note = $10, resolvers = $11,
               input_tokens = $12, output_tokens = $13,
               -- A cancel requested during the step is honoured at once, not at the timer.
