@@ -1,10 +1,10 @@
 /**
- * The first-token latency each protocol adapter adds over Parley's own SSE (issue "open
- * protocols"; docs/benchmarks.md, "Protocol adapters"): one `parley serve` in this process
+ * The first-token latency each protocol adapter adds over Parley's own SSE
+ * (docs/benchmarks.md, "Protocol adapters"): one `parley serve` in this process
  * on a fresh embedded store (or PostgreSQL with PARLEY_BENCH_DATABASE_URL), the demo model
  * with no delay, and for each path the time from sending the message to reading its first
  * reply text — Parley's `POST /api/v1/chat/turns` then its event stream, the OpenAI
- * Responses stream, the Chat Completions stream. Rounds interleave the three paths so that
+ * Responses stream, the Chat Completions stream, an AG-UI run. Rounds interleave the paths so that
  * the machine's drift touches them alike; the figures are medians and p90s of one run.
  *
  *   node --import tsx bench/adapters.ts [rounds]
@@ -110,6 +110,20 @@ async function main(): Promise<void> {
         }),
       });
       await untilFrame(stream, (data) => /"content":"[^"]/.test(data));
+      return performance.now() - started;
+    },
+    'ag-ui': async () => {
+      const started = performance.now();
+      const stream = await fetch(`${base}/ag-ui/default`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({
+          threadId: randomUUID(),
+          runId: randomUUID(),
+          messages: [{ id: 'm', role: 'user', content: 'hello bench' }],
+        }),
+      });
+      await untilFrame(stream, (data) => data.includes('"TEXT_MESSAGE_CONTENT"'));
       return performance.now() - started;
     },
   };

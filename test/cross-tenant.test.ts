@@ -316,6 +316,20 @@ const byRoute: Record<string, Probe> = {
     path: (ids) => `/openai/v1/responses/resp_${ids.turn}/cancel`,
     body: () => ({}),
   },
+  // AG-UI: a thread id may be a session id; the agent is one every tenant has.
+  'POST /ag-ui/{agent}': {
+    path: () => '/ag-ui/default',
+    body: (ids) => ({
+      threadId: ids.session,
+      runId: 'cross_tenant_run',
+      messages: [],
+      resume: [{ interruptId: ids.request, status: 'resolved', payload: { approved: true } }],
+    }),
+  },
+  // A cursor far ahead: a session B may see answers 409 at once instead of streaming.
+  'GET /ag-ui/{agent}/threads/{thread_id}/events': {
+    path: (ids) => `/ag-ui/default/threads/${ids.session}/events?after=999999999`,
+  },
   'GET /api/v1/chat/sessions/{session_id}': {
     path: (ids) => `/api/v1/chat/sessions/${ids.session}`,
   },

@@ -58,6 +58,20 @@ export interface TurnRequest {
   agentRevision?: number | null;
 }
 
+/** A message a turn may carry: not empty (unless it presses an option), not too long. */
+export function checkMessage(deps: ApiDeps, message: string, mayBeEmpty = false): void {
+  if (message.trim().length === 0 && !mayBeEmpty) {
+    throw new ParleyError('empty_message', 'message: must not be empty');
+  }
+  if (Buffer.byteLength(message) > deps.config.server.maxMessageBytes) {
+    throw new ParleyError(
+      'message_too_long',
+      `message: longer than ${deps.config.server.maxMessageBytes} bytes`,
+      { limit_bytes: deps.config.server.maxMessageBytes },
+    );
+  }
+}
+
 /**
  * Admits a turn for `principal` (PROTOCOL.md §2): the checks every protocol shares (an
  * empty or too long message, an unknown agent), then one admission statement. The same
@@ -69,16 +83,7 @@ export async function admitForPrincipal(
   turn: TurnRequest,
 ): Promise<Admission> {
   const started = process.hrtime.bigint();
-  if (turn.message.trim().length === 0 && !turn.option) {
-    throw new ParleyError('empty_message', 'message: must not be empty');
-  }
-  if (Buffer.byteLength(turn.message) > deps.config.server.maxMessageBytes) {
-    throw new ParleyError(
-      'message_too_long',
-      `message: longer than ${deps.config.server.maxMessageBytes} bytes`,
-      { limit_bytes: deps.config.server.maxMessageBytes },
-    );
-  }
+  checkMessage(deps, turn.message, Boolean(turn.option));
   const tenant = principal.tenant;
   const directory = agentsOf(deps);
   if (turn.agent !== null && !directory.get(tenant, turn.agent)) {

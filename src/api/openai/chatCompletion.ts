@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { text } from '../validate.js';
 import type { ResponseObject, StreamEvent } from './responseFold.js';
 
 /**
@@ -8,12 +9,12 @@ import type { ResponseObject, StreamEvent } from './responseFold.js';
  * (routes.ts) admits and follows the turn.
  */
 
-const contentPart = z.object({ type: z.string(), text: z.string().optional() }).loose();
+const contentPart = z.object({ type: text(), text: text().optional() }).loose();
 
 export const chatMessage = z
   .object({
     role: z.enum(['system', 'developer', 'user', 'assistant', 'tool']),
-    content: z.union([z.string(), z.array(contentPart), z.null()]).optional(),
+    content: z.union([text(), z.array(contentPart), z.null()]).optional(),
   })
   .loose();
 

@@ -13,6 +13,7 @@ import { agentsOf, type ApiDeps } from '../deps.js';
 import { JournalFeed } from '../feed.js';
 import { JournalFollower } from '../journalFollower.js';
 import { openEventStream } from '../sseResponse.js';
+import { text } from '../validate.js';
 import { viewerOf } from '../sessionAccess.js';
 import { answerForPrincipal } from '../inputs.js';
 import { admitForPrincipal } from '../turns.js';
@@ -30,7 +31,7 @@ import {
 export const openaiBase = '/openai/v1';
 
 const textPart = z
-  .object({ type: z.enum(['input_text', 'text']), text: z.string() })
+  .object({ type: z.enum(['input_text', 'text']), text: text() })
   .loose()
   .meta({ description: 'text content (images are not taken here yet)' });
 
@@ -41,16 +42,16 @@ const inputItem = z
       description:
         'user messages only: the history lives in the session (previous_response_id, conversation)',
     }),
-    content: z.union([z.string(), z.array(textPart).min(1)]),
+    content: z.union([text(), z.array(textPart).min(1)]),
   })
   .loose();
 
 const approvalResponse = z
   .object({
     type: z.literal('mcp_approval_response'),
-    approval_request_id: z.string().min(1).max(128),
+    approval_request_id: text().min(1).max(128),
     approve: z.boolean(),
-    reason: z.string().max(2000).nullable().optional(),
+    reason: text().max(2000).nullable().optional(),
   })
   .loose()
   .meta({
@@ -60,22 +61,22 @@ const approvalResponse = z
 
 const responseBody = z
   .object({
-    model: z.string().min(1).max(200).meta({
+    model: text().min(1).max(200).meta({
       description: 'an agent of the principal: its name, or `parley/NAME`',
     }),
-    input: z.union([z.string(), z.array(z.union([approvalResponse, inputItem])).min(1)]),
+    input: z.union([text(), z.array(z.union([approvalResponse, inputItem])).min(1)]),
     stream: z.boolean().nullable().optional(),
     background: z.boolean().nullable().optional(),
-    previous_response_id: z.string().min(1).max(200).nullable().optional(),
+    previous_response_id: text().min(1).max(200).nullable().optional(),
     conversation: z
-      .union([z.string().min(1).max(128), z.object({ id: z.string().min(1).max(128) }).loose()])
+      .union([text().min(1).max(128), z.object({ id: text().min(1).max(128) }).loose()])
       .nullable()
       .optional()
       .meta({ description: 'a Parley session id' }),
     instructions: z.null().optional().meta({
       description: "not taken yet: the agent's own instructions apply",
     }),
-    metadata: z.record(z.string().max(64), z.string().max(512)).nullable().optional(),
+    metadata: z.record(text().max(64), text().max(512)).nullable().optional(),
   })
   .loose();
 
@@ -154,7 +155,7 @@ export const openaiContracts = {
       'The messages are folded into the one message the turn admits (earlier ones quoted); answered when the turn ends, or streamed as completion chunks ending with `data: [DONE]`.',
     body: z
       .object({
-        model: z.string().min(1).max(200),
+        model: text().min(1).max(200),
         messages: z.array(chatMessage).min(1).max(1000),
         stream: z.boolean().nullable().optional(),
       })

@@ -1,0 +1,404 @@
+import { EventType, type Event as AgUiEvent, type Interrupt } from '@ag-ui/core';
+import type { InputRequiredEvent, ParleyEvent } from '../../protocol/events.js';
+
+/**
+ * A session's journal seen as AG-UI events (docs/protocols.md, "AG-UI"): a pure fold, so the
+ * same journal always gives the same events, each tagged with the sequence of the journal
+ * event it came from (the SSE `id`, so a reconnect resumes exactly).
+ *
+ * A run is a turn's stretch of work: it starts with the turn (`RUN_STARTED`, run id = the
+ * turn id) and ends with the reply (`RUN_FINISHED`, outcome `success`), a cancel (outcome
+ * `cancelled`), a failure (`RUN_ERROR`) or the requests the turn waits for (outcome
+ * `interrupt`, one interrupt per request). A turn that goes on after its requests are
+ * answered continues as a new run, `<turn id>.<sequence>` (the sequence of the event that
+ * resumed it). One fold follows the whole thread (every turn, the server's own included)
+ * or, for a POST, one run only under the client's run id.
+ */
+
+export interface AgUiFrame {
+  /** The journal event this AG-UI event came from. */
+  sequence: number;
+  event: AgUiEvent;
+}
+
+export interface FoldScope {
+  threadId: string;
+  /** Fold one run only: the turn a request admitted or resumed, under the client's run id. */
+  only?: { turnId: string; runId: string };
+}
+
+interface Run {
+  /** The turn whose events the run shows (a burst's lead). */
+  turnId: string;
+  runId: string;
+  attempt: number;
+  /** The assistant message being streamed, if one is open. */
+  message: { id: string; text: string } | null;
+  /** The text of the attempt so far (every message of it), to reconcile with the reply. */
+  text: string;
+  lastMessageId: string | null;
+}
+
+export class AgUiFold {
+  private run: Run | null = null;
+  private readonly out: AgUiFrame[] = [];
+  /** Requests of the open run not yet shown: the run ends with them once they are all in. */
+  private pending: { sequence: number; interrupt: Interrupt }[] = [];
+  /** Turns whose run ended with an interrupt: their next event opens a continuation run. */
+  private readonly paused = new Set<string>();
+  /** A state change between runs, shown when the next one starts. */
+  private heldState: { sequence: number; data: Record<string, unknown> } | null = null;
+  private finished = false;
+
+  constructor(private readonly scope: FoldScope) {
+    if (scope.only) {
+      // A POST answers at once: its run starts before the journal says anything.
+      this.open(scope.only.turnId, 0);
+    }
+  }
+
+  /** One run only, and it has ended: the POST's stream is complete. */
+  get over(): boolean {
+    return this.finished;
+  }
+
+  /** The run waits for requests still to be shown (more may come in the same commit). */
+  get holding(): boolean {
+    return this.pending.length > 0;
+  }
+
+  apply(event: ParleyEvent): void {
+    if (this.finished) return;
+    if (this.pending.length > 0 && event.type !== 'input_required') this.release();
+    const only = this.scope.only;
+    switch (event.type) {
+      case 'turn_started': {
+        if (only) {
+          if (!event.turn_ids.includes(only.turnId)) return;
+          // Folded into a burst: its lead's events are the run's.
+          if (this.run) this.run.turnId = event.turn_id;
+        }
+        const run = this.ensure(event.turn_id, event.sequence);
+        if (event.attempt !== run.attempt) {
+          this.withdraw(run, event.sequence, event.attempt);
+          run.attempt = event.attempt;
+        }
+        return;
+      }
+      case 'text_delta': {
+        if (!this.mine(event.turn_id) || event.delta === '') return;
+        this.appendText(this.ensure(event.turn_id, event.sequence), event.sequence, event.delta);
+        return;
+      }
+      case 'attempt_reset': {
+        const run = this.run;
+        if (run && run.turnId === event.turn_id) this.withdraw(run, event.sequence, event.attempt);
+        return;
+      }
+      case 'tool_call': {
+        if (!this.mine(event.turn_id)) return;
+        const run = this.ensure(event.turn_id, event.sequence);
+        this.closeMessage(run, event.sequence);
+        const toolCallId = event.call_id;
+        this.emit(event.sequence, {
+          type: EventType.TOOL_CALL_START,
+          toolCallId,
+          toolCallName: event.tool,
+          ...(run.lastMessageId ? { parentMessageId: run.lastMessageId } : {}),
+        });
+        this.emit(event.sequence, {
+          type: EventType.TOOL_CALL_ARGS,
+          toolCallId,
+          delta: JSON.stringify(event.arguments ?? {}),
+        });
+        this.emit(event.sequence, { type: EventType.TOOL_CALL_END, toolCallId });
+        return;
+      }
+      case 'tool_result': {
+        if (!this.mine(event.turn_id)) return;
+        const run = this.ensure(event.turn_id, event.sequence);
+        this.closeMessage(run, event.sequence);
+        this.emit(event.sequence, {
+          type: EventType.TOOL_CALL_RESULT,
+          messageId: `${event.call_id}.result`,
+          toolCallId: event.call_id,
+          role: 'tool',
+          content: JSON.stringify(event.ok ? (event.result ?? null) : { error: event.error }),
+        });
+        return;
+      }
+      case 'input_required': {
+        if (!this.mine(event.turn_id)) return;
+        const run = this.ensure(event.turn_id, event.sequence);
+        this.closeMessage(run, event.sequence);
+        this.pending.push({ sequence: event.sequence, interrupt: interruptOf(event) });
+        return;
+      }
+      case 'input_resolved': {
+        const run = this.run;
+        if (!run || run.turnId !== event.turn_id) return;
+        this.emit(event.sequence, {
+          type: EventType.CUSTOM,
+          name: 'parley.input_resolved',
+          value: {
+            request_id: event.request_id,
+            approved: event.approved,
+            state: event.state ?? 'answered',
+          },
+        });
+        return;
+      }
+      case 'done': {
+        if (!this.ended(event.turn_ids)) return;
+        const run = this.ensure(event.turn_id, event.sequence);
+        const reply = event.final_message.content;
+        // The reply as committed wins over what streamed (a short reply may come whole).
+        if (reply.startsWith(run.text)) {
+          if (reply.length > run.text.length) {
+            this.appendText(run, event.sequence, reply.slice(run.text.length));
+          }
+        } else {
+          this.withdraw(run, event.sequence, run.attempt);
+          this.appendText(run, event.sequence, reply);
+        }
+        this.finish(run, event.sequence, {
+          type: EventType.RUN_FINISHED,
+          threadId: this.scope.threadId,
+          runId: run.runId,
+          outcome: { type: 'success' },
+        });
+        return;
+      }
+      case 'cancelled': {
+        if (!this.ended(event.turn_ids)) return;
+        const run = this.ensure(event.turn_id, event.sequence);
+        this.finish(run, event.sequence, {
+          type: EventType.RUN_FINISHED,
+          threadId: this.scope.threadId,
+          runId: run.runId,
+          outcome: { type: 'cancelled' },
+        });
+        return;
+      }
+      case 'error': {
+        if (!this.ended(event.turn_ids)) return;
+        const lead = event.turn_id ?? event.turn_ids[0];
+        if (lead === undefined) return;
+        const run = this.ensure(lead, event.sequence);
+        this.finish(run, event.sequence, {
+          type: EventType.RUN_ERROR,
+          message: event.message,
+          code: event.code,
+        });
+        return;
+      }
+      case 'state_changed':
+        if (this.run) {
+          this.emit(event.sequence, { type: EventType.STATE_SNAPSHOT, snapshot: event.data });
+        } else {
+          this.heldState = { sequence: event.sequence, data: event.data };
+        }
+        return;
+      default:
+        return;
+    }
+  }
+
+  /**
+   * Nothing more is in the journal now: requests the run waits for are shown (a turn
+   * journals all of a step's requests in one commit, so they are all in).
+   */
+  settle(): void {
+    if (this.pending.length > 0) this.release();
+  }
+
+  /** The frames made since the last take (none while requests may still be coming). */
+  take(): AgUiFrame[] {
+    if (this.pending.length > 0) return [];
+    return this.out.splice(0);
+  }
+
+  /**
+   * What a resumed connection needs first to continue the run that is open at this point:
+   * its `RUN_STARTED` again, and the open message's `TEXT_MESSAGE_START` (the same ids, so
+   * a client continues them rather than adding new ones).
+   */
+  reopen(): AgUiEvent[] {
+    const run = this.run;
+    if (!run) return [];
+    const events: AgUiEvent[] = [
+      { type: EventType.RUN_STARTED, threadId: this.scope.threadId, runId: run.runId },
+    ];
+    if (run.message) {
+      events.push({
+        type: EventType.TEXT_MESSAGE_START,
+        messageId: run.message.id,
+        role: 'assistant',
+      });
+    }
+    return events;
+  }
+
+  private mine(turnId: string): boolean {
+    const only = this.scope.only;
+    return !only || this.run?.turnId === turnId;
+  }
+
+  private ended(turnIds: string[]): boolean {
+    const only = this.scope.only;
+    return !only || turnIds.includes(only.turnId);
+  }
+
+  private emit(sequence: number, event: AgUiEvent): void {
+    this.out.push({ sequence, event });
+  }
+
+  /** The run of `turnId`, started now if none is open (a run of another turn is closed). */
+  private ensure(turnId: string, sequence: number): Run {
+    if (this.run?.turnId === turnId) return this.run;
+    if (this.run) {
+      this.finish(this.run, sequence, {
+        type: EventType.RUN_FINISHED,
+        threadId: this.scope.threadId,
+        runId: this.run.runId,
+      });
+    }
+    return this.open(turnId, sequence);
+  }
+
+  private open(turnId: string, sequence: number): Run {
+    const continued = this.paused.delete(turnId);
+    const runId = this.scope.only?.runId ?? (continued ? `${turnId}.${sequence}` : turnId);
+    const run: Run = { turnId, runId, attempt: 0, message: null, text: '', lastMessageId: null };
+    this.run = run;
+    this.emit(sequence, { type: EventType.RUN_STARTED, threadId: this.scope.threadId, runId });
+    if (this.heldState) {
+      this.emit(sequence, { type: EventType.STATE_SNAPSHOT, snapshot: this.heldState.data });
+      this.heldState = null;
+    }
+    return run;
+  }
+
+  private appendText(run: Run, sequence: number, delta: string): void {
+    if (!run.message) {
+      run.message = { id: `${run.turnId}.${sequence}`, text: '' };
+      run.lastMessageId = run.message.id;
+      this.emit(sequence, {
+        type: EventType.TEXT_MESSAGE_START,
+        messageId: run.message.id,
+        role: 'assistant',
+      });
+    }
+    run.message.text += delta;
+    run.text += delta;
+    this.emit(sequence, {
+      type: EventType.TEXT_MESSAGE_CONTENT,
+      messageId: run.message.id,
+      delta,
+    });
+  }
+
+  private closeMessage(run: Run, sequence: number): void {
+    if (!run.message) return;
+    this.emit(sequence, { type: EventType.TEXT_MESSAGE_END, messageId: run.message.id });
+    run.message = null;
+  }
+
+  /**
+   * An earlier attempt's text is withdrawn (a retried step): its message ends, and a
+   * `parley.attempt_reset` custom event names it so a client can drop it.
+   */
+  private withdraw(run: Run, sequence: number, attempt: number): void {
+    const withdrawn = run.message?.id ?? run.lastMessageId;
+    this.closeMessage(run, sequence);
+    if (run.text === '') return;
+    run.text = '';
+    run.lastMessageId = null;
+    this.emit(sequence, {
+      type: EventType.CUSTOM,
+      name: 'parley.attempt_reset',
+      value: { turn_id: run.turnId, attempt, message_id: withdrawn },
+    });
+  }
+
+  private release(): void {
+    const run = this.run;
+    const last = this.pending.at(-1);
+    if (!run || !last) return;
+    const interrupts = this.pending.map((entry) => entry.interrupt);
+    this.pending = [];
+    this.paused.add(run.turnId);
+    this.finish(run, last.sequence, {
+      type: EventType.RUN_FINISHED,
+      threadId: this.scope.threadId,
+      runId: run.runId,
+      outcome: { type: 'interrupt', interrupts },
+    });
+  }
+
+  private finish(run: Run, sequence: number, end: AgUiEvent): void {
+    this.closeMessage(run, sequence);
+    this.emit(sequence, end);
+    this.run = null;
+    if (this.scope.only) this.finished = true;
+  }
+}
+
+/** A Parley input request as an AG-UI interrupt (its id answers it in `resume`). */
+function interruptOf(event: InputRequiredEvent): Interrupt {
+  const metadata: Record<string, unknown> = { kind: event.kind };
+  for (const key of [
+    'tool',
+    'arguments',
+    'arguments_digest',
+    'provider',
+    'url',
+    'scope',
+  ] as const) {
+    if (event[key] !== undefined) metadata[key] = event[key];
+  }
+  return {
+    id: event.request_id,
+    reason: event.kind,
+    message: event.prompt ?? promptOf(event),
+    toolCallId: event.call_id,
+    responseSchema: answerSchema(event.kind),
+    ...(event.deadline_at ? { expiresAt: event.deadline_at } : {}),
+    metadata,
+  };
+}
+
+function promptOf(event: InputRequiredEvent): string {
+  switch (event.kind) {
+    case 'approval':
+      return `Approve the call of ${event.tool ?? 'a tool'}?`;
+    case 'budget_extension':
+      return 'Grant more budget to this turn?';
+    case 'reconciliation':
+      return 'Did this call take effect?';
+    case 'external_auth':
+      return `Grant access to ${event.provider ?? 'a third party'}?`;
+    case 'question':
+      return 'The agent asks a question.';
+  }
+}
+
+/** The `payload` a resume entry brings for each kind of request. */
+export function answerSchema(kind: InputRequiredEvent['kind']): Record<string, unknown> {
+  if (kind === 'question') {
+    return {
+      type: 'object',
+      properties: { answer: { type: 'string' } },
+      required: ['answer'],
+    };
+  }
+  return {
+    type: 'object',
+    properties: {
+      approved: { type: 'boolean' },
+      reason: { type: 'string' },
+      ...(kind === 'external_auth' ? { credential_ref: { type: 'string' } } : {}),
+    },
+    required: ['approved'],
+  };
+}

@@ -1,0 +1,463 @@
+import type { ServerResponse } from 'node:http';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { Principal } from '../../config/types.js';
+import { ParleyError } from '../../errors.js';
+import { clientKeyPattern } from '../../ids.js';
+import { createThreadSession, findThreadSession } from '../../store/agUiThreads.js';
+import { findInputRequest } from '../../store/findInputRequest.js';
+import { findVisibleSession } from '../../store/findVisibleSession.js';
+import { lastRunStart } from '../../store/lastRunStart.js';
+import { route, routeOptions, typed } from '../contract.js';
+import { agentsOf, type ApiDeps } from '../deps.js';
+import { JournalFeed } from '../feed.js';
+import { answerForPrincipal } from '../inputs.js';
+import { JournalFollower } from '../journalFollower.js';
+import { viewerOf } from '../sessionAccess.js';
+import { openEventStream } from '../sseResponse.js';
+import { storableJson, text } from '../validate.js';
+import { StreamSlots } from '../streamSlots.js';
+import { admitForPrincipal, checkMessage } from '../turns.js';
+import { AgUiFold, type AgUiFrame } from './fold.js';
+
+/** Where AG-UI clients point an `HttpAgent` (`url: "<parley>/ag-ui/<agent>"`). */
+export const aguiBase = '/ag-ui';
+
+const textContent = z.union([
+  text(),
+  z
+    .array(z.object({ type: text(), text: text().optional() }).loose())
+    .max(100)
+    .meta({ description: 'content parts: the text parts are taken' }),
+]);
+
+const message = z
+  .object({
+    id: text().max(200).optional(),
+    role: text().min(1).max(20),
+    content: textContent.nullable().optional(),
+  })
+  .loose();
+
+const resumeEntry = z
+  .object({
+    interruptId: text().min(1).max(128),
+    status: z.enum(['resolved', 'cancelled']),
+    payload: z.unknown().refine(storableJson, 'must not contain NUL characters').optional(),
+  })
+  .loose();
+
+const runInput = z
+  .object({
+    threadId: text().min(1).max(200).meta({
+      description:
+        "a Parley session id, or the client's own thread id (its first run creates the thread's session)",
+    }),
+    runId: z.string().regex(clientKeyPattern).meta({
+      description:
+        "the turn's id (1-128 of A-Z a-z 0-9 _ -): a retry with the same id is the same run",
+    }),
+    messages: z.array(message).max(10_000).meta({
+      description:
+        "the conversation as the client holds it: its last message, the user's, is the turn's (the rest lives in the session)",
+    }),
+    resume: z.array(resumeEntry).max(64).optional().meta({
+      description:
+        'answers to the interrupts the previous run ended with: the waiting turn goes on in this run',
+    }),
+    state: z
+      .unknown()
+      .optional()
+      .meta({ description: "not taken: a session's state is the server's" }),
+    tools: z.array(z.unknown()).optional().meta({ description: 'not taken: tools run in Parley' }),
+    context: z.array(z.unknown()).optional(),
+    forwardedProps: z.unknown().optional(),
+  })
+  .loose();
+
+const sse = { description: 'AG-UI events, as text/event-stream' };
+
+export const aguiContracts = {
+  run: route({
+    method: 'POST',
+    url: `${aguiBase}/:agent`,
+    summary: 'AG-UI: run the agent (RunAgentInput in, AG-UI events out as SSE)',
+    description:
+      "Admits the last user message as a turn (runId = the turn id) of the thread's session, or, with `resume`, answers the interrupts the turn waits for; then streams the run: RUN_STARTED, TEXT_MESSAGE_*, TOOL_CALL_*, STATE_SNAPSHOT, and RUN_FINISHED (outcome success, cancelled or interrupt) or RUN_ERROR.",
+    body: runInput,
+    responses: { '201': sse },
+    errors: {
+      '400': 'invalid_request, empty_message, message_too_long',
+      '401': 'unauthorized',
+      '403': 'forbidden (may not answer an interrupt)',
+      '404': 'unknown_agent, session_not_found, input_not_found',
+      '409': 'agent_mismatch, turn_conflict, session_closed, stale_input',
+    },
+  }),
+  thread: route({
+    method: 'GET',
+    url: `${aguiBase}/:agent/threads/:threadId/events`,
+    summary: "AG-UI: a thread's runs as AG-UI events, replayed after a cursor, then live",
+    description:
+      "Every run of the thread's session (the server's own too: missions, schedules, platform turns) as AG-UI events; the stream does not end at RUN_FINISHED. Each write's last event carries an SSE id; a reconnect with Last-Event-ID (or ?after=) continues exactly, re-opening a run that was open.",
+    parameters: [
+      { name: 'Last-Event-ID', in: 'header', schema: { type: 'string' } },
+      { name: 'after', in: 'query', schema: { type: 'integer', minimum: 0 } },
+    ],
+    responses: { '200': sse },
+    errors: {
+      '400': 'invalid_cursor',
+      '401': 'unauthorized',
+      '404': 'unknown_agent, session_not_found',
+      '409': 'agent_mismatch',
+      '429': 'too_many_streams',
+    },
+  }),
+};
+
+type RunInput = z.output<typeof runInput>;
+
+/**
+ * AG-UI (docs/protocols.md): an adapter over Parley's admission, journal, approvals and
+ * cancel — the same tenancy, roles and durability as Parley's own routes. Errors before a
+ * stream starts answer in Parley's shape; a run's failure is its RUN_ERROR event.
+ */
+export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<void> {
+  const feed = new JournalFeed(deps.db, deps.wakeups, deps.config.runtime.pollMs);
+  const slots = new StreamSlots(deps.config.limits.streamsPerPrincipal);
+  const open = new Set<AbortController>();
+  app.addHook('onClose', async () => {
+    feed.stop();
+    for (const controller of open) controller.abort();
+  });
+  const api = typed(app);
+  const { run, thread } = aguiContracts;
+
+  api.post(run.url, routeOptions(run), async (request, reply) => {
+    const principal = request.principal;
+    const input = request.body;
+    const agent = agentOf(principal, request.params.agent);
+    const resume = input.resume ?? [];
+    if (resume.length > 0) {
+      const session = await threadSession(principal, agent, input.threadId);
+      if (!session) throw new ParleyError('session_not_found', 'no such thread');
+      const { turnId, from } = await answerInterrupts(principal, session, resume);
+      return streamRun(request, reply, input, session, { turnId, runId: input.runId }, from);
+    }
+    const text = lastUserMessage(input);
+    // Checked before a first run creates the thread's session: bad input writes nothing.
+    checkMessage(deps, text);
+    const session =
+      (await threadSession(principal, agent, input.threadId)) ??
+      (await newThread(principal, agent, input.threadId));
+    const admission = await admitForPrincipal(deps, principal, {
+      turnId: input.runId,
+      sessionId: session,
+      agent,
+      message: text,
+    });
+    const only = { turnId: admission.turn_id, runId: input.runId };
+    return streamRun(request, reply, input, session, only, admission.sequence);
+  });
+
+  api.get(thread.url, routeOptions(thread), async (request, reply) => {
+    const principal = request.principal;
+    const agent = agentOf(principal, request.params.agent);
+    const session = await threadSession(principal, agent, request.params.threadId);
+    if (!session) throw new ParleyError('session_not_found', 'no such thread');
+    const after = cursorOf(request);
+    const release = slots.acquire(`${principal.tenant}\u0000${principal.user}`);
+    if (!release) {
+      throw new ParleyError('too_many_streams', 'this key has too many open event streams', {
+        limit: deps.config.limits.streamsPerPrincipal,
+      });
+    }
+    try {
+      await streamThread(request, reply, request.params.threadId, session, after);
+    } finally {
+      release();
+    }
+  });
+
+  /** The agent of the URL, one the principal's tenant has (else as unknown). */
+  function agentOf(principal: Principal, name: string): string {
+    if (!agentsOf(deps).get(principal.tenant, name)) {
+      throw new ParleyError('unknown_agent', `no agent named "${name}"`);
+    }
+    return name;
+  }
+
+  /**
+   * The session a thread id names for this principal: a session id it may see, or a
+   * thread an earlier run created; null when there is none (what the principal may not
+   * see is as missing). A session of another agent is `agent_mismatch`.
+   */
+  async function threadSession(
+    principal: Principal,
+    agent: string,
+    threadId: string,
+  ): Promise<string | null> {
+    const viewer = viewerOf(deps, principal);
+    const found =
+      (await findVisibleSession(deps.db, principal.tenant, threadId, viewer)) ??
+      (await findThreadSession(deps.db, principal.tenant, threadId, viewer));
+    if (!found) return null;
+    if (found.agent !== agent) {
+      throw new ParleyError('agent_mismatch', `this thread belongs to agent "${found.agent}"`, {
+        agent: found.agent,
+      });
+    }
+    return found.session_id;
+  }
+
+  /** A thread's first run: its session, owned by the principal, and the thread's row. */
+  async function newThread(principal: Principal, agent: string, threadId: string) {
+    const config = agentsOf(deps).get(principal.tenant, agent);
+    if (!config) throw new ParleyError('unknown_agent', `no agent named "${agent}"`);
+    const created = await createThreadSession(
+      deps.db,
+      threadId,
+      {
+        tenant: principal.tenant,
+        agent,
+        title: null,
+        greeting: config.greeting,
+        owner: principal.user,
+        visibility: config.visibility,
+      },
+      viewerOf(deps, principal),
+    );
+    if (!created) throw new ParleyError('session_not_found', 'no such thread');
+    if (created.agent !== agent) {
+      throw new ParleyError('agent_mismatch', `this thread belongs to agent "${created.agent}"`, {
+        agent: created.agent,
+      });
+    }
+    return created.session_id;
+  }
+
+  /**
+   * Answers the interrupts as the principal would through Parley's inbox (the same rules:
+   * approver roles, escalations, stale answers); the turn they belong to goes on.
+   */
+  async function answerInterrupts(
+    principal: Principal,
+    sessionId: string,
+    resume: RunInput['resume'] & object,
+  ): Promise<{ turnId: string; from: number }> {
+    let turnId: string | null = null;
+    let from = Number.MAX_SAFE_INTEGER;
+    for (const entry of resume) {
+      const asked = await findInputRequest(deps.db, principal.tenant, sessionId, entry.interruptId);
+      if (!asked) throw new ParleyError('input_not_found', 'no such interrupt');
+      if (turnId !== null && asked.turn_id !== turnId) {
+        throw new ParleyError('invalid_request', 'the interrupts belong to different runs', {
+          field: 'resume',
+        });
+      }
+      turnId = asked.turn_id;
+      const answer = answerOf(entry);
+      const answered = await answerForPrincipal(deps, principal, {
+        sessionId,
+        requestId: entry.interruptId,
+        expectedSequence: asked.expected_sequence,
+        approved: answer.approved,
+        response: answer.response,
+        argumentsDigest: asked.arguments_digest ?? undefined,
+        credentialRef: answer.credentialRef,
+      });
+      from = Math.min(from, answered.sequence - 1);
+    }
+    return { turnId: turnId as string, from };
+  }
+
+  async function streamRun(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    input: RunInput,
+    sessionId: string,
+    only: { turnId: string; runId: string },
+    from: number,
+  ): Promise<void> {
+    const fold = new AgUiFold({ threadId: input.threadId, only });
+    await pump(request, reply, sessionId, from, fold, (response, frames) =>
+      write(response, frames, false),
+    );
+  }
+
+  /**
+   * The thread from `after` on: the run open at the cursor is folded again silently from
+   * its start (so its ids are the ones the client saw), re-opened, and followed.
+   */
+  async function streamThread(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    threadId: string,
+    sessionId: string,
+    after: number,
+  ): Promise<void> {
+    const fold = new AgUiFold({ threadId });
+    let from = after;
+    let preamble: AgUiFrame[] = [];
+    if (after > 0) {
+      const { start, latest } = await lastRunStart(deps.db, sessionId, after);
+      if (after > latest) {
+        throw new ParleyError('cursor_ahead', 'the cursor is past the latest event', {
+          latest_sequence: latest,
+        });
+      }
+      from = start - 1;
+      const follower = new JournalFollower(deps.db, feed, sessionId, from);
+      try {
+        for (;;) {
+          const events = await follower.readAvailable();
+          for (const event of events) if (event.sequence <= after) fold.apply(event);
+          const last = events.at(-1);
+          if (!last || last.sequence >= after) break;
+        }
+      } finally {
+        follower.close();
+      }
+      // The client has everything up to its cursor, a run's interrupts included.
+      fold.settle();
+      fold.take();
+      preamble = fold.reopen().map((event) => ({ sequence: after, event }));
+      from = after;
+    }
+    await pump(request, reply, sessionId, from, fold, (response, frames, first) =>
+      write(response, first ? [...preamble, ...frames] : frames, true),
+    );
+  }
+
+  /**
+   * Follows the session's journal from `from` through the fold and writes what it makes,
+   * until the fold is over (one run) or the client leaves.
+   */
+  async function pump(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    sessionId: string,
+    from: number,
+    fold: AgUiFold,
+    send: (response: ServerResponse, frames: AgUiFrame[], first: boolean) => void,
+  ): Promise<void> {
+    const controller = new AbortController();
+    open.add(controller);
+    const response = openEventStream(reply);
+    request.raw.on('close', () => controller.abort());
+    const keepalive = setInterval(
+      () => response.write(': keep-alive\n\n'),
+      deps.config.server.keepaliveMs,
+    );
+    const follower = new JournalFollower(deps.db, feed, sessionId, from);
+    let first = true;
+    try {
+      for (;;) {
+        send(response, fold.take(), first);
+        first = false;
+        if (fold.over || controller.signal.aborted) break;
+        const events = await follower.next(controller.signal);
+        if (events.length === 0) break;
+        for (const event of events) fold.apply(event);
+        // A step's requests are journaled in one commit: once nothing more is there, the
+        // run's interrupts are all known.
+        while (fold.holding) {
+          const more = await follower.readAvailable();
+          if (more.length === 0) fold.settle();
+          for (const event of more) fold.apply(event);
+        }
+      }
+    } finally {
+      clearInterval(keepalive);
+      follower.close();
+      open.delete(controller);
+      if (!response.writableEnded) response.end();
+    }
+  }
+}
+
+/** AG-UI frames as SSE; with `ids`, the last one carries its journal sequence as its id. */
+function write(response: ServerResponse, frames: AgUiFrame[], ids: boolean): void {
+  if (frames.length === 0) return;
+  const last = frames.length - 1;
+  const text = frames
+    .map(
+      (frame, index) =>
+        `${ids && index === last ? `id: ${frame.sequence}\n` : ''}data: ${JSON.stringify({
+          ...frame.event,
+          timestamp: Date.now(),
+        })}\n\n`,
+    )
+    .join('');
+  response.write(text);
+}
+
+/** The turn's message: the text of the last message, which must be the user's. */
+function lastUserMessage(input: RunInput): string {
+  const last = input.messages.at(-1);
+  if (!last || last.role !== 'user') {
+    throw new ParleyError('invalid_request', "the last message must be the user's new message", {
+      field: 'messages',
+    });
+  }
+  const content = last.content ?? '';
+  return typeof content === 'string'
+    ? content
+    : content
+        .filter((part) => part.type === 'text' && typeof part.text === 'string')
+        .map((part) => part.text)
+        .join('\n\n');
+}
+
+/**
+ * A resume entry as an answer: `cancelled` refuses; a `resolved` payload `{approved,
+ * reason?}` (or a bare boolean) answers an approval, `{answer}` (or a string) a question.
+ */
+function answerOf(entry: z.output<typeof resumeEntry>): {
+  approved: boolean;
+  response: Record<string, unknown> | null;
+  credentialRef: string | undefined;
+} {
+  if (entry.status === 'cancelled')
+    return { approved: false, response: null, credentialRef: undefined };
+  const payload = entry.payload;
+  if (typeof payload === 'boolean')
+    return { approved: payload, response: null, credentialRef: undefined };
+  if (typeof payload === 'string') {
+    return { approved: true, response: { answer: payload }, credentialRef: undefined };
+  }
+  if (payload !== null && typeof payload === 'object' && !Array.isArray(payload)) {
+    const fields = payload as Record<string, unknown>;
+    if (typeof fields.answer === 'string') {
+      return { approved: true, response: { answer: fields.answer }, credentialRef: undefined };
+    }
+    if (typeof fields.approved === 'boolean') {
+      const reason = typeof fields.reason === 'string' ? fields.reason.slice(0, 2000) : null;
+      return {
+        approved: fields.approved,
+        response: reason ? { reason } : null,
+        credentialRef:
+          typeof fields.credential_ref === 'string' ? fields.credential_ref : undefined,
+      };
+    }
+  }
+  throw new ParleyError(
+    'invalid_request',
+    'resume payload: {"approved": boolean, "reason"?} or {"answer": string}',
+    { field: 'resume' },
+  );
+}
+
+/** The cursor: Last-Event-ID (wins) or `?after=`, a sequence number. */
+function cursorOf(request: FastifyRequest): number {
+  const header = request.headers['last-event-id'];
+  const query = (request.query as { after?: unknown }).after;
+  const raw = typeof header === 'string' && header.trim() !== '' ? header.trim() : (query ?? '0');
+  if (typeof raw !== 'string' || !/^\d{1,15}$/.test(raw)) {
+    throw new ParleyError(
+      'invalid_cursor',
+      'the cursor (Last-Event-ID or after) must be a sequence number',
+    );
+  }
+  return Number(raw);
+}

@@ -1,0 +1,483 @@
+import { randomUUID } from 'node:crypto';
+import {
+  EventType,
+  HttpAgent,
+  runHttpRequest,
+  transformHttpEventStream,
+  type BaseEvent,
+  type RunAgentInput,
+} from '@ag-ui/client';
+import type { Observable } from 'rxjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readEvents } from '../src/store/readEvents.js';
+import { checkJournalInvariants } from './support/invariants.js';
+import { until } from './support/poll.js';
+import { startTestServer, type TestServer } from './support/server.js';
+
+// AG-UI (docs/protocols.md), driven by the official `@ag-ui/client` HttpAgent pointed at
+// `<parley>/ag-ui/<agent>`, on the engine the suite runs on.
+
+let server: TestServer;
+const keys = { alice: 'alice-key', bob: 'bob-key', globex: 'globex-key' };
+
+/** The docs' subclass: `connect()` follows the thread's events (HttpAgent has none). */
+class ParleyAgent extends HttpAgent {
+  lastEventId: string | null = null;
+
+  protected override connect(input: RunAgentInput): Observable<BaseEvent> {
+    const headers: Record<string, string> = { ...this.headers, accept: 'text/event-stream' };
+    if (this.lastEventId) headers['last-event-id'] = this.lastEventId;
+    const url = `${this.url}/threads/${encodeURIComponent(input.threadId)}/events`;
+    return transformHttpEventStream(
+      runHttpRequest(() => fetch(url, { headers, signal: this.abortController.signal })),
+    );
+  }
+}
+
+function agentFor(name: string, key: string, threadId?: string): ParleyAgent {
+  return new ParleyAgent({
+    url: `${server.url}/ag-ui/${name}`,
+    headers: { authorization: `Bearer ${key}` },
+    ...(threadId ? { threadId } : {}),
+  });
+}
+
+function say(agent: HttpAgent, text: string): void {
+  agent.addMessage({ id: randomUUID(), role: 'user', content: text });
+}
+
+/** Runs the agent and records every event the client saw. */
+async function run(agent: HttpAgent, parameters: Parameters<HttpAgent['runAgent']>[0] = {}) {
+  const events: BaseEvent[] = [];
+  const result = await agent.runAgent(parameters, {
+    onEvent: ({ event }) => void events.push(event),
+  });
+  return { events, result };
+}
+
+const types = (events: BaseEvent[]) => events.map((event) => event.type as string);
+
+const count = async (sql: string, params: unknown[] = []) =>
+  (await server.db.query<{ n: number }>(`select count(*)::int as n from ${sql}`, params)).rows[0]
+    ?.n;
+
+async function sessionOf(threadId: string): Promise<string> {
+  const found = await server.db.query<{ session_id: string }>(
+    'select session_id from ag_ui_threads where thread_id = $1',
+    [threadId],
+  );
+  return found.rows[0]?.session_id as string;
+}
+
+/** The raw SSE frames of a thread stream, read until `enough` says so. */
+async function readThread(
+  name: string,
+  threadId: string,
+  cursor: string | null,
+  enough: (events: Record<string, unknown>[]) => boolean,
+): Promise<{ events: Record<string, unknown>[]; ids: string[] }> {
+  const controller = new AbortController();
+  const headers: Record<string, string> = { authorization: `Bearer ${keys.alice}` };
+  if (cursor !== null) headers['last-event-id'] = cursor;
+  const response = await fetch(`${server.url}/ag-ui/${name}/threads/${threadId}/events`, {
+    headers,
+    signal: controller.signal,
+  });
+  expect(response.status).toBe(200);
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  const events: Record<string, unknown>[] = [];
+  const ids: string[] = [];
+  let buffer = '';
+  try {
+    while (!enough(events)) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      const blocks = buffer.split('\n\n');
+      buffer = blocks.pop() ?? '';
+      for (const block of blocks) {
+        for (const line of block.split('\n')) {
+          if (line.startsWith('id: ')) ids.push(line.slice(4));
+          if (line.startsWith('data: ')) events.push(JSON.parse(line.slice(6)));
+        }
+      }
+    }
+  } finally {
+    controller.abort();
+  }
+  return { events, ids };
+}
+
+beforeAll(async () => {
+  server = await startTestServer(
+    {
+      auth: {
+        keys: [
+          { key_env: 'K_ALICE', tenant: 'acme', user: 'alice', roles: [] },
+          { key_env: 'K_BOB', tenant: 'acme', user: 'bob', roles: [] },
+          { key_env: 'K_GLOBEX', tenant: 'globex', user: 'gus', roles: [] },
+        ],
+      },
+      agents: {
+        default: { model: 'demo/echo', visibility: 'private' },
+        helper: { model: 'demo/echo', visibility: 'private', tools: { calculator: 'allow' } },
+        careful: { model: 'demo/echo', visibility: 'private', tools: { calculator: 'approve' } },
+        curious: { model: 'demo/echo', visibility: 'private', tools: { ask_user: 'allow' } },
+      },
+    },
+    { K_ALICE: keys.alice, K_BOB: keys.bob, K_GLOBEX: keys.globex },
+  );
+});
+afterAll(async () => {
+  if (server) {
+    await checkJournalInvariants(server.db);
+    await server.close();
+  }
+});
+
+describe('AG-UI with the official HttpAgent', () => {
+  it("runs a turn: the reply streams as a text message; the client's thread is one session", async () => {
+    const agent = agentFor('default', keys.alice);
+    say(agent, 'hello there');
+    const first = await run(agent);
+    expect(first.events[0]?.type).toBe('RUN_STARTED');
+    expect(types(first.events)).toEqual(
+      expect.arrayContaining(['TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END']),
+    );
+    expect(first.events.at(-1)).toMatchObject({
+      type: 'RUN_FINISHED',
+      outcome: { type: 'success' },
+    });
+    const reply = agent.messages.at(-1);
+    expect(reply).toMatchObject({ role: 'assistant', content: 'You said: hello there' });
+
+    // The next run on the same thread continues the same session.
+    say(agent, 'and again');
+    await run(agent);
+    expect(agent.messages.at(-1)).toMatchObject({ content: 'You said: and again' });
+    const sessionId = await sessionOf(agent.threadId);
+    const users = await server.db.query<{ content: string }>(
+      `select content from messages where session_id = $1 and role = 'user' order by sequence`,
+      [sessionId],
+    );
+    expect(users.rows.map((row) => row.content)).toEqual(['hello there', 'and again']);
+    // A session id is a thread id too.
+    const bySession = agentFor('default', keys.alice, sessionId);
+    say(bySession, 'third');
+    await run(bySession);
+    expect(bySession.messages.at(-1)).toMatchObject({ content: 'You said: third' });
+    expect(await count('ag_ui_threads where session_id = $1', [sessionId])).toBe(1);
+  });
+
+  it("shows the agent's tool calls and their results", async () => {
+    const agent = agentFor('helper', keys.alice);
+    say(agent, '/tool calculator {"expression": "6*7"}');
+    const { events } = await run(agent);
+    expect(types(events)).toEqual(
+      expect.arrayContaining([
+        'TOOL_CALL_START',
+        'TOOL_CALL_ARGS',
+        'TOOL_CALL_END',
+        'TOOL_CALL_RESULT',
+      ]),
+    );
+    const start = events.find((event) => event.type === EventType.TOOL_CALL_START) as unknown as {
+      toolCallName: string;
+      toolCallId: string;
+    };
+    expect(start.toolCallName).toBe('calculator');
+    const result = events.find((event) => event.type === EventType.TOOL_CALL_RESULT) as unknown as {
+      toolCallId: string;
+      content: string;
+    };
+    expect(result.toolCallId).toBe(start.toolCallId);
+    expect(result.content).toContain('42');
+    expect(agent.messages.at(-1)?.content).toContain('42');
+  });
+
+  it('ends a run waiting for approval with an interrupt, and the next run resumes it', async () => {
+    const agent = agentFor('careful', keys.alice);
+    say(agent, '/tool calculator {"expression": "2+3"}');
+    const waiting = await run(agent);
+    const finished = waiting.events.at(-1) as unknown as {
+      type: string;
+      outcome: {
+        type: string;
+        interrupts: {
+          id: string;
+          reason: string;
+          toolCallId: string;
+          metadata: Record<string, unknown>;
+        }[];
+      };
+    };
+    expect(finished.type).toBe('RUN_FINISHED');
+    expect(finished.outcome.type).toBe('interrupt');
+    const [interrupt] = finished.outcome.interrupts;
+    expect(interrupt).toMatchObject({
+      reason: 'approval',
+      metadata: { kind: 'approval', tool: 'calculator', arguments: { expression: '2+3' } },
+    });
+    const requestId = (interrupt as { id: string }).id;
+
+    const resumed = await run(agent, {
+      resume: [{ interruptId: requestId, status: 'resolved', payload: { approved: true } }],
+    });
+    expect(resumed.events[0]?.type).toBe('RUN_STARTED');
+    expect(resumed.events.at(-1)).toMatchObject({
+      type: 'RUN_FINISHED',
+      outcome: { type: 'success' },
+    });
+    expect(types(resumed.events)).toContain('TOOL_CALL_RESULT');
+    expect(agent.messages.at(-1)?.content).toContain('5');
+    // The answer is Parley's: journaled once, by alice.
+    const resolved = await server.db.query<{ payload: { actor: { user: string } } }>(
+      `select payload from events where type = 'input_resolved' and payload ->> 'request_id' = $1`,
+      [requestId],
+    );
+    expect(resolved.rows.map((row) => row.payload.actor.user)).toEqual(['alice']);
+  });
+
+  it('answers a question through resume with the answer as payload', async () => {
+    const agent = agentFor('curious', keys.alice);
+    say(agent, '/tool ask_user {"question": "Which one?"}');
+    const asked = await run(agent);
+    const outcome = (
+      asked.events.at(-1) as unknown as {
+        outcome: { interrupts: { id: string; reason: string }[] };
+      }
+    ).outcome;
+    expect(outcome.interrupts[0]?.reason).toBe('question');
+    const answered = await run(agent, {
+      resume: [
+        {
+          interruptId: outcome.interrupts[0]?.id as string,
+          status: 'resolved',
+          payload: 'the blue one',
+        },
+      ],
+    });
+    expect(answered.events.at(-1)).toMatchObject({
+      type: 'RUN_FINISHED',
+      outcome: { type: 'success' },
+    });
+    const results = answered.events.filter((event) => event.type === EventType.TOOL_CALL_RESULT);
+    expect(JSON.stringify(results)).toContain('the blue one');
+  });
+
+  it("follows the thread across runs, the server's own included, and resumes mid-run exactly", async () => {
+    const agent = agentFor('default', keys.alice);
+    say(agent, 'a long enough message to stream in several pieces');
+    const first = await run(agent);
+    const sessionId = await sessionOf(agent.threadId);
+
+    // A turn the AG-UI client did not start (as a mission's or a platform's would be).
+    const posted = await fetch(`${server.url}/api/v1/chat/turns`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${keys.alice}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        turn_id: 'server_side_turn',
+        session_id: sessionId,
+        message: 'from elsewhere',
+      }),
+    });
+    expect(posted.status).toBe(202);
+
+    const finishedRuns = (events: Record<string, unknown>[]) =>
+      events.filter((event) => event.type === EventType.RUN_FINISHED).length;
+    const whole = await readThread(
+      'default',
+      agent.threadId,
+      null,
+      (events) => finishedRuns(events) >= 2,
+    );
+    const runs = whole.events
+      .filter((event) => event.type === 'RUN_STARTED')
+      .map((event) => event.runId);
+    const firstRunId = first.events[0] as unknown as { runId: string };
+    expect(runs).toEqual([firstRunId.runId, 'server_side_turn']);
+    const text = (events: Record<string, unknown>[], messageId: unknown) =>
+      events
+        .filter((event) => event.type === 'TEXT_MESSAGE_CONTENT' && event.messageId === messageId)
+        .map((event) => event.delta)
+        .join('');
+    const starts = whole.events.filter((event) => event.type === 'TEXT_MESSAGE_START');
+    expect(text(whole.events, starts[1]?.messageId)).toBe('You said: from elsewhere');
+
+    // Resume from the middle of the first reply: the run and its message re-open, with
+    // the same ids, and the rest of the text follows without a repeat.
+    const deltas = {
+      rows: (await readEvents(server.db, sessionId, 0, 1000)).flatMap((event) =>
+        event.type === 'text_delta' && event.turn_id === firstRunId.runId
+          ? [{ sequence: event.sequence, delta: event.delta }]
+          : [],
+      ),
+    };
+    expect(deltas.rows.length).toBeGreaterThan(0);
+    const cut = deltas.rows[0] as { sequence: number; delta: string };
+    const resumed = await readThread(
+      'default',
+      agent.threadId,
+      String(cut.sequence),
+      (events) => finishedRuns(events) >= 2,
+    );
+    expect(resumed.events.slice(0, 2)).toMatchObject([
+      { type: 'RUN_STARTED', runId: firstRunId.runId },
+      { type: 'TEXT_MESSAGE_START', messageId: starts[0]?.messageId },
+    ]);
+    expect(cut.delta + text(resumed.events, starts[0]?.messageId)).toBe(
+      'You said: a long enough message to stream in several pieces',
+    );
+    expect(resumed.events.filter((event) => event.type === 'RUN_STARTED')).toHaveLength(2);
+    expect(Number(resumed.ids.at(-1))).toBeGreaterThan(cut.sequence);
+
+    // The docs' connect() subclass sees the same thread through the client's own checks.
+    const watcher = agentFor('default', keys.alice, agent.threadId);
+    watcher.lastEventId = String(cut.sequence);
+    const seen: BaseEvent[] = [];
+    const connected = watcher.connectAgent({}, { onEvent: ({ event }) => void seen.push(event) });
+    await until(
+      async () => seen.filter((event) => event.type === EventType.RUN_FINISHED).length,
+      (finished) => finished >= 2,
+      'the connected client to see both runs',
+    );
+    await watcher.detachActiveRun();
+    watcher.abortRun();
+    await connected;
+    expect(watcher.messages.map((message) => message.content)).toContain(
+      'You said: from elsewhere',
+    );
+  });
+
+  it('a run whose turn is cancelled through Parley ends with the cancelled outcome', async () => {
+    const agent = agentFor('default', keys.alice);
+    say(agent, '/stall forever');
+    const runId = `stall_${Date.now()}`;
+    const running = run(agent, { runId });
+    const sessionId = await until(
+      async () => sessionOf(agent.threadId),
+      (found) => typeof found === 'string',
+      'the thread to have its session',
+    );
+    const cancel = await fetch(
+      `${server.url}/api/v1/chat/sessions/${sessionId}/turns/${runId}/cancel`,
+      {
+        method: 'POST',
+        headers: { authorization: `Bearer ${keys.alice}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ command_id: `cancel_${runId}` }),
+      },
+    );
+    expect(cancel.status).toBe(200);
+    const { events } = await running;
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'cancelled' } });
+  });
+
+  it('a retried run (the same runId) is the same turn', async () => {
+    const threadId = randomUUID();
+    const body = {
+      threadId,
+      runId: `run_${Date.now()}`,
+      messages: [{ id: 'm1', role: 'user', content: 'only once' }],
+      tools: [],
+      context: [],
+    };
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const response = await fetch(`${server.url}/ag-ui/default`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${keys.alice}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      const text = await response.text();
+      expect(text).toContain('You said: only once');
+    }
+    expect(await count('turns where turn_id = $1', [body.runId])).toBe(1);
+  });
+
+  it("keeps tenants and owners apart: another's thread is missing, and nothing is written", async () => {
+    const agent = agentFor('default', keys.alice);
+    say(agent, 'private');
+    await run(agent);
+    const before = await count('sessions');
+    for (const key of [keys.bob, keys.globex]) {
+      const response = await fetch(`${server.url}/ag-ui/default/threads/${agent.threadId}/events`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      expect(response.status).toBe(404);
+      expect(await response.json()).toMatchObject({ error: 'session_not_found' });
+    }
+    // Bob's run on alice's thread id finds it taken: as missing, nothing written.
+    const intruder = agentFor('default', keys.bob, agent.threadId);
+    say(intruder, 'let me in');
+    await expect(run(intruder)).rejects.toMatchObject({ status: 404 });
+    expect(await count('sessions')).toBe(before);
+    // Another tenant's same thread id is its own thread.
+    const elsewhere = agentFor('default', keys.globex, agent.threadId);
+    say(elsewhere, 'mine');
+    await run(elsewhere);
+    expect(await count('ag_ui_threads where thread_id = $1', [agent.threadId])).toBe(2);
+  });
+
+  it('refuses bad input with a code, writing nothing', async () => {
+    const before = [await count('turns'), await count('sessions'), await count('ag_ui_threads')];
+    const post = (name: string, body: unknown) =>
+      fetch(`${server.url}/ag-ui/${name}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${keys.alice}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const base = { threadId: randomUUID(), runId: 'run_bad', tools: [], context: [] };
+    const cases: [string, unknown, number, string][] = [
+      [
+        'nobody',
+        { ...base, messages: [{ id: 'm', role: 'user', content: 'hi' }] },
+        404,
+        'unknown_agent',
+      ],
+      ['default', { ...base, messages: [] }, 400, 'invalid_request'],
+      [
+        'default',
+        { ...base, messages: [{ id: 'm', role: 'assistant', content: 'hi' }] },
+        400,
+        'invalid_request',
+      ],
+      [
+        'default',
+        { ...base, messages: [{ id: 'm', role: 'user', content: '  ' }] },
+        400,
+        'empty_message',
+      ],
+      [
+        'default',
+        { ...base, runId: 'not a key!', messages: [{ id: 'm', role: 'user', content: 'hi' }] },
+        400,
+        'invalid_request',
+      ],
+      [
+        'default',
+        {
+          ...base,
+          messages: [],
+          resume: [{ interruptId: 'req_none', status: 'resolved', payload: true }],
+        },
+        404,
+        'session_not_found',
+      ],
+    ];
+    for (const [name, body, status, code] of cases) {
+      const response = await post(name, body);
+      expect(response.status, code).toBe(status);
+      expect(await response.json(), code).toMatchObject({ error: code });
+    }
+    const cursor = await fetch(
+      `${server.url}/ag-ui/default/threads/${randomUUID()}/events?after=x`,
+      {
+        headers: { authorization: `Bearer ${keys.alice}` },
+      },
+    );
+    expect(cursor.status).toBe(404);
+    expect([await count('turns'), await count('sessions'), await count('ag_ui_threads')]).toEqual(
+      before,
+    );
+  });
+});
