@@ -97,6 +97,22 @@ const stateOf = (row: ClaimedExecution): ExecutionState => ({
   delayMs: null,
 });
 
+/** Waits until the execution's lease has expired (by the database's clock). */
+async function leaseExpired(executionId: string): Promise<void> {
+  await until(
+    async () =>
+      (
+        await db.query<{ expired: boolean }>(
+          `select lease_expires_at < now() as expired from executions
+            where tenant = 'default' and execution_id = $1`,
+          [executionId],
+        )
+      ).rows[0]?.expired,
+    (expired) => expired === true,
+    'the lease to expire',
+  );
+}
+
 const statusOf = async (executionId: string, tenant = 'default') =>
   (await getExecution(db, tenant, executionId))?.status;
 
@@ -176,18 +192,7 @@ describe('cancel at once against a step whose lease expired', () => {
     const executionId = await dispatch();
     await blockedAndDue(executionId);
     const step = await claim(executionId, 1);
-    await until(
-      async () =>
-        (
-          await db.query<{ expired: boolean }>(
-            `select lease_expires_at < now() as expired from executions
-              where tenant = 'default' and execution_id = $1`,
-            [executionId],
-          )
-        ).rows[0]?.expired,
-      (expired) => expired === true,
-      'the lease to expire',
-    );
+    await leaseExpired(executionId);
     expect(
       await cancelExecution(db, { tenant: 'default', executionId, commandId: `c_${executionId}` }),
     ).toEqual({ result: 'cancelled', status: 'cancelled' });
@@ -274,18 +279,7 @@ describe('a step and a cancel that overlap', () => {
       [executionId],
     );
     const step = await claim(executionId, 1);
-    await until(
-      async () =>
-        (
-          await db.query<{ expired: boolean }>(
-            `select lease_expires_at < now() as expired from executions
-              where tenant = 'default' and execution_id = $1`,
-            [executionId],
-          )
-        ).rows[0]?.expired,
-      (expired) => expired === true,
-      'the lease to expire',
-    );
+    await leaseExpired(executionId);
     // The step stalled before admitting iteration 2; nothing ran, so the cancel ends it.
     expect(
       await cancelExecution(db, { tenant: 'default', executionId, commandId: `c_${executionId}` }),

@@ -14,7 +14,7 @@ import { JournalFeed } from '../feed.js';
 import { answerForPrincipal } from '../inputs.js';
 import { JournalFollower } from '../journalFollower.js';
 import { viewerOf } from '../sessionAccess.js';
-import { openEventStream } from '../sseResponse.js';
+import { AdapterStreams } from '../adapterStreams.js';
 import { storableJson, text } from '../validate.js';
 import { StreamSlots } from '../streamSlots.js';
 import { admitForPrincipal, checkMessage } from '../turns.js';
@@ -125,10 +125,10 @@ type RunInput = z.output<typeof runInput>;
 export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   const feed = new JournalFeed(deps.db, deps.wakeups, deps.config.runtime.pollMs);
   const slots = new StreamSlots(deps.config.limits.streamsPerPrincipal);
-  const open = new Set<AbortController>();
+  const streams = new AdapterStreams(deps.config.server.keepaliveMs);
   app.addHook('onClose', async () => {
     feed.stop();
-    for (const controller of open) controller.abort();
+    streams.closeAll();
   });
   const api = typed(app);
   const { run, thread } = aguiContracts;
@@ -341,38 +341,29 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
     fold: AgUiFold,
     send: (response: ServerResponse, frames: AgUiFrame[], first: boolean) => void,
   ): Promise<void> {
-    const controller = new AbortController();
-    open.add(controller);
-    const response = openEventStream(reply);
-    request.raw.on('close', () => controller.abort());
-    const keepalive = setInterval(
-      () => response.write(': keep-alive\n\n'),
-      deps.config.server.keepaliveMs,
-    );
-    const follower = new JournalFollower(deps.db, feed, sessionId, from);
-    let first = true;
-    try {
-      for (;;) {
-        send(response, fold.take(), first);
-        first = false;
-        if (fold.over || controller.signal.aborted) break;
-        const events = await follower.next(controller.signal);
-        if (events.length === 0) break;
-        for (const event of events) fold.apply(event);
-        // A step's requests are journaled in one commit: once nothing more is there, the
-        // run's interrupts are all known.
-        while (fold.holding) {
-          const more = await follower.readAvailable();
-          if (more.length === 0) fold.settle();
-          for (const event of more) fold.apply(event);
+    await streams.serve(request, reply, async (response, signal) => {
+      const follower = new JournalFollower(deps.db, feed, sessionId, from);
+      let first = true;
+      try {
+        for (;;) {
+          send(response, fold.take(), first);
+          first = false;
+          if (fold.over || signal.aborted) break;
+          const events = await follower.next(signal);
+          if (events.length === 0) break;
+          for (const event of events) fold.apply(event);
+          // A step's requests are journaled in one commit: once nothing more is there, the
+          // run's interrupts are all known.
+          while (fold.holding) {
+            const more = await follower.readAvailable();
+            if (more.length === 0) fold.settle();
+            for (const event of more) fold.apply(event);
+          }
         }
+      } finally {
+        follower.close();
       }
-    } finally {
-      clearInterval(keepalive);
-      follower.close();
-      open.delete(controller);
-      if (!response.writableEnded) response.end();
-    }
+    });
   }
 }
 

@@ -12,7 +12,7 @@ import { route, routeOptions, typed } from '../contract.js';
 import { agentsOf, type ApiDeps } from '../deps.js';
 import { JournalFeed } from '../feed.js';
 import { JournalFollower } from '../journalFollower.js';
-import { openEventStream } from '../sseResponse.js';
+import { AdapterStreams } from '../adapterStreams.js';
 import { text } from '../validate.js';
 import { viewerOf } from '../sessionAccess.js';
 import { answerForPrincipal } from '../inputs.js';
@@ -186,10 +186,10 @@ export const openaiContracts = {
 export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   installOpenaiErrors(app);
   const feed = new JournalFeed(deps.db, deps.wakeups, deps.config.runtime.pollMs);
-  const open = new Set<AbortController>();
+  const streams = new AdapterStreams(deps.config.server.keepaliveMs);
   app.addHook('onClose', async () => {
     feed.stop();
-    for (const controller of open) controller.abort();
+    streams.closeAll();
   });
   const api = typed(app);
   const waitMs = deps.config.server.blockingWaitMs;
@@ -438,7 +438,7 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
     if (boundMs !== undefined) signals.push(AbortSignal.timeout(boundMs));
     const signal = AbortSignal.any(signals);
     request.raw.on('close', () => controller.abort());
-    open.add(controller);
+    const untrack = streams.track(controller);
     const follower = new JournalFollower(deps.db, feed, identity.sessionId, from);
     try {
       for (;;) {
@@ -451,7 +451,7 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
       }
     } finally {
       follower.close();
-      open.delete(controller);
+      untrack();
     }
     return fold.snapshot();
   }
@@ -483,37 +483,28 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
     frames: (event: StreamEvent) => string[],
     last: string | null = null,
   ): Promise<void> {
-    const controller = new AbortController();
-    open.add(controller);
-    const response = openEventStream(reply);
-    request.raw.on('close', () => controller.abort());
-    const keepalive = setInterval(
-      () => response.write(': keep-alive\n\n'),
-      deps.config.server.keepaliveMs,
-    );
-    const fold = new ResponseFold(identity);
-    const follower = new JournalFollower(deps.db, feed, identity.sessionId, from);
-    let sent = after;
-    const flush = () => {
-      for (const event of fold.events) {
-        if (event.sequence_number <= sent) continue;
-        for (const frame of frames(event)) response.write(frame);
-        sent = event.sequence_number;
-      }
-    };
-    try {
-      flush();
-      while (!fold.ended && !controller.signal.aborted) {
-        for (const event of await follower.next(controller.signal)) fold.apply(event);
+    await streams.serve(request, reply, async (response, signal) => {
+      const fold = new ResponseFold(identity);
+      const follower = new JournalFollower(deps.db, feed, identity.sessionId, from);
+      let sent = after;
+      const flush = () => {
+        for (const event of fold.events) {
+          if (event.sequence_number <= sent) continue;
+          for (const frame of frames(event)) response.write(frame);
+          sent = event.sequence_number;
+        }
+      };
+      try {
         flush();
+        while (!fold.ended && !signal.aborted) {
+          for (const event of await follower.next(signal)) fold.apply(event);
+          flush();
+        }
+        if (fold.ended && last !== null) response.write(last);
+      } finally {
+        follower.close();
       }
-      if (fold.ended && last !== null) response.write(last);
-    } finally {
-      clearInterval(keepalive);
-      follower.close();
-      open.delete(controller);
-      if (!response.writableEnded) response.end();
-    }
+    });
   }
 }
 
