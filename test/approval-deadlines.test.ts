@@ -639,7 +639,7 @@ describe('request states', () => {
     const [required] = ofType(await untilEvents(sessionId, 'input_required'), 'input_required');
     const lease = await takeLease(sessionId);
     const parked = await parkSession(server.db, lease, { claims: 5, queued: 'fail' });
-    expect(parked.turnIds).toEqual([required.turn_id]);
+    expect(parked?.turnIds).toEqual([required.turn_id]);
     await expectClosedAsError(sessionId, required, 'session_parked');
   });
 

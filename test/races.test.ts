@@ -175,7 +175,7 @@ describe('parking', () => {
       const turn = (
         await server.db.query<{ state: string }>('select state from turns where turn_id = $1', [t2])
       ).rows[0];
-      if (result.turnIds.includes(t2)) expect(turn?.state).toBe('error');
+      if (result?.turnIds.includes(t2)) expect(turn?.state).toBe('error');
       else expect(turn?.state).toBe('queued');
       const row = (
         await server.db.query<{ input_cursor: number; input_count: number }>(
@@ -215,7 +215,7 @@ describe('parking', () => {
         { sessionId: claimed?.session_id as string, tenant: 'default', token: 'parker2' },
         { claims: 5, queued: 'fail' },
       );
-      expect(result.turnIds).toEqual([t1]);
+      expect(result?.turnIds).toEqual([t1]);
       const terminal = (await journal(first.session_id, server.db)).filter((event) =>
         ['done', 'error', 'cancelled'].includes(event.type),
       );
@@ -224,5 +224,48 @@ describe('parking', () => {
         ['error', [t1]],
       ]);
     }
+  });
+
+  it('does not park a session whose running turn has a cancel acknowledged: the cancel wins', async () => {
+    const server = apiOnly;
+    const t1 = `park_cancelling_${Date.now()}`;
+    const first = await admit(server.db, { turnId: t1, message: 'stuck' });
+    // An attempt had started (and its workers kept dying) when the person cancelled.
+    await server.db.query(`update turns set state = 'running' where turn_id = $1`, [t1]);
+    const cancelled = await request(
+      server.url,
+      'POST',
+      `/api/v1/chat/sessions/${first.session_id}/turns/${t1}/cancel`,
+      { command_id: `${t1}_cancel` },
+    );
+    expect(cancelled.body).toMatchObject({ result: 'cancelled', state: 'cancelling' });
+    await server.db.query('update sessions set claim_count = 5 where session_id = $1', [
+      first.session_id,
+    ]);
+    const claimed = await claimSession(server.db, {
+      token: 'parker3',
+      owner: 'parker3',
+      ttlMs: 60_000,
+      maxTurns: 50,
+    });
+    expect(claimed?.session_id).toBe(first.session_id);
+    const result = await parkSession(
+      server.db,
+      { sessionId: first.session_id, tenant: 'default', token: 'parker3' },
+      { claims: 5, queued: 'fail' },
+    );
+    expect(result).toBeNull();
+    const row = (
+      await server.db.query<{ state: string; cancel_command_id: string | null }>(
+        'select state, cancel_command_id from sessions where session_id = $1',
+        [first.session_id],
+      )
+    ).rows[0];
+    expect(row?.state).not.toBe('parked');
+    expect(row?.cancel_command_id).toBe(`${t1}_cancel`);
+    const errors = (await journal(first.session_id, server.db)).filter(
+      (event) => event.type === 'error',
+    );
+    expect(errors).toEqual([]);
   });
 });

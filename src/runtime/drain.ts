@@ -40,17 +40,23 @@ export async function drainSession(
   };
   const log = deps.log.child({ session_id: lease.sessionId });
   const { runtime } = deps.config;
+  const collect = () => collectTurns(deps.db, lease.sessionId, maxBurst);
+  let turns: SessionTurns = claimed;
   if (claimed.claim_count > runtime.parkAfterAttempts) {
     const parked = await parkSession(deps.db, lease, {
       claims: claimed.claim_count - 1,
       queued: runtime.parkQueued,
     });
-    turnOutcomes.inc({ outcome: 'parked' }, parked.turnIds.length);
-    log.error(
-      { claims: claimed.claim_count - 1, turn_ids: parked.turnIds, held: parked.held },
-      'session parked',
-    );
-    return;
+    if (parked) {
+      turnOutcomes.inc({ outcome: 'parked' }, parked.turnIds.length);
+      log.error(
+        { claims: claimed.claim_count - 1, turn_ids: parked.turnIds, held: parked.held },
+        'session parked',
+      );
+      return;
+    }
+    // Not parked: a cancel was requested, and the loop below honours it first.
+    turns = await collect();
   }
   const abort = new AbortController();
   const onHardStop = () => abort.abort(new Error('shutdown grace period over'));
@@ -65,14 +71,12 @@ export async function drainSession(
     onLost: (error) => abort.abort(error),
     onCancelRequested: () => cancel.trigger(),
   });
-  let turns: SessionTurns = claimed;
   let attempt = claimed.attempt;
   let partial = claimed.partial_output;
   let pivots = 0;
   let holding = true;
   /** Provider calls of a try that was cut short, billed with what closes the turn next. */
   let unbilled: Usage[] = [];
-  const collect = () => collectTurns(deps.db, lease.sessionId, maxBurst);
   try {
     while (!control.shutdown.aborted) {
       // A cancel requested for the running burst (possibly before a crash) comes first,

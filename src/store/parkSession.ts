@@ -15,19 +15,24 @@ import { notifyWakeup } from './wakeups.js';
  * session row is locked before the turns are read, so a turn admitted concurrently is
  * either decided here or admitted after (and waits for the unpark); a turn cancelled while
  * queued keeps its `cancelled` and gets no error. A request still pending is closed as
- * `error`.
+ * `error`. A session whose running burst has a cancel requested is not parked (null): the
+ * cancel was acknowledged, and the drain ends the burst `cancelled` instead.
  */
 export async function parkSession(
   db: Db,
   lease: Lease,
   reason: { claims: number; queued: 'hold' | 'fail' },
-): Promise<{ sequence: number; turnIds: string[]; held: number }> {
+): Promise<{ sequence: number; turnIds: string[]; held: number } | null> {
   return db.transaction(async (tx) => {
-    const locked = await tx.query(
-      'select 1 from sessions where session_id = $1 and lease_token = $2 for update',
+    const locked = await tx.query<{ cancel_requested: boolean }>(
+      `select cancel_command_id is not null as cancel_requested from sessions
+        where session_id = $1 and lease_token = $2 for update`,
       [lease.sessionId, lease.token],
     );
-    if (locked.rowCount === 0) throw new LeaseLostError(lease.sessionId);
+    const session = locked.rows[0];
+    if (!session) throw new LeaseLostError(lease.sessionId);
+    // A cancel the client was told about wins: the burst ends cancelled, not parked.
+    if (session.cancel_requested) return null;
     const pending = await tx.query<{ turn_id: string; position: number; state: string }>(
       `select t.turn_id, t.position, t.state from turns t join sessions s on s.session_id = t.session_id
         where s.session_id = $1 and t.position > s.input_cursor and t.state in ('queued', 'running')
