@@ -31,6 +31,7 @@ import { releaseDeadExecutionLeases } from '../store/releaseExecution.js';
 import { releaseDeadLeases } from '../store/releaseLease.js';
 import { releaseOutboxLeases } from '../store/releaseOutboxLeases.js';
 import { Wakeups } from '../store/wakeups.js';
+import { noTelemetry, type Telemetry } from '../telemetry/tracing.js';
 import { circuitReporter } from './circuitReporter.js';
 
 export interface Running {
@@ -52,6 +53,8 @@ export interface Running {
   mcp: McpManager;
   /** Start-up lines about tools: which shell sandbox each agent uses. */
   toolLines: string[];
+  /** The worker's spans (`telemetry.otlp_endpoint`); flushed by `stop`. */
+  telemetry: Telemetry;
   stop: () => Promise<void>;
 }
 
@@ -161,7 +164,18 @@ export async function startProcess(
     let worker: Worker | null = null;
     let executions: ExecutionRunner | null = null;
     let scheduler: Scheduler | null = null;
+    let telemetry: Telemetry = noTelemetry;
     if (role.worker) {
+      // Loaded only when configured; stopped after the worker, so its last spans are sent.
+      if (config.telemetry.tracesUrl !== null) {
+        const started = (await import('../telemetry/otel.js')).startTelemetry(config, {
+          env,
+          log,
+          instance: `${hostname()}:${process.pid}`,
+        });
+        telemetry = started;
+        stops.push(() => started.shutdown());
+      }
       // The catalog as prompt assembly reads it on every turn: in memory, refreshed.
       const modelInfo = startModelInfo(db, {
         refreshMs: 60_000,
@@ -180,6 +194,7 @@ export async function startProcess(
         modelInfo: modelInfo.lookup,
         skills,
         agents,
+        telemetry,
       });
       worker = started;
       started.start();
@@ -260,6 +275,7 @@ export async function startProcess(
       skills,
       mcp,
       toolLines,
+      telemetry,
       stop,
     };
   } catch (error) {
@@ -292,6 +308,11 @@ export function describeStartup(config: Config, running: Running, role: string):
     lines.push(
       `parley ${role}: worker claiming up to ${config.runtime.maxParallelTurns} sessions, lease ttl ${config.runtime.leaseTtlMs} ms`,
     );
+    if (config.telemetry.tracesUrl !== null) {
+      lines.push(
+        `parley ${role}: spans exported to ${new URL(config.telemetry.tracesUrl).origin} (OTLP ${config.telemetry.protocol})`,
+      );
+    }
   }
   const platforms = configuredPlatforms(config.adapters).map((adapter) => adapter.platform);
   if (platforms.length > 0) {
