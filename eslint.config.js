@@ -42,6 +42,7 @@ const arrows = {
     'protocol',
     'retention',
     'store',
+    'telemetry',
     'tools',
   ],
 };

@@ -97,6 +97,17 @@ describe('telemetry over OTLP/HTTP protobuf, without content', () => {
     });
     expect(agent?.statusCode).toBe(0);
 
+    // The API process's admission: another root of the same trace.
+    const [admitted] = byName(spans, 'parley.turn');
+    expect(admitted?.parentSpanId).toBe('');
+    expect(admitted?.statusCode).toBe(0);
+    expect(admitted?.attributes).toMatchObject({
+      'parley.tenant': tenant,
+      'parley.turn_id': 'otel_tool_1',
+      'gen_ai.conversation.id': session_id,
+      'parley.admission': 'accepted',
+    });
+
     // Two model calls (the one proposing the call, the reply), one tool call, all children.
     const chats = byName(spans, 'chat echo');
     expect(chats).toHaveLength(2);
@@ -155,6 +166,28 @@ describe('telemetry over OTLP/HTTP protobuf, without content', () => {
     expect(spans[0]?.resource['service.name']).toBe('parley');
     expect(byName(spans, 'invoke_agent default')).toHaveLength(1);
     expect(byName(spans, 'chat echo')).toHaveLength(1);
+
+    // The same turn id with another message is refused: its admission span says why.
+    const conflict = await request(server.url, 'POST', '/api/v1/chat/turns', {
+      turn_id: 'otel_plain_1',
+      message: 'something else',
+    });
+    expect(conflict.status).toBe(409);
+    const admissions = await until(
+      async () => {
+        await server.telemetry.flush();
+        return byName(receiver.spans(), 'parley.turn').filter(
+          (span) => span.attributes['parley.turn_id'] === 'otel_plain_1',
+        );
+      },
+      (found) => found.length === 2,
+      'the refused admission',
+    );
+    expect(admissions.map((span) => span.attributes['error.type'] ?? null)).toEqual([
+      null,
+      'turn_conflict',
+    ]);
+    expect(new Set(admissions.map((span) => span.traceId)).size).toBe(1);
   });
 });
 

@@ -115,6 +115,18 @@ export async function startProcess(
     const wakeups = new Wakeups(db);
     await wakeups.start();
     stops.push(() => wakeups.stop());
+    // Loaded only when configured; stopped after the worker and the API, so their last
+    // spans are sent.
+    let telemetry: Telemetry = noTelemetry;
+    if (config.telemetry.tracesUrl !== null) {
+      const started = (await import('../telemetry/otel.js')).startTelemetry(config, {
+        env,
+        log,
+        instance: `${hostname()}:${process.pid}`,
+      });
+      telemetry = started;
+      stops.push(() => started.shutdown());
+    }
     const resolveModel = createModelRegistry(config, env, circuitReporter(db, log));
     const tools = new ToolRegistry(builtInTools({ db, skills, env, ...options.toolIo }));
     // Both roles need the MCP tools: workers run them, the API lists them.
@@ -164,18 +176,7 @@ export async function startProcess(
     let worker: Worker | null = null;
     let executions: ExecutionRunner | null = null;
     let scheduler: Scheduler | null = null;
-    let telemetry: Telemetry = noTelemetry;
     if (role.worker) {
-      // Loaded only when configured; stopped after the worker, so its last spans are sent.
-      if (config.telemetry.tracesUrl !== null) {
-        const started = (await import('../telemetry/otel.js')).startTelemetry(config, {
-          env,
-          log,
-          instance: `${hostname()}:${process.pid}`,
-        });
-        telemetry = started;
-        stops.push(() => started.shutdown());
-      }
       // The catalog as prompt assembly reads it on every turn: in memory, refreshed.
       const modelInfo = startModelInfo(db, {
         refreshMs: 60_000,
@@ -252,6 +253,7 @@ export async function startProcess(
         agents,
         missions,
         directory,
+        telemetry,
         checkResponses: options.checkResponses ?? false,
       });
       app = built;
@@ -308,11 +310,11 @@ export function describeStartup(config: Config, running: Running, role: string):
     lines.push(
       `parley ${role}: worker claiming up to ${config.runtime.maxParallelTurns} sessions, lease ttl ${config.runtime.leaseTtlMs} ms`,
     );
-    if (config.telemetry.tracesUrl !== null) {
-      lines.push(
-        `parley ${role}: spans exported to ${new URL(config.telemetry.tracesUrl).origin} (OTLP ${config.telemetry.protocol})`,
-      );
-    }
+  }
+  if (config.telemetry.tracesUrl !== null) {
+    lines.push(
+      `parley ${role}: spans exported to ${new URL(config.telemetry.tracesUrl).origin} (OTLP ${config.telemetry.protocol})`,
+    );
   }
   const platforms = configuredPlatforms(config.adapters).map((adapter) => adapter.platform);
   if (platforms.length > 0) {

@@ -22,14 +22,22 @@ import type { Config, TelemetryConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
 import { inputMessages, outputMessages, systemInstructions } from './content.js';
 import { turnTraceId } from './traceId.js';
-import type { ChatReply, ChatTrace, Telemetry, ToolTrace, TurnTrace } from './tracing.js';
+import type {
+  AdmissionTrace,
+  ChatReply,
+  ChatTrace,
+  Telemetry,
+  ToolTrace,
+  TurnTrace,
+} from './tracing.js';
 
 /**
  * Telemetry as OpenTelemetry GenAI spans (semantic conventions 1.38, docs/deployment.md,
  * "OpenTelemetry"), batched and exported over OTLP/HTTP, protobuf or JSON. The provider is
  * this process's own, never registered globally: parents are passed explicitly.
  *
- *   invoke_agent {agent}       one turn run; root of its turn's trace (traceId.ts)
+ *   parley.turn                an admission (API process); a root of its turn's trace
+ *   invoke_agent {agent}       one turn run; a root of its turn's trace (traceId.ts)
  *   ├─ chat {model}            one model call (each retry its own)
  *   └─ execute_tool {tool}     one tool call
  */
@@ -63,6 +71,7 @@ export function startTelemetry(
   const providerKind = (name: string) =>
     Object.hasOwn(config.providers, name) ? config.providers[name]?.kind : undefined;
   return {
+    admission: (turn) => admissionTrace(tracer, ids, turn),
     turn: (run) => new OtelTurn(tracer, ids, settings, providerKind, run),
     flush: () => provider.forceFlush(),
     shutdown: () => provider.shutdown(),
@@ -206,6 +215,34 @@ class OtelTurn implements TurnTrace {
     if (errorType) failSpan(span, errorType);
     else span.end();
   }
+}
+
+function admissionTrace(
+  tracer: Tracer,
+  ids: TurnIds,
+  turn: { tenant: string; turnId: string },
+): AdmissionTrace {
+  ids.next = turnTraceId(turn.tenant, turn.turnId);
+  const span = tracer.startSpan(
+    'parley.turn',
+    {
+      kind: SpanKind.INTERNAL,
+      root: true,
+      attributes: { 'parley.tenant': turn.tenant, 'parley.turn_id': turn.turnId },
+    },
+    ROOT_CONTEXT,
+  );
+  ids.next = null;
+  return {
+    end: (admitted) => {
+      span.setAttributes({
+        'gen_ai.conversation.id': admitted.sessionId,
+        'parley.admission': admitted.state,
+      });
+      span.end();
+    },
+    fail: (errorType) => failSpan(span, errorType),
+  };
 }
 
 const noChat: ChatTrace = { end: () => {}, fail: () => {} };

@@ -12,6 +12,8 @@ import type { LanguageModelV3Prompt } from '@ai-sdk/provider';
  * and every run of one turn shares a trace (traceId.ts).
  */
 export interface Telemetry {
+  /** A turn's admission by an API process (a retry of it is another admission). */
+  admission(turn: { tenant: string; turnId: string }): AdmissionTrace;
   /** A turn run; its span starts at `begin` (a run that never starts leaves no span). */
   turn(run: { tenant: string; sessionId: string; agent: string }): TurnTrace;
   /** Exports what is buffered now. */
@@ -60,6 +62,13 @@ export interface ToolTrace {
   ): void;
 }
 
+export interface AdmissionTrace {
+  end(admitted: { sessionId: string; state: string }): void;
+  /** Refused: the error's code (`turn_conflict`, `unknown_agent`...). */
+  fail(errorType: string): void;
+}
+
+const noAdmission: AdmissionTrace = { end: () => {}, fail: () => {} };
 const noChat: ChatTrace = { end: () => {}, fail: () => {} };
 const noTool: ToolTrace = { end: () => {} };
 const noTurn: TurnTrace = {
@@ -72,6 +81,7 @@ const noTurn: TurnTrace = {
 
 /** Telemetry off: every call returns at once, nothing is allocated per turn. */
 export const noTelemetry: Telemetry = {
+  admission: () => noAdmission,
   turn: () => noTurn,
   flush: async () => {},
   shutdown: async () => {},
