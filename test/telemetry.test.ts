@@ -19,6 +19,7 @@ const tenant = 'default';
 const agents = {
   default: { model: 'demo/echo' },
   counter: { model: 'demo/echo', tools: { calculator: 'allow' } },
+  careful: { model: 'demo/echo', tools: { calculator: 'approve' } },
 };
 
 async function admit(url: string, turnId: string, message: string, agent = 'default') {
@@ -188,6 +189,40 @@ describe('telemetry over OTLP/HTTP protobuf, without content', () => {
       'turn_conflict',
     ]);
     expect(new Set(admissions.map((span) => span.traceId)).size).toBe(1);
+  });
+
+  it('puts the run resumed after an approval in the same trace; its tool call under it', async () => {
+    const { session_id } = await admit(
+      server.url,
+      'otel_approve_1',
+      '/tool calculator {"expression": "2+3"}',
+      'careful',
+    );
+    const waiting = await until(
+      () => request(server.url, 'GET', `/api/v1/chat/sessions/${session_id}`),
+      (projection) => projection.body.state === 'input_required',
+      'the approval request',
+    );
+    const pending = waiting.body.pending_input as { request_id: string; expected_sequence: number };
+    const answered = await request(
+      server.url,
+      'POST',
+      `/api/v1/chat/sessions/${session_id}/inputs/${pending.request_id}`,
+      { expected_sequence: pending.expected_sequence, approved: true },
+    );
+    expect(answered.status).toBeLessThan(300);
+    const spans = await spansOfTurn(server, receiver, 'otel_approve_1', 2);
+    const runs = byName(spans, 'invoke_agent careful');
+    expect(runs.map((run) => run.attributes['parley.outcome']).sort()).toEqual([
+      'finished',
+      'waiting',
+    ]);
+    // Resuming after a person's answer continues the same attempt.
+    expect(runs.map((run) => run.attributes['parley.attempt'])).toEqual([1, 1]);
+    const resumed = runs.find((run) => run.attributes['parley.outcome'] === 'finished');
+    const [tool] = byName(spans, 'execute_tool calculator');
+    expect(tool?.parentSpanId).toBe(resumed?.spanId);
+    expect(tool?.statusCode).toBe(0);
   });
 });
 

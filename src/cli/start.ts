@@ -53,7 +53,7 @@ export interface Running {
   mcp: McpManager;
   /** Start-up lines about tools: which shell sandbox each agent uses. */
   toolLines: string[];
-  /** The worker's spans (`telemetry.otlp_endpoint`); flushed by `stop`. */
+  /** The process's spans (`telemetry.otlp_endpoint`); flushed by `stop`. */
   telemetry: Telemetry;
   stop: () => Promise<void>;
 }
