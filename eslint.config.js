@@ -25,9 +25,12 @@ const arrows = {
     'retention',
     'store',
     'time',
+    'telemetry',
     'tools',
     'work',
   ],
+  // Spans of the runtime's turns; the OpenTelemetry SDK is imported here and nowhere else.
+  telemetry: ['config'],
   adapters: ['agents', 'config', 'protocol', 'store', 'time', 'work'],
   webhooks: ['config', 'protocol', 'store', 'time', 'work'],
   api: [
@@ -39,6 +42,7 @@ const arrows = {
     'protocol',
     'retention',
     'store',
+    'telemetry',
     'tools',
   ],
 };

@@ -10,6 +10,7 @@ import type { PlatformSet } from '../adapters/platformSet.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
 import type { Db } from '../store/db.js';
+import type { Telemetry } from '../telemetry/tracing.js';
 import type { Wakeups } from '../store/wakeups.js';
 import type { McpStatus } from '../tools/mcp/manager.js';
 import type { Tool } from '../tools/types.js';
@@ -36,6 +37,8 @@ export interface ApiDeps {
   missions?: MissionLookup;
   /** The definitions behind them, for PUT/DELETE of agents and missions (admin). */
   directory?: Directory;
+  /** A span per admission (telemetry/); default: none. */
+  telemetry?: Telemetry;
   /**
    * Hold every JSON response to its route's schema, failing the request with a 500 on a
    * mismatch (the test suite turns this on; production serializes without checking).

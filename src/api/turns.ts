@@ -7,6 +7,7 @@ import { clientKeyPattern } from '../ids.js';
 import { admissionSeconds, turnsAdmitted } from '../metrics.js';
 import { admitTurn, type Admission } from '../store/admitTurn.js';
 import { admission } from '../protocol/rest.js';
+import { noTelemetry } from '../telemetry/tracing.js';
 import { route, routeOptions, typed } from './contract.js';
 import { agentsOf, type ApiDeps } from './deps.js';
 import { viewerOf } from './sessionAccess.js';
@@ -75,9 +76,31 @@ export function checkMessage(deps: ApiDeps, message: string, mayBeEmpty = false)
 /**
  * Admits a turn for `principal` (PROTOCOL.md §2): the checks every protocol shares (an
  * empty or too long message, an unknown agent), then one admission statement. The same
- * path for Parley's routes and the protocol adapters.
+ * path for Parley's routes and the protocol adapters; with telemetry, one `parley.turn` span
+ * in the turn's trace.
  */
 export async function admitForPrincipal(
+  deps: ApiDeps,
+  principal: Principal,
+  turn: TurnRequest,
+): Promise<Admission> {
+  const trace = (deps.telemetry ?? noTelemetry).admission({
+    tenant: principal.tenant,
+    turnId: turn.turnId,
+  });
+  try {
+    const admission = await admitChecked(deps, principal, turn);
+    trace.end({ sessionId: admission.session_id, state: admission.state });
+    return admission;
+  } catch (error) {
+    trace.fail(
+      error instanceof ParleyError ? error.code : error instanceof Error ? error.name : '_OTHER',
+    );
+    throw error;
+  }
+}
+
+async function admitChecked(
   deps: ApiDeps,
   principal: Principal,
   turn: TurnRequest,

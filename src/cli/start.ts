@@ -31,6 +31,7 @@ import { releaseDeadExecutionLeases } from '../store/releaseExecution.js';
 import { releaseDeadLeases } from '../store/releaseLease.js';
 import { releaseOutboxLeases } from '../store/releaseOutboxLeases.js';
 import { Wakeups } from '../store/wakeups.js';
+import { noTelemetry, type Telemetry } from '../telemetry/tracing.js';
 import { circuitReporter } from './circuitReporter.js';
 
 export interface Running {
@@ -52,6 +53,8 @@ export interface Running {
   mcp: McpManager;
   /** Start-up lines about tools: which shell sandbox each agent uses. */
   toolLines: string[];
+  /** The process's spans (`telemetry.otlp_endpoint`); flushed by `stop`. */
+  telemetry: Telemetry;
   stop: () => Promise<void>;
 }
 
@@ -112,6 +115,18 @@ export async function startProcess(
     const wakeups = new Wakeups(db);
     await wakeups.start();
     stops.push(() => wakeups.stop());
+    // Loaded only when configured; stopped after the worker and the API, so their last
+    // spans are sent.
+    let telemetry: Telemetry = noTelemetry;
+    if (config.telemetry.tracesUrl !== null) {
+      const started = (await import('../telemetry/otel.js')).startTelemetry(config, {
+        env,
+        log,
+        instance: `${hostname()}:${process.pid}`,
+      });
+      telemetry = started;
+      stops.push(() => started.shutdown());
+    }
     const resolveModel = createModelRegistry(config, env, circuitReporter(db, log));
     const tools = new ToolRegistry(builtInTools({ db, skills, env, ...options.toolIo }));
     // Both roles need the MCP tools: workers run them, the API lists them.
@@ -180,6 +195,7 @@ export async function startProcess(
         modelInfo: modelInfo.lookup,
         skills,
         agents,
+        telemetry,
       });
       worker = started;
       started.start();
@@ -237,6 +253,7 @@ export async function startProcess(
         agents,
         missions,
         directory,
+        telemetry,
         checkResponses: options.checkResponses ?? false,
       });
       app = built;
@@ -260,6 +277,7 @@ export async function startProcess(
       skills,
       mcp,
       toolLines,
+      telemetry,
       stop,
     };
   } catch (error) {
@@ -291,6 +309,11 @@ export function describeStartup(config: Config, running: Running, role: string):
   if (running.worker) {
     lines.push(
       `parley ${role}: worker claiming up to ${config.runtime.maxParallelTurns} sessions, lease ttl ${config.runtime.leaseTtlMs} ms`,
+    );
+  }
+  if (config.telemetry.tracesUrl !== null) {
+    lines.push(
+      `parley ${role}: spans exported to ${new URL(config.telemetry.tracesUrl).origin} (OTLP ${config.telemetry.protocol})`,
     );
   }
   const platforms = configuredPlatforms(config.adapters).map((adapter) => adapter.platform);

@@ -197,6 +197,7 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
     ...toolSettings,
     ...platforms,
     demo: { delayMs: demoDelay },
+    telemetry: compileTelemetry(file, env),
     source,
   };
 }
@@ -230,6 +231,34 @@ function applyEnv(raw: unknown, env: Env): unknown {
     set('runtime', 'heartbeat_ms', integer('PARLEY_HEARTBEAT_MS', env.PARLEY_HEARTBEAT_MS));
   }
   return file;
+}
+
+/**
+ * `otlp_endpoint` is the collector's base URL, as OTEL_EXPORTER_OTLP_ENDPOINT is: traces go
+ * to its `/v1/traces` (an endpoint that already ends so is taken as it is).
+ */
+function compileTelemetry(file: ConfigFile, env: Env): Config['telemetry'] {
+  const telemetry = file.telemetry;
+  for (const [header, variable] of Object.entries(telemetry.otlp_headers_from_env)) {
+    if (!env[variable]) {
+      throw new ConfigError(
+        `telemetry.otlp_headers_from_env.${header}: the variable ${variable} is not set`,
+      );
+    }
+  }
+  const endpoint = telemetry.otlp_endpoint?.replace(/\/+$/, '') ?? null;
+  return {
+    tracesUrl:
+      endpoint === null
+        ? null
+        : endpoint.endsWith('/v1/traces')
+          ? endpoint
+          : `${endpoint}/v1/traces`,
+    protocol: telemetry.otlp_protocol,
+    headersFromEnv: telemetry.otlp_headers_from_env,
+    captureContent: telemetry.capture_content,
+    serviceName: telemetry.service_name,
+  };
 }
 
 function describeIssues(issues: z.core.$ZodIssue[], source: string): string {

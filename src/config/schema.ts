@@ -226,6 +226,27 @@ export const budgetSchema = z
     path: ['scope_id'],
   });
 
+/**
+ * OpenTelemetry spans exported over OTLP/HTTP (docs/deployment.md, "OpenTelemetry"). The
+ * operator's alone: a tenant's definitions are agents and missions, whose schemas have no
+ * such key. No endpoint: no exporter, no span, nothing on a turn's path.
+ */
+export const telemetrySchema = z
+  .object({
+    otlp_endpoint: z
+      .url({ protocol: /^https?$/ })
+      .nullable()
+      .default(null),
+    otlp_protocol: z.enum(['http/protobuf', 'http/json']).default('http/protobuf'),
+    // Request headers of the export (an API key, a tenant header), each value read from
+    // the named variable (header → variable), never written in the file.
+    otlp_headers_from_env: z.record(z.string().regex(/^[A-Za-z0-9-]+$/), envName).default({}),
+    capture_content: z.boolean().default(false),
+    service_name: z.string().min(1).max(256).default('parley'),
+  })
+  .strict()
+  .prefault({});
+
 export const fileSchema = z
   .object({
     server: z
@@ -412,6 +433,7 @@ export const fileSchema = z
     missions: z.record(missionName, missionSchema).default({}),
     schedules: z.record(scheduleName, scheduleSchema).default({}),
     budgets: z.record(budgetId, budgetSchema).default({}),
+    telemetry: telemetrySchema,
   })
   .strict();
 

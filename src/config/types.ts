@@ -304,6 +304,18 @@ export interface DatabaseConfig {
   listenUrl: string | null;
 }
 
+/** The `telemetry` keys, compiled. */
+export interface TelemetryConfig {
+  /** Where spans are POSTed (`<otlp_endpoint>/v1/traces`); null: no telemetry at all. */
+  tracesUrl: string | null;
+  protocol: 'http/protobuf' | 'http/json';
+  /** Header → the environment variable holding its value (checked set at start). */
+  headersFromEnv: Record<string, string>;
+  /** Message text, tool arguments and results in spans (off by default). */
+  captureContent: boolean;
+  serviceName: string;
+}
+
 export interface Config {
   server: {
     host: string;
@@ -396,6 +408,8 @@ export interface Config {
   /** Outbound webhooks by name (Standard Webhooks). */
   webhooks: Record<string, WebhookConfig>;
   demo: { delayMs: number };
+  /** OpenTelemetry export (docs/deployment.md, "OpenTelemetry"); the operator's alone. */
+  telemetry: TelemetryConfig;
   /** Where the configuration came from, for the start-up line. */
   source: string;
 }

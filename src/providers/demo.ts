@@ -113,6 +113,7 @@ export function createDemoModel(options: { modelId: string; delayMs: number }): 
       const stream = new ReadableStream<LanguageModelV3StreamPart>({
         async start(controller) {
           controller.enqueue({ type: 'stream-start', warnings: [] });
+          controller.enqueue({ type: 'response-metadata', modelId: options.modelId });
           controller.enqueue({ type: 'text-start', id: 'text-0' });
           try {
             for (const [index, word] of replyWords.entries()) {

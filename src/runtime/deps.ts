@@ -3,6 +3,7 @@ import type { AgentLookup } from '../agents/lookup.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../log.js';
 import type { Db } from '../store/db.js';
+import type { Telemetry } from '../telemetry/tracing.js';
 import type { Wakeups } from '../store/wakeups.js';
 import type { SkillCatalog } from '../tools/skills/catalog.js';
 import type { Tool } from '../tools/types.js';
@@ -26,4 +27,6 @@ export interface RuntimeDeps {
   skills?: SkillCatalog;
   /** Agents per tenant, edits included (agents/directory.ts); default: the configuration's. */
   agents?: AgentLookup;
+  /** Spans of turns, model calls and tool calls (telemetry/); default: none at all. */
+  telemetry?: Telemetry;
 }

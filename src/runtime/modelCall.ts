@@ -6,6 +6,7 @@ import { appendEvents } from '../store/appendEvents.js';
 import { startAttempt } from '../store/startAttempt.js';
 import type { BurstState, Lease } from '../store/types.js';
 import type { Usage } from '../store/usageRows.js';
+import type { TurnTrace } from '../telemetry/tracing.js';
 import { abortableDelay } from '../time/abortable.js';
 import { retryDelayMs } from '../time/backoff.js';
 import { DeltaBuffer } from './deltaBuffer.js';
@@ -61,11 +62,14 @@ export async function modelStep(
     watchdog: Watchdog;
     /** The agent revision the turn runs with, journaled again by a new attempt. */
     agentRevision: number | null;
+    /** The turn run's span: each call is a `chat` span under it. */
+    trace: TurnTrace;
   },
 ): Promise<StepOutcome> {
   const { runtime } = deps.config;
   const { state } = step;
-  let modelName = `${agent.model.provider}/${agent.model.modelId}`;
+  let current = agent.model;
+  let modelName = `${current.provider}/${current.modelId}`;
   let model = deps.resolveModel(agent.model.provider, agent.model.modelId);
   let failedOver = false;
   const options: PromptOptions = {};
@@ -86,6 +90,11 @@ export async function modelStep(
     );
     const watch = step.watchdog.watchStep();
     const started = Date.now();
+    const call = step.trace.chat({
+      provider: current.provider,
+      model: current.modelId,
+      prompt: built.prompt,
+    });
     try {
       const result = await streamStep(
         model,
@@ -100,8 +109,10 @@ export async function modelStep(
         },
       );
       const usage = usageOf(deps.config, modelName, result);
+      call.end({ ...result, costUsd: usage.cost_usd });
       return { kind: 'result', result, usage, tail: await buffer.tail(), attempt, unbilled };
     } catch (error) {
+      call.fail(callErrorType(error, state, pivot.signal, watch.signal));
       await buffer.settle();
       // A call its provider's open circuit refused was never sent: nothing to bill.
       const refused = error instanceof ProviderFailure && error.code === 'provider_circuit_open';
@@ -151,6 +162,7 @@ export async function modelStep(
       if (refused && agent.fallbackModel && !failedOver) {
         // The step goes to the fallback model at once; the next step tries the circuit again.
         failedOver = true;
+        current = agent.fallbackModel;
         modelName = `${agent.fallbackModel.provider}/${agent.fallbackModel.modelId}`;
         model = deps.resolveModel(agent.fallbackModel.provider, agent.fallbackModel.modelId);
         deps.log.warn(
@@ -206,6 +218,21 @@ export async function modelStep(
       watch.stop();
     }
   }
+}
+
+/** Why a call did not complete, as its span's `error.type`. */
+function callErrorType(
+  error: unknown,
+  state: StepControl,
+  pivot: AbortSignal,
+  watch: AbortSignal,
+): string {
+  if (state.signal.aborted) return 'aborted';
+  if (state.cancel.aborted) return 'cancelled';
+  if (pivot.aborted) return 'pivot';
+  if (watch.reason instanceof StallError) return 'stalled';
+  if (error instanceof ProviderFailure) return error.code;
+  return error instanceof Error ? error.name : '_OTHER';
 }
 
 /**

@@ -42,6 +42,9 @@ export interface StepResult {
   ttftMs: number | null;
   /** The provider's finish reason, unified by the AI SDK (`stop`, `tool-calls`, `length`...). */
   finishReason: string;
+  /** The model that answered and the response's id, when the provider says (telemetry). */
+  responseModel: string | null;
+  responseId: string | null;
 }
 
 /** Per-agent sampling settings and provider options, passed to the call unchanged. */
@@ -113,6 +116,8 @@ export async function streamStep(
   let reasoning = '';
   let finishReason = 'unknown';
   let finished = false;
+  let responseModel: string | null = null;
+  let responseId: string | null = null;
   let options_: string[] | null = null;
   const calls: StepResult['calls'] = [];
   let usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
@@ -149,6 +154,9 @@ export async function streamStep(
           tool: part.toolName,
           arguments: parseArguments(part.input),
         });
+      } else if (part.type === 'response-metadata') {
+        responseModel = part.modelId ?? responseModel;
+        responseId = part.id ?? responseId;
       } else if (part.type === 'error') {
         throw part.error;
       } else if (part.type === 'finish') {
@@ -179,6 +187,8 @@ export async function streamStep(
     latencyMs: ended - started,
     ttftMs: firstOutputAt === null ? null : firstOutputAt - started,
     finishReason,
+    responseModel,
+    responseId,
   };
 }
 

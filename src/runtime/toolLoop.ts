@@ -4,6 +4,7 @@ import { newEvent } from '../protocol/events.js';
 import { readCredential } from '../store/readCredential.js';
 import { saveBurst, type NewInputRequest } from '../store/saveBurst.js';
 import type { BurstCall, BurstState, Lease } from '../store/types.js';
+import type { TurnTrace } from '../telemetry/tracing.js';
 import { MemoryEffects } from '../tools/memory/effects.js';
 import {
   reconcileResolvedTool,
@@ -105,6 +106,8 @@ interface CallContext {
   user: string;
   signal: AbortSignal;
   watchdog: Watchdog;
+  /** The turn run's span: each call run is an `execute_tool` span under it. */
+  trace: TurnTrace;
 }
 
 function scopeOf(
@@ -230,6 +233,11 @@ async function runCalls(
 
   const run = async (call: BurstCall): Promise<void> => {
     const tool = resolved.get(call.tool);
+    const span = context.trace.tool({
+      tool: call.tool,
+      callId: call.call_id,
+      arguments: call.arguments,
+    });
     const outcome = tool
       ? await runResolvedTool(tool, call.arguments, {
           signal: context.signal,
@@ -242,6 +250,7 @@ async function runCalls(
           error: { code: 'unknown_tool' as const, message: `no tool named ${call.tool}` },
           durationMs: 0,
         };
+    span.end(outcome);
     if (outcome.ok) {
       call.status = 'done';
       call.result = outcome.result;

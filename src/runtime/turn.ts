@@ -3,9 +3,10 @@ import type { QueuedTurn, SessionTurns } from '../store/collectTurns.js';
 import { commitTurn } from '../store/commitTurn.js';
 import { failTurn } from '../store/failTurn.js';
 import { startAttempt } from '../store/startAttempt.js';
-import type { BurstRef, Lease } from '../store/types.js';
+import { LeaseLostError, type BurstRef, type Lease } from '../store/types.js';
 import type { Usage } from '../store/usageRows.js';
 import { waitForInput } from '../store/waitForInput.js';
+import { noTelemetry, type TurnTrace } from '../telemetry/tracing.js';
 import { historyBytesFor, modelInfoOf } from './basePrompt.js';
 import { askForBudget, budgetExhausted, budgetRefused, toolTimeBefore } from './budget.js';
 import type { RuntimeDeps } from './deps.js';
@@ -55,12 +56,8 @@ export interface TurnControl {
 }
 
 /**
- * Answers one burst of collected turns, step by step as RUNTIME.md's drain loop reads:
- * structured inputs, start, gate, fold, then model steps with their tool calls until a
- * reply without calls, which commits with `done`. Each step is one store statement (or
- * none), written here; the steps' logic lives in the files named after them. Every
- * provider call is billed with the statement that closes its step (failed and cancelled
- * ones too).
+ * Answers one burst of collected turns (below), as one turn run for telemetry: its span
+ * begins with the attempt and ends with the outcome, or with what was thrown.
  */
 export async function answerBurst(
   deps: RuntimeDeps,
@@ -68,6 +65,47 @@ export async function answerBurst(
   agentName: string,
   turns: SessionTurns,
   control: TurnControl,
+): Promise<TurnOutcome> {
+  const trace = (deps.telemetry ?? noTelemetry).turn({
+    tenant: lease.tenant,
+    sessionId: lease.sessionId,
+    agent: agentName,
+  });
+  try {
+    const outcome = await runBurst(deps, lease, agentName, turns, control, trace);
+    trace.end({ kind: outcome.kind });
+    return outcome;
+  } catch (error) {
+    const lost = error instanceof LeaseLostError || control.signal.reason instanceof LeaseLostError;
+    trace.end({
+      kind: 'thrown',
+      errorType: lost
+        ? 'lease_lost'
+        : control.signal.aborted
+          ? 'shutdown'
+          : error instanceof Error
+            ? error.name
+            : '_OTHER',
+    });
+    throw error;
+  }
+}
+
+/**
+ * Answers one burst of collected turns, step by step as RUNTIME.md's drain loop reads:
+ * structured inputs, start, gate, fold, then model steps with their tool calls until a
+ * reply without calls, which commits with `done`. Each step is one store statement (or
+ * none), written here; the steps' logic lives in the files named after them. Every
+ * provider call is billed with the statement that closes its step (failed and cancelled
+ * ones too).
+ */
+async function runBurst(
+  deps: RuntimeDeps,
+  lease: Lease,
+  agentName: string,
+  turns: SessionTurns,
+  control: TurnControl,
+  trace: TurnTrace,
 ): Promise<TurnOutcome> {
   // The revision the burst started with, if it did (runtime/pinnedAgent.ts).
   const pinned = await pinnedAgent(deps, lease, agentName, turns.queued);
@@ -115,13 +153,16 @@ export async function answerBurst(
     unpinnedRevision: pinned.unpinned,
   });
   if (started === 'changed') return { kind: 'changed' };
+  trace.begin({ turnId: lead.turn_id, turnIds: burst.turn_ids, attempt });
 
   if (!agent) {
     // A tenant's definition the operator's checks now refuse is never run half-way.
     const refused = deps.agents?.refused?.(lease.tenant, agentName) ?? null;
+    const code = refused === null ? 'unknown_agent' : 'agent_refused';
+    trace.failed(code);
     await failTurn(deps.db, lease, {
       ...ref,
-      code: refused === null ? 'unknown_agent' : 'agent_refused',
+      code,
       message:
         refused === null
           ? `the agent "${agentName}" is not configured on this server`
@@ -158,6 +199,7 @@ export async function answerBurst(
     resumed.resumed,
   );
   if (option?.kind === 'invalid') {
+    trace.failed('invalid_state');
     await failTurn(deps.db, lease, {
       ...ref,
       code: 'invalid_state',
@@ -209,6 +251,7 @@ export async function answerBurst(
   // One recovery budget for every stall of this burst's steps.
   const watchdog = new Watchdog(deps.config.watchdog, burst.lead);
   const fail = async (code: string, message: string): Promise<TurnOutcome> => {
+    trace.failed(code);
     await failTurn(deps.db, lease, { ...ref, code, message, usage: unbilled });
     countBilled(lease.tenant, agent.name, unbilled);
     turnOutcomes.inc({ outcome: 'error' });
@@ -222,6 +265,7 @@ export async function answerBurst(
       user: lead.author,
       signal: control.signal,
       watchdog,
+      trace,
     });
     // A tool outlived its timeout once more than the watchdog's budget allows.
     if (open === 'stalled') return fail('stalled', watchdog.endMessage('tool'));
@@ -266,6 +310,7 @@ export async function answerBurst(
         unbilled = [];
         continue;
       }
+      trace.failed('budget_exhausted');
       await failTurn(deps.db, lease, {
         ...ref,
         code: 'budget_exhausted',
@@ -287,6 +332,7 @@ export async function answerBurst(
       state: control,
       watchdog,
       agentRevision: pinned.revision,
+      trace,
     });
     unbilled.push(...step.unbilled);
     // A permanent provider error, retries spent, or the watchdog's budget spent: the turn
