@@ -637,10 +637,11 @@ function generator(random: () => number) {
     },
     'GET /mcp': () => ({ ...get('/mcp'), headers: { 'mcp-session-id': mcpSessionId } }),
     // Never the session of the run: ending it would leave the other entries none.
-    'DELETE /mcp': () => ({
-      ...bare('DELETE', '/mcp'),
-      headers: random() < 0.8 ? { 'mcp-session-id': segment() } : {},
-    }),
+    'DELETE /mcp': () => {
+      const fuzzed = bare('DELETE', '/mcp');
+      if (random() < 0.8) fuzzed.headers['mcp-session-id'] = segment();
+      return fuzzed;
+    },
     // The platforms' endpoints: Telegram configured (a valid secret 70 % of the time), the
     // others not (404).
     'POST /adapters/telegram/webhook': () => ({
@@ -829,7 +830,15 @@ describe(`fuzzing every route (seed ${seed})`, () => {
       const response = await send(fuzzed);
       statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
       expect(response.status, where).toBeGreaterThanOrEqual(200);
-      expect(response.status, `${where} → ${response.body.slice(0, 300)}`).toBeLessThan(500);
+      // A blocking Chat Completion whose turn cannot end (no worker runs) answers 504
+      // turn_pending by design: its turn was admitted and goes on.
+      const pending =
+        response.status === 504 &&
+        fuzzed.path === '/openai/v1/chat/completions' &&
+        response.body.includes('"turn_pending"');
+      expect(response.status, `${where} → ${response.body.slice(0, 300)}`).toBeLessThan(
+        pending ? 505 : 500,
+      );
       if (response.status >= 400) {
         const parsed = JSON.parse(response.body) as { error?: unknown; message?: unknown };
         // The OpenAI-compatible routes answer in OpenAI's shape, with Parley's codes, and
@@ -848,7 +857,7 @@ describe(`fuzzing every route (seed ${seed})`, () => {
         codes.add(String(body.code));
       }
       const after = await fingerprint(server.db);
-      if (response.status >= 400 || fuzzed.method === 'GET') {
+      if ((response.status >= 400 && !pending) || fuzzed.method === 'GET') {
         expect(changedTables(before, after), `${where} (${response.status}) wrote to`).toEqual([]);
       }
       before = after;

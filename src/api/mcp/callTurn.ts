@@ -13,6 +13,9 @@ import { admitForPrincipal } from '../turns.js';
 import { linkedSignal } from './linkedSignal.js';
 import { TurnFold, type CallStatus, type ProgressStep } from './turnFold.js';
 
+/** The `_meta` key whose value is the turn id (as OpenAI's `Idempotency-Key` header). */
+export const idempotencyMetaKey = 'parley/idempotency_key';
+
 /** What one `tools/call` asks: a message to an agent, in a new session or a given one. */
 export interface TurnCall {
   agent: string;

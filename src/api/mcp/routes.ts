@@ -1,19 +1,40 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import {
-  isInitializeRequest,
-  isJSONRPCNotification,
-  isJSONRPCRequest,
-  type RequestId,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Principal } from '../../config/types.js';
 import { route, routeOptions } from '../contract.js';
 import type { ApiDeps } from '../deps.js';
 import { JournalFeed } from '../feed.js';
-import { buildMcpServer, idempotencyMetaKey } from './server.js';
+import { idempotencyMetaKey } from './callTurn.js';
+
+/** The SDK's server side, loaded with the first MCP session: most processes serve none. */
+let sdk: Promise<{
+  StreamableHTTPServerTransport: typeof StreamableHTTPServerTransport;
+  buildMcpServer: typeof import('./server.js').buildMcpServer;
+}> | null = null;
+const loadSdk = () =>
+  (sdk ??= Promise.all([
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+    import('./server.js'),
+  ]).then(([http, server]) => ({
+    StreamableHTTPServerTransport: http.StreamableHTTPServerTransport,
+    buildMcpServer: server.buildMcpServer,
+  })));
+
+/** A JSON-RPC message as the route looks at it before the SDK does. */
+type JsonRpc = { method?: unknown; id?: unknown; params?: unknown };
+const isObject = (message: unknown): message is JsonRpc =>
+  typeof message === 'object' && message !== null && !Array.isArray(message);
+const isRequest = (message: unknown): message is JsonRpc & { id: RequestId } =>
+  isObject(message) &&
+  typeof message.method === 'string' &&
+  (typeof message.id === 'string' || typeof message.id === 'number');
+const isInitialize = (message: unknown) => isRequest(message) && message.method === 'initialize';
+const isCancel = (message: unknown): message is JsonRpc =>
+  isObject(message) && message.method === 'notifications/cancelled' && message.id === undefined;
 
 /** Where MCP clients connect (Streamable HTTP). */
 export const mcpPath = '/mcp';
@@ -129,21 +150,21 @@ export async function mcpPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
     const session = sessionOf(request);
     if (session === 'missing') return jsonRpcError(reply, 404, -32001, 'Session not found');
     if (session === null) {
-      if (!isInitializeRequest(message)) {
+      if (!isInitialize(message)) {
         return jsonRpcError(reply, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
       }
-      return handOver(request, reply, open(request.principal), message);
+      return handOver(request, reply, await open(request.principal), message);
     }
     const messages = Array.isArray(message) ? message : [message];
     for (const each of messages) {
       // Noted before the SDK aborts the handler: a cancel is not a client that left.
-      if (isJSONRPCNotification(each) && each.method === 'notifications/cancelled') {
+      if (isCancel(each)) {
         const requestId = (each.params as { requestId?: RequestId } | undefined)?.requestId;
         if (requestId !== undefined) session.cancelled.add(requestId);
       }
     }
     const closed = new AbortController();
-    const requestIds = messages.filter(isJSONRPCRequest).map((each) => each.id);
+    const requestIds = messages.filter(isRequest).map((each) => each.id);
     for (const requestId of requestIds) session.connections.set(requestId, closed.signal);
     reply.raw.on('close', () => {
       closed.abort();
@@ -189,7 +210,8 @@ export async function mcpPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
   }
 
   /** A new MCP session for `principal`, kept once its initialize is answered. */
-  function open(principal: Principal): McpSession {
+  async function open(principal: Principal): Promise<McpSession> {
+    const { StreamableHTTPServerTransport, buildMcpServer } = await loadSdk();
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (sessionId) => {

@@ -19,10 +19,7 @@ import type { InputRequiredEvent } from '../../protocol/events.js';
 import { agentsOf, type ApiDeps } from '../deps.js';
 import type { JournalFeed } from '../feed.js';
 import { linkedSignal } from './linkedSignal.js';
-import { callTurn, type CallOutcome, type Elicited } from './callTurn.js';
-
-/** The `_meta` key whose value is the turn id (as OpenAI's `Idempotency-Key` header). */
-export const idempotencyMetaKey = 'parley/idempotency_key';
+import { callTurn, idempotencyMetaKey, type CallOutcome, type Elicited } from './callTurn.js';
 
 /** MCP's tool names; Parley's agent names already fit, and any that does not is not listed. */
 const toolNamePattern = /^[A-Za-z0-9_.-]{1,128}$/;
