@@ -4,7 +4,9 @@
  * on a fresh embedded store (or PostgreSQL with PARLEY_BENCH_DATABASE_URL), the demo model
  * with no delay, and for each path the time from sending the message to reading its first
  * reply text — Parley's `POST /api/v1/chat/turns` then its event stream, the OpenAI
- * Responses stream, the Chat Completions stream, an AG-UI run. Rounds interleave the paths so that
+ * Responses stream, the Chat Completions stream, an AG-UI run, an MCP `tools/call` with a
+ * progressToken (its first text in a progress notification; the MCP session is initialized
+ * once). Rounds interleave the paths so that
  * the machine's drift touches them alike; the figures are medians and p90s of one run.
  *
  *   node --import tsx bench/adapters.ts [rounds]
@@ -72,6 +74,29 @@ async function main(): Promise<void> {
   const base = running.url as string;
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
 
+  const initialized = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: { ...headers, accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-11-25',
+        capabilities: {},
+        clientInfo: { name: 'bench', version: '1' },
+      },
+    }),
+  });
+  await initialized.text();
+  const mcpHeaders = {
+    ...headers,
+    accept: 'application/json, text/event-stream',
+    'mcp-session-id': initialized.headers.get('mcp-session-id') ?? '',
+    'mcp-protocol-version': '2025-11-25',
+  };
+  let mcpRequest = 0;
+
   const paths: Record<string, () => Promise<number>> = {
     parley: async () => {
       const started = performance.now();
@@ -124,6 +149,26 @@ async function main(): Promise<void> {
         }),
       });
       await untilFrame(stream, (data) => data.includes('"TEXT_MESSAGE_CONTENT"'));
+      return performance.now() - started;
+    },
+    'mcp tools/call': async () => {
+      const started = performance.now();
+      mcpRequest += 1;
+      const stream = await fetch(`${base}/mcp`, {
+        method: 'POST',
+        headers: mcpHeaders,
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: mcpRequest,
+          method: 'tools/call',
+          params: {
+            name: 'default',
+            arguments: { message: 'hello bench' },
+            _meta: { progressToken: mcpRequest },
+          },
+        }),
+      });
+      await untilFrame(stream, (data) => data.includes('"message":"You'));
       return performance.now() - started;
     },
   };

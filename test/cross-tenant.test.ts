@@ -474,6 +474,8 @@ const listQueries: Record<string, string[]> = {
   'GET /api/v1/admin/webhooks': ['', '?dead_limit=500'],
   'GET /api/v1/models': [''],
   'GET /openai/v1/models': [''],
+  // The MCP server has no stream of its own (405); its tools are listed in a session.
+  'GET /mcp': [''],
   'GET /api/v1/me': [''],
   'GET /healthz': [''],
   'GET /readyz': [''],

@@ -85,6 +85,8 @@ let requestId = '';
 let expectedSequence = 0;
 let memoryId = '';
 let attachmentId = '';
+/** An MCP session of the API-only process (sessions live in the process that made them). */
+let mcpSessionId = '';
 /** Sessions made for the fuzzer's DELETEs, so that they never take the others' ids. */
 const doomedSessionIds: string[] = [];
 /** Requests per route (`METHOD /url` as Fastify has it) counted before the run. */
@@ -264,6 +266,23 @@ beforeAll(async () => {
   );
   // From here on only requests write: the API alone, on the same database.
   server = await full.restart({ api: true, worker: false });
+  const initialized = await fetch(`${server.url}/mcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-11-25',
+        capabilities: {},
+        clientInfo: { name: 'fuzz', version: '1' },
+      },
+    }),
+  });
+  await initialized.text();
+  mcpSessionId = initialized.headers.get('mcp-session-id') ?? '';
+  expect(mcpSessionId, 'the MCP session').not.toBe('');
   reachedBefore = await reachedRoutes();
 }, 180_000);
 afterAll(async () => {
@@ -619,6 +638,51 @@ function generator(random: () => number) {
         : get(
             `/ag-ui/${pick(['default', 'other'])}/threads/${pick([sessionId, 'fuzz-thread'])}/events?${query({ after: pick(['x', '-1', '1e3', '99999999999999999999', '999999999']) })}`,
           ),
+    // The MCP server: JSON-RPC messages, mostly in the session made before the run (a
+    // call's turn is answered as it stands after blocking_wait_ms: no worker runs).
+    'POST /mcp': () => {
+      const fuzzed = json(
+        'POST',
+        '/mcp',
+        pick([
+          {
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'initialize',
+            params: {
+              protocolVersion: '2025-11-25',
+              capabilities: {},
+              clientInfo: { name: 'fuzz', version: '1' },
+            },
+          },
+          { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} },
+          {
+            jsonrpc: '2.0',
+            id: 3,
+            method: 'tools/call',
+            params: {
+              name: pick(['default', 'other', value()]),
+              arguments: {
+                message: pick(['hi', value()]),
+                ...(random() < 0.5 ? { session_id: pick([sessionId, value()]) } : {}),
+              },
+              _meta: pick([{}, { 'parley/idempotency_key': pick(['fuzz_mcp', value()]) }]),
+            },
+          },
+          { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 3 } },
+        ]),
+      );
+      fuzzed.headers.accept = pick(['application/json, text/event-stream', 'text/html']);
+      if (random() < 0.8) fuzzed.headers['mcp-session-id'] = pick([mcpSessionId, segment()]);
+      return fuzzed;
+    },
+    'GET /mcp': () => ({ ...get('/mcp'), headers: { 'mcp-session-id': mcpSessionId } }),
+    // Never the session of the run: ending it would leave the other entries none.
+    'DELETE /mcp': () => {
+      const fuzzed = bare('DELETE', '/mcp');
+      if (random() < 0.8) fuzzed.headers['mcp-session-id'] = segment();
+      return fuzzed;
+    },
     // The platforms' endpoints: Telegram configured (a valid secret 70 % of the time), the
     // others not (404).
     'POST /adapters/telegram/webhook': () => ({
@@ -807,24 +871,29 @@ describe(`fuzzing every route (seed ${seed})`, () => {
       const response = await send(fuzzed);
       statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
       expect(response.status, where).toBeGreaterThanOrEqual(200);
-      // A completion whose turn no worker runs answers 504 turn_pending once the blocking
-      // wait is over: admitted, not refused (docs/protocols.md).
-      const pending = response.status === 504 && response.body.includes('"turn_pending"');
-      if (!pending) {
-        expect(response.status, `${where} → ${response.body.slice(0, 300)}`).toBeLessThan(500);
-      }
+      // A blocking Chat Completion whose turn cannot end (no worker runs) answers 504
+      // turn_pending by design: its turn was admitted and goes on.
+      const pending =
+        response.status === 504 &&
+        fuzzed.path === '/openai/v1/chat/completions' &&
+        response.body.includes('"turn_pending"');
+      expect(response.status, `${where} → ${response.body.slice(0, 300)}`).toBeLessThan(
+        pending ? 505 : 500,
+      );
       if (response.status >= 400) {
         const parsed = JSON.parse(response.body) as { error?: unknown; message?: unknown };
-        // The OpenAI-compatible routes answer in OpenAI's shape, with Parley's codes (what
-        // fails before any route, a malformed request line say, stays in Parley's).
-        const openai =
-          fuzzed.path.startsWith('/openai/') &&
+        // The OpenAI-compatible routes answer in OpenAI's shape, with Parley's codes, and
+        // the MCP server JSON-RPC errors, with numeric codes (what fails before any route,
+        // a malformed request line say, stays in Parley's).
+        const adapter =
+          (fuzzed.path.startsWith('/openai/') || fuzzed.path.startsWith('/mcp')) &&
           typeof parsed.error === 'object' &&
           parsed.error !== null;
-        const body = openai
+        const body = adapter
           ? (parsed.error as { code?: unknown; message?: unknown })
           : { code: parsed.error, message: parsed.message };
-        expect(typeof body.code, where).toBe('string');
+        const jsonRpc = adapter && fuzzed.path.startsWith('/mcp');
+        expect(typeof body.code, where).toBe(jsonRpc ? 'number' : 'string');
         expect(typeof body.message, where).toBe('string');
         codes.add(String(body.code));
       }

@@ -14,6 +14,7 @@ import type { ApiDeps } from './deps.js';
 import { budgetsPlugin } from './budgets.js';
 import { openaiPlugin } from './openai/routes.js';
 import { aguiPlugin } from './agui/routes.js';
+import { mcpPlugin } from './mcp/routes.js';
 import { definitionsPlugin } from './definitions.js';
 import { serializerCompiler, validatorCompiler } from './contract.js';
 import {
@@ -147,5 +148,6 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(async (admin) => budgetsPlugin(admin, deps));
   await app.register(async (scope) => openaiPlugin(scope, deps));
   await app.register(async (scope) => aguiPlugin(scope, deps));
+  await app.register(async (scope) => mcpPlugin(scope, deps));
   return app;
 }

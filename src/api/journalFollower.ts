@@ -47,6 +47,8 @@ export class JournalFollower implements FeedSubscriber {
         };
         this.wake = done;
         signal.addEventListener('abort', done, { once: true });
+        // Aborted or closed while the read was under way: no listener will be told.
+        if (signal.aborted || this.gone) done();
       });
     }
   }

@@ -27,6 +27,7 @@ import { adapterContracts } from './adapters.js';
 import { attachmentContracts } from './attachments.js';
 import { openaiContracts } from './openai/routes.js';
 import { aguiContracts } from './agui/routes.js';
+import { mcpContracts } from './mcp/routes.js';
 
 export const openapiContracts = {
   document: route({
@@ -66,6 +67,7 @@ const contracts: RouteContract[] = [
   attachmentContracts,
   openaiContracts,
   aguiContracts,
+  mcpContracts,
 ].flatMap((group) => Object.values(group));
 const generated = generateDocument(contracts);
 

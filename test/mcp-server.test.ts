@@ -1,0 +1,393 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+  ElicitRequestSchema,
+  type CallToolResult,
+  type ElicitRequest,
+  type ElicitResult,
+} from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkJournalInvariants } from './support/invariants.js';
+import { until } from './support/poll.js';
+import { request, startTestServer, type TestServer } from './support/server.js';
+
+// Parley as an MCP server (docs/protocols.md, "MCP server"), driven by the official MCP
+// SDK's Client over Streamable HTTP, on the engine the suite runs on.
+
+let server: TestServer;
+const keys = {
+  alice: 'alice-key',
+  bob: 'bob-key',
+  globex: 'globex-key',
+  admin: 'acme-admin-key',
+};
+const clients: Client[] = [];
+
+beforeAll(async () => {
+  server = await startTestServer(
+    {
+      // A call follows its turn at most this long, then answers it as it stands.
+      server: { blocking_wait_ms: 6000 },
+      auth: {
+        keys: [
+          { key_env: 'K_ALICE', tenant: 'acme', user: 'alice', roles: [] },
+          { key_env: 'K_BOB', tenant: 'acme', user: 'bob', roles: [] },
+          { key_env: 'K_GLOBEX', tenant: 'globex', user: 'gus', roles: [] },
+          { key_env: 'K_ADMIN', tenant: 'acme', user: 'ada', roles: ['admin'] },
+        ],
+      },
+      agents: {
+        default: { model: 'demo/echo', visibility: 'private' },
+        helper: { model: 'demo/echo' },
+        gated: { model: 'demo/echo', tools: { calculator: 'approve' } },
+        curious: { model: 'demo/echo', tools: { ask_user: 'allow' } },
+      },
+    },
+    { K_ALICE: keys.alice, K_BOB: keys.bob, K_GLOBEX: keys.globex, K_ADMIN: keys.admin },
+  );
+});
+afterAll(async () => {
+  await Promise.all(clients.map((client) => client.close()));
+  if (server) {
+    await checkJournalInvariants(server.db);
+    await server.close();
+  }
+});
+
+const auth = (key: string) => ({ authorization: `Bearer ${key}` });
+
+/** An MCP client of `key`'s principal; with `elicit`, it declares elicitation and answers so. */
+async function connect(
+  key: string,
+  elicit?: (request: ElicitRequest) => ElicitResult | Promise<ElicitResult>,
+): Promise<Client> {
+  const client = new Client(
+    { name: 'parley-test', version: '1' },
+    { capabilities: elicit ? { elicitation: { form: {} } } : {} },
+  );
+  if (elicit) client.setRequestHandler(ElicitRequestSchema, elicit);
+  const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
+    requestInit: { headers: auth(key) },
+  });
+  await client.connect(transport);
+  clients.push(client);
+  return client;
+}
+
+interface Outcome {
+  session_id: string;
+  turn_id: string;
+  status: string;
+  reply: string;
+  request_id?: string;
+}
+
+async function call(
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+  meta?: Record<string, unknown>,
+): Promise<CallToolResult & { structuredContent?: Outcome }> {
+  return (await client.callTool({
+    name,
+    arguments: args,
+    ...(meta ? { _meta: meta } : {}),
+  })) as CallToolResult & { structuredContent?: Outcome };
+}
+
+const textOf = (result: CallToolResult) =>
+  result.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
+
+describe('Parley as an MCP server, with the official MCP client', () => {
+  it("lists the principal's agents as tools, with their input and output schemas", async () => {
+    // An agent of acme's own: acme's principals see it, globex's do not.
+    const defined = await request(
+      server.url,
+      'PUT',
+      '/api/v1/agents/acme_only',
+      { instructions: 'Only for acme.' },
+      auth(keys.admin),
+    );
+    expect(defined.status).toBeLessThan(300);
+    const alice = await connect(keys.alice);
+    const mine = (await alice.listTools()).tools;
+    expect(mine.map((tool) => tool.name).sort()).toEqual(
+      ['acme_only', 'curious', 'default', 'gated', 'helper'].sort(),
+    );
+    const helper = mine.find((tool) => tool.name === 'helper');
+    expect(helper?.inputSchema.required).toEqual(['message']);
+    expect(helper?.outputSchema?.required).toEqual(['session_id', 'turn_id', 'status', 'reply']);
+    const globex = await connect(keys.globex);
+    const theirs = (await globex.listTools()).tools.map((tool) => tool.name);
+    expect(theirs).not.toContain('acme_only');
+    expect(theirs).toContain('helper');
+  });
+
+  it('answers a call with the reply and the structured outcome; session_id continues it', async () => {
+    const alice = await connect(keys.alice);
+    const first = await call(alice, 'helper', { message: 'hello there' });
+    expect(first.isError).toBeFalsy();
+    expect(textOf(first)).toBe('You said: hello there');
+    expect(first.structuredContent).toMatchObject({
+      status: 'completed',
+      reply: 'You said: hello there',
+    });
+    const sessionId = first.structuredContent?.session_id ?? '';
+    const next = await call(alice, 'helper', { message: 'and again', session_id: sessionId });
+    expect(next.structuredContent).toMatchObject({
+      session_id: sessionId,
+      status: 'completed',
+      reply: 'You said: and again',
+    });
+    expect(next.structuredContent?.turn_id).not.toBe(first.structuredContent?.turn_id);
+    const messages = await server.db.query<{ content: string }>(
+      `select content from messages where session_id = $1 and role = 'user' order by sequence`,
+      [sessionId],
+    );
+    expect(messages.rows.map((row) => row.content)).toEqual(['hello there', 'and again']);
+  });
+
+  it("answers another tenant's or owner's session exactly like a missing one, writing nothing", async () => {
+    const alice = await connect(keys.alice);
+    const mine = await call(alice, 'default', { message: 'private' });
+    const sessionId = mine.structuredContent?.session_id ?? '';
+    const before = await server.db.query('select count(*)::int as n from turns');
+    for (const key of [keys.globex, keys.bob]) {
+      const other = await connect(key);
+      const foreign = await call(other, 'default', { message: 'let me in', session_id: sessionId });
+      const missing = await call(other, 'default', {
+        message: 'let me in',
+        session_id: 'no_such_session',
+      });
+      expect(foreign.isError).toBe(true);
+      expect(textOf(foreign)).toBe('session_not_found: no such session');
+      expect(foreign).toEqual(missing);
+    }
+    const after = await server.db.query('select count(*)::int as n from turns');
+    expect(after.rows[0]).toEqual(before.rows[0]);
+  });
+
+  it('sends progress notifications: the steps of the turn and its text as it streams', async () => {
+    const alice = await connect(keys.alice);
+    const steps: { progress: number; message?: string }[] = [];
+    const result = (await alice.callTool(
+      { name: 'helper', arguments: { message: 'progress please' } },
+      undefined,
+      { onprogress: (progress) => steps.push(progress) },
+    )) as CallToolResult & { structuredContent: Outcome };
+    expect(result.structuredContent.reply).toBe('You said: progress please');
+    const numbers = steps.map((step) => step.progress);
+    expect(numbers).toEqual(numbers.map((_, index) => index + 1));
+    const messages = steps.map((step) => step.message);
+    expect(messages[0]).toBe('started');
+    expect(messages.at(-1)).toBe('completed');
+    expect(messages.slice(1, -1).join('')).toBe('You said: progress please');
+  });
+
+  it("cancelling the request is Parley's durable cancel: the turn ends cancelled", async () => {
+    const alice = await connect(keys.alice);
+    const key = `mcp_cancel_${Date.now()}`;
+    const controller = new AbortController();
+    const outcome = alice
+      .callTool(
+        {
+          name: 'default',
+          arguments: { message: '/stall a long wait' },
+          _meta: { 'parley/idempotency_key': key },
+        },
+        undefined,
+        {
+          signal: controller.signal,
+          // Once the turn runs, the client gives up on it.
+          onprogress: (progress) => {
+            if (progress.message === 'started') controller.abort('enough');
+          },
+        },
+      )
+      .then(
+        () => 'answered',
+        () => 'rejected',
+      );
+    expect(await outcome).toBe('rejected');
+    const cancelled = await until(
+      () =>
+        server.db.query(
+          `select 1 from events where type = 'cancelled' and payload -> 'turn_ids' ? $1`,
+          [key],
+        ),
+      (found) => found.rowCount === 1,
+      'the cancelled event',
+    );
+    expect(cancelled.rowCount).toBe(1);
+    const turn = await server.db.query<{ state: string }>(
+      'select state from turns where turn_id = $1',
+      [key],
+    );
+    expect(turn.rows[0]?.state).toBe('cancelled');
+  });
+
+  it('asks an approval through elicitation and runs the call once approved', async () => {
+    const asked: ElicitRequest[] = [];
+    const alice = await connect(keys.alice, (elicitation) => {
+      asked.push(elicitation);
+      return { action: 'accept', content: { approve: true, reason: 'fine by me' } };
+    });
+    const result = await call(alice, 'gated', {
+      message: '/tool calculator {"expression": "2+3"}',
+    });
+    expect(result.structuredContent?.status).toBe('completed');
+    expect(result.structuredContent?.reply).toContain('5');
+    expect(asked).toHaveLength(1);
+    expect(asked[0]?.params.message).toContain('calculator');
+    const resolved = await server.db.query<{ payload: { actor: { user: string } } }>(
+      `select payload from events where type = 'input_resolved' and session_id = $1`,
+      [result.structuredContent?.session_id],
+    );
+    expect(resolved.rows.map((row) => row.payload.actor.user)).toEqual(['alice']);
+  });
+
+  it('a declined approval runs nothing; a question is answered through a form too', async () => {
+    const declining = await connect(keys.alice, () => ({ action: 'decline' }));
+    const refused = await call(declining, 'gated', {
+      message: '/tool calculator {"expression": "7*6"}',
+    });
+    expect(refused.structuredContent?.status).toBe('completed');
+    expect(refused.structuredContent?.reply).not.toContain('42');
+    expect(refused.structuredContent?.reply).toContain('rejected');
+
+    const answering = await connect(keys.alice, (elicitation) => {
+      expect(elicitation.params.message).toBe('Which colour?');
+      return { action: 'accept', content: { answer: 'teal' } };
+    });
+    const answered = await call(answering, 'curious', {
+      message: '/tool ask_user {"question": "Which colour?"}',
+    });
+    expect(answered.structuredContent?.status).toBe('completed');
+    expect(answered.structuredContent?.reply).toContain('teal');
+  });
+
+  it("without elicitation, answers input_required at once; the turn is answered in Parley's API", async () => {
+    const alice = await connect(keys.alice);
+    const key = `mcp_inbox_${Date.now()}`;
+    const args = { message: '/tool calculator {"expression": "4*5"}' };
+    const meta = { 'parley/idempotency_key': key };
+    const waiting = await call(alice, 'gated', args, meta);
+    expect(waiting.isError).toBeFalsy();
+    expect(waiting.structuredContent).toMatchObject({ status: 'input_required', turn_id: key });
+    const requestId = waiting.structuredContent?.request_id ?? '';
+    expect(textOf(waiting)).toContain(requestId);
+    const sessionId = waiting.structuredContent?.session_id ?? '';
+    const inbox = await request(
+      server.url,
+      'GET',
+      '/api/v1/inputs?state=pending',
+      undefined,
+      auth(keys.alice),
+    );
+    const item = inbox.body.items.find(
+      (each: { request_id: string }) => each.request_id === requestId,
+    );
+    const answer = await request(
+      server.url,
+      'POST',
+      `/api/v1/chat/sessions/${sessionId}/inputs/${requestId}`,
+      { expected_sequence: item.expected_sequence, approved: true },
+      auth(keys.alice),
+    );
+    expect(answer.status).toBe(200);
+    // The same call again (the same key) follows the same turn to its end.
+    const ended = await call(alice, 'gated', args, meta);
+    expect(ended.structuredContent).toMatchObject({
+      status: 'completed',
+      turn_id: key,
+      session_id: sessionId,
+    });
+    expect(ended.structuredContent?.reply).toContain('20');
+  });
+
+  it('an idempotency key in _meta is the turn id: a retry is the same turn, admitted once', async () => {
+    const alice = await connect(keys.alice);
+    const key = `mcp_once_${Date.now()}`;
+    const meta = { 'parley/idempotency_key': key };
+    const first = await call(alice, 'helper', { message: 'only once' }, meta);
+    const again = await call(alice, 'helper', { message: 'only once' }, meta);
+    expect(first.structuredContent?.turn_id).toBe(key);
+    expect(again.structuredContent).toEqual(first.structuredContent);
+    const turns = await server.db.query('select 1 from turns where turn_id = $1', [key]);
+    expect(turns.rowCount).toBe(1);
+    // Another message under the same key is a conflict, not a second turn.
+    const conflict = await call(alice, 'helper', { message: 'something else' }, meta);
+    expect(conflict.isError).toBe(true);
+    expect(textOf(conflict)).toMatch(/^turn_conflict: /);
+  });
+
+  it('answers a turn still running after server.blocking_wait_ms as it stands', async () => {
+    const alice = await connect(keys.alice);
+    const running = await call(alice, 'default', { message: '/stall forever' });
+    expect(running.structuredContent?.status).toBe('in_progress');
+    expect(textOf(running)).toContain(running.structuredContent?.turn_id ?? 'none');
+    const turnId = running.structuredContent?.turn_id ?? '';
+    const cancelled = await request(
+      server.url,
+      'POST',
+      `/api/v1/chat/sessions/${running.structuredContent?.session_id}/turns/${turnId}/cancel`,
+      { command_id: `c_${turnId}` },
+      auth(keys.alice),
+    );
+    expect(cancelled.status).toBe(200);
+  });
+
+  it('refuses bad input with coded errors and without a key answers 401, writing nothing', async () => {
+    const before = await server.db.query('select count(*)::int as n from turns');
+    const alice = await connect(keys.alice);
+    const unknown = await alice.callTool({ name: 'nobody', arguments: { message: 'hi' } }).then(
+      () => null,
+      (caught: unknown) => caught as { code?: number; message?: string },
+    );
+    expect(unknown?.code).toBe(-32602);
+    const invalid = await call(alice, 'helper', { message: 42 });
+    expect(invalid.isError).toBe(true);
+    expect(textOf(invalid)).toMatch(/^invalid_request: message/);
+    const empty = await call(alice, 'helper', { message: '   ' });
+    expect(textOf(empty)).toMatch(/^empty_message: /);
+    const badKey = await call(
+      alice,
+      'helper',
+      { message: 'hi' },
+      {
+        'parley/idempotency_key': 'not a key!',
+      },
+    );
+    expect(textOf(badKey)).toMatch(/^invalid_request: _meta/);
+
+    const raw = (body: string, headers: Record<string, string> = auth(keys.alice)) =>
+      fetch(`${server.url}/mcp`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          ...headers,
+        },
+        body,
+      });
+    const unauthorized = await raw('{}', {});
+    expect(unauthorized.status).toBe(401);
+    expect(((await unauthorized.json()) as { error: string }).error).toBe('unauthorized');
+    const malformed = await raw('{"jsonrpc":');
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toMatchObject({ error: { code: -32700 } });
+    const uninitialized = await raw(
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+    );
+    expect(uninitialized.status).toBe(400);
+    expect(await uninitialized.json()).toMatchObject({ error: { code: -32000 } });
+    const foreignSession = await raw(
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+      { ...auth(keys.globex), 'mcp-session-id': String(clients[0]?.transport?.sessionId) },
+    );
+    expect(foreignSession.status).toBe(404);
+    expect(await foreignSession.json()).toMatchObject({ error: { code: -32001 } });
+    const after = await server.db.query('select count(*)::int as n from turns');
+    expect(after.rows[0]).toEqual(before.rows[0]);
+  });
+});
