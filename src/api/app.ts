@@ -13,6 +13,7 @@ import { missionRoutes } from './missions.js';
 import type { ApiDeps } from './deps.js';
 import { budgetsPlugin } from './budgets.js';
 import { openaiPlugin } from './openai/routes.js';
+import { a2aPlugin } from './a2a/routes.js';
 import { definitionsPlugin } from './definitions.js';
 import { serializerCompiler, validatorCompiler } from './contract.js';
 import {
@@ -145,5 +146,6 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(async (admin) => definitionsPlugin(admin, deps));
   await app.register(async (admin) => budgetsPlugin(admin, deps));
   await app.register(async (scope) => openaiPlugin(scope, deps));
+  await app.register(async (scope) => a2aPlugin(scope, deps));
   return app;
 }

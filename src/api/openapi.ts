@@ -26,6 +26,7 @@ import { webhookContracts } from './webhooks.js';
 import { adapterContracts } from './adapters.js';
 import { attachmentContracts } from './attachments.js';
 import { openaiContracts } from './openai/routes.js';
+import { a2aContracts } from './a2a/routes.js';
 
 export const openapiContracts = {
   document: route({
@@ -64,6 +65,7 @@ const contracts: RouteContract[] = [
   adapterContracts,
   attachmentContracts,
   openaiContracts,
+  a2aContracts,
 ].flatMap((group) => Object.values(group));
 const generated = generateDocument(contracts);
 
