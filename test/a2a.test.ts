@@ -14,6 +14,9 @@ import {
   type Client,
 } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MemoryEffects } from '../src/tools/memory/effects.js';
+import { builtInTools } from '../src/tools/registry.js';
+import type { CallScope } from '../src/tools/types.js';
 import { checkJournalInvariants } from './support/invariants.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
@@ -58,7 +61,7 @@ function keyed(key: string): typeof fetch {
   };
 }
 
-async function clientFor(key: string, agent: string): Promise<Client> {
+async function clientFor(key: string, agent: string, at = server): Promise<Client> {
   const fetchImpl = keyed(key);
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
@@ -66,7 +69,7 @@ async function clientFor(key: string, agent: string): Promise<Client> {
       cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
     }),
   );
-  return factory.createFromUrl(`${server.url}/a2a/${agent}/.well-known/agent-card.json`, '');
+  return factory.createFromUrl(`${at.url}/a2a/${agent}/.well-known/agent-card.json`, '');
 }
 
 let counter = 0;
@@ -441,5 +444,89 @@ describe('A2A with the official @a2a-js/sdk client', () => {
     });
     expect(((await old.json()) as { error: { code: number } }).error.code).toBe(-32009);
     expect(await turnCount()).toBe(before);
+  });
+});
+
+describe('the a2a tool kind: a Parley agent calling a remote A2A agent', () => {
+  let front: TestServer;
+  let card: string;
+
+  beforeAll(async () => {
+    card = `${server.url}/a2a/default/.well-known/agent-card.json`;
+    front = await startTestServer(
+      {
+        auth: { keys: [{ key_env: 'K_FRONT', tenant: 'acme', user: 'fran', roles: [] }] },
+        agents: {
+          front: {
+            model: 'demo/echo',
+            tools: { billing_agent: { a2a: card, api_key_env: 'REMOTE_KEY', policy: 'allow' } },
+          },
+        },
+      },
+      { K_FRONT: 'front-key', REMOTE_KEY: 'alice-key' },
+    );
+  });
+  afterAll(async () => {
+    if (front) {
+      await checkJournalInvariants(front.db);
+      await front.close();
+    }
+  });
+
+  it("runs the call with the SDK's client: the remote's reply is the tool's result", async () => {
+    const client = await clientFor('front-key', 'front', front);
+    const task = (await client.sendMessage(
+      sendRequest(userMessage('/tool billing_agent {"message": "where is my invoice"}')),
+    )) as Task;
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(replyOf(task)).toContain('You said: where is my invoice');
+    const results = await front.db.query<{ payload: { result?: { state?: string } } }>(
+      `select payload from events where type = 'tool_result' and session_id = $1`,
+      [task.contextId],
+    );
+    expect(results.rows[0]?.payload.result).toMatchObject({ state: 'completed' });
+  });
+
+  it('sends the same messageId when the same call runs again: the remote sees one task', async () => {
+    const kind = builtInTools({ env: { REMOTE_KEY: 'alice-key' } }).get('a2a');
+    if (!kind?.compileOptions) throw new Error('no a2a kind');
+    const options = kind.compileOptions({ a2a: card, api_key_env: 'REMOTE_KEY' });
+    const scope: CallScope = {
+      tenant: 'acme',
+      agent: 'front',
+      user: 'fran',
+      sessionId: 'sess_replayed',
+      callId: 'call_replayed',
+      workspaceDir: '',
+      memory: new MemoryEffects(),
+    };
+    const context = { signal: new AbortController().signal, timeoutMs: 30_000, scope, options };
+    const before = await turnCount();
+    const first = (await kind.execute({ message: 'charge it once' }, context)) as Record<
+      string,
+      unknown
+    >;
+    // A crash between the send and the result: the runtime asks the tool, which runs again.
+    expect(await kind.reconcile?.({ message: 'charge it once' }, context)).toBe('not_done');
+    const replayed = (await kind.execute({ message: 'charge it once' }, context)) as Record<
+      string,
+      unknown
+    >;
+    expect(first).toMatchObject({ state: 'completed', reply: 'You said: charge it once' });
+    expect(replayed.task_id).toBe(first.task_id);
+    expect(await turnCount()).toBe(before + 1);
+
+    // Another call is another message: another task.
+    const other = (await kind.execute(
+      { message: 'charge it once' },
+      { ...context, scope: { ...scope, callId: 'call_other' } },
+    )) as Record<string, unknown>;
+    expect(other.task_id).not.toBe(first.task_id);
+  });
+
+  it('refuses an a2a entry without a card URL, naming the key', async () => {
+    const kind = builtInTools().get('a2a');
+    expect(() => kind?.compileOptions?.({ a2a: 'not a url' })).toThrow(/^a2a:/);
+    expect(() => kind?.compileOptions?.({ a2a: card, header: {} })).toThrow(/^header:/);
   });
 });

@@ -316,6 +316,15 @@ const byRoute: Record<string, Probe> = {
     path: (ids) => `/openai/v1/responses/resp_${ids.turn}/cancel`,
     body: () => ({}),
   },
+  // A2A: A's agent and its task (a turn) are missing to B.
+  'GET /a2a/{agent}/.well-known/agent-card.json': {
+    path: (ids) => `/a2a/${ids.agent}/.well-known/agent-card.json`,
+  },
+  'GET /a2a/{agent}': { path: (ids) => `/a2a/${ids.agent}` },
+  'POST /a2a/{agent}': {
+    path: (ids) => `/a2a/${ids.agent}`,
+    body: (ids) => ({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: ids.turn } }),
+  },
   'GET /api/v1/chat/sessions/{session_id}': {
     path: (ids) => `/api/v1/chat/sessions/${ids.session}`,
   },

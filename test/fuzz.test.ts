@@ -578,6 +578,35 @@ function generator(random: () => number) {
         model: pick(['default', value()]),
         messages: pick([[{ role: 'user', content: 'hi' }], [], [{ role: value() }], value()]),
       }),
+    // A2A: an agent's card, its endpoint's redirect, and its JSON-RPC methods.
+    'GET /a2a/{agent}/.well-known/agent-card.json': () =>
+      get(`/a2a/${agentOrMission()}/.well-known/agent-card.json`),
+    'GET /a2a/{agent}': () => get(`/a2a/${agentOrMission()}`),
+    'POST /a2a/{agent}': () =>
+      json('POST', `/a2a/${agentOrMission()}`, {
+        jsonrpc: pick(['2.0', '2.0', value()]),
+        id: pick([1, 'x', null, value()]),
+        method: pick([
+          'SendMessage',
+          'GetTask',
+          'CancelTask',
+          'SubscribeToTask',
+          'ListTasks',
+          value(),
+        ]),
+        params: pick([
+          { id: pick([turnId, value()]) },
+          {
+            message: {
+              messageId: pick(['m1', value()]),
+              parts: pick([[{ text: 'hello' }], [], [{ url: 'x' }], value()]),
+              contextId: pick([undefined, sessionId, value()]),
+            },
+            configuration: { returnImmediately: pick([true, value()]) },
+          },
+          value(),
+        ]),
+      }),
     // The platforms' endpoints: Telegram configured (a valid secret 70 % of the time), the
     // others not (404).
     'POST /adapters/telegram/webhook': () => ({
@@ -775,9 +804,20 @@ describe(`fuzzing every route (seed ${seed})`, () => {
           fuzzed.path.startsWith('/openai/') &&
           typeof parsed.error === 'object' &&
           parsed.error !== null;
-        const body = openai
-          ? (parsed.error as { code?: unknown; message?: unknown })
-          : { code: parsed.error, message: parsed.message };
+        // A2A's JSON-RPC endpoint answers JSON-RPC errors: A2A's numeric code, Parley's
+        // code as the ErrorInfo reason.
+        const rpc = (parsed as { jsonrpc?: unknown }).jsonrpc === '2.0';
+        const rpcError = parsed.error as {
+          code?: unknown;
+          message?: unknown;
+          data?: { reason?: unknown }[];
+        };
+        if (rpc) expect(typeof rpcError.code, where).toBe('number');
+        const body = rpc
+          ? { code: rpcError.data?.[0]?.reason, message: rpcError.message }
+          : openai
+            ? (parsed.error as { code?: unknown; message?: unknown })
+            : { code: parsed.error, message: parsed.message };
         expect(typeof body.code, where).toBe('string');
         expect(typeof body.message, where).toBe('string');
         codes.add(String(body.code));
