@@ -524,6 +524,37 @@ describe('the a2a tool kind: a Parley agent calling a remote A2A agent', () => {
     expect(other.task_id).not.toBe(first.task_id);
   });
 
+  it('returns a remote input-required as the result; calling again with task_id answers it', async () => {
+    const kind = builtInTools({ env: { REMOTE_KEY: 'alice-key' } }).get('a2a');
+    if (!kind?.compileOptions) throw new Error('no a2a kind');
+    const options = kind.compileOptions({
+      a2a: `${server.url}/a2a/careful/.well-known/agent-card.json`,
+      api_key_env: 'REMOTE_KEY',
+    });
+    const scope: CallScope = {
+      tenant: 'acme',
+      agent: 'front',
+      user: 'fran',
+      sessionId: 'sess_asking',
+      callId: 'call_asking',
+      workspaceDir: '',
+      memory: new MemoryEffects(),
+    };
+    const context = { signal: new AbortController().signal, timeoutMs: 30_000, scope, options };
+    const asked = (await kind.execute(
+      { message: '/tool calculator {"expression": "6*7"}' },
+      context,
+    )) as Record<string, unknown>;
+    expect(asked).toMatchObject({ state: 'input-required', task_id: expect.any(String) });
+    expect(String(asked.needs_input)).toContain('calculator');
+    const answered = (await kind.execute(
+      { message: 'approve', task_id: asked.task_id as string },
+      { ...context, scope: { ...scope, callId: 'call_answering' } },
+    )) as Record<string, unknown>;
+    expect(answered).toMatchObject({ state: 'completed', task_id: asked.task_id });
+    expect(String(answered.reply)).toContain('42');
+  });
+
   it('refuses an a2a entry without a card URL, naming the key', async () => {
     const kind = builtInTools().get('a2a');
     expect(() => kind?.compileOptions?.({ a2a: 'not a url' })).toThrow(/^a2a:/);
