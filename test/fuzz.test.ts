@@ -795,7 +795,15 @@ describe(`fuzzing every route (seed ${seed})`, () => {
       const response = await send(fuzzed);
       statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
       expect(response.status, where).toBeGreaterThanOrEqual(200);
-      expect(response.status, `${where} → ${response.body.slice(0, 300)}`).toBeLessThan(500);
+      // A valid blocking Chat Completion on this worker-less server answers 504
+      // turn_pending by design (its turn never runs); every other 5xx is a fault.
+      const pending =
+        fuzzed.path === '/openai/v1/chat/completions' &&
+        response.status === 504 &&
+        response.body.includes('"code":"turn_pending"');
+      if (!pending) {
+        expect(response.status, `${where} → ${response.body.slice(0, 300)}`).toBeLessThan(500);
+      }
       if (response.status >= 400) {
         const parsed = JSON.parse(response.body) as { error?: unknown; message?: unknown };
         // The OpenAI-compatible routes answer in OpenAI's shape, with Parley's codes (what
@@ -823,7 +831,7 @@ describe(`fuzzing every route (seed ${seed})`, () => {
         codes.add(String(body.code));
       }
       const after = await fingerprint(server.db);
-      if (response.status >= 400 || fuzzed.method === 'GET') {
+      if ((response.status >= 400 && !pending) || fuzzed.method === 'GET') {
         expect(changedTables(before, after), `${where} (${response.status}) wrote to`).toEqual([]);
       }
       before = after;
