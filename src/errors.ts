@@ -13,6 +13,12 @@ export const errorCodes = {
   invalid_cursor: 400,
   invalid_input: 400,
   invalid_definition: 400,
+  // A2A (docs/protocols.md): a JSON-RPC method this server does not have; an operation
+  // of the protocol it does not offer; a protocol version it does not speak.
+  method_not_found: 400,
+  unsupported_operation: 400,
+  push_notification_not_supported: 400,
+  version_not_supported: 400,
   unauthorized: 401,
   invalid_signature: 401,
   forbidden: 403,
@@ -38,6 +44,7 @@ export const errorCodes = {
   option_locked: 409,
   session_closed: 409,
   stale_input: 409,
+  task_not_cancelable: 409,
   execution_conflict: 409,
   execution_not_blocked: 409,
   session_busy: 409,

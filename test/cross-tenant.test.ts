@@ -330,6 +330,16 @@ const byRoute: Record<string, Probe> = {
   'GET /ag-ui/{agent}/threads/{thread_id}/events': {
     path: (ids) => `/ag-ui/default/threads/${ids.session}/events?after=999999999`,
   },
+  // A2A: A's agent and its task (a turn) are missing to B.
+  'GET /a2a/{agent}/.well-known/agent-card.json': {
+    path: (ids) => `/a2a/${ids.agent}/.well-known/agent-card.json`,
+  },
+  'GET /a2a/{agent}': { path: (ids) => `/a2a/${ids.agent}` },
+  // A's task (a turn) through an agent every tenant has.
+  'POST /a2a/{agent}': {
+    path: () => '/a2a/default',
+    body: (ids) => ({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: ids.turn } }),
+  },
   'GET /api/v1/chat/sessions/{session_id}': {
     path: (ids) => `/api/v1/chat/sessions/${ids.session}`,
   },

@@ -148,6 +148,13 @@ describe('a tenant admin may not set operator-only keys', () => {
       ],
       // A mission's too, for every approval its executions raise.
       [alice, 'missions/report', { prompt: 'Report.', on_timeout: 'approve' }, 'on_timeout'],
+      // A remote A2A agent is a URL the server calls with a key it holds.
+      [
+        alice,
+        'agents/rogue',
+        { tools: { billing: { a2a: 'http://169.254.169.254/card.json', policy: 'allow' } } },
+        'tools.billing.a2a',
+      ],
       // A created agent has no operator's definition to repeat.
       [alice, 'agents/rogue', { tools: { shell: { sandbox: 'none' } } }, 'tools.shell.sandbox'],
       // desk's shell runs unsandboxed by the operator's choice; a tenant's copy keeps that

@@ -72,6 +72,7 @@ describe('validateArguments and builtInTools', () => {
   it('holds the built-in tools by name, with closed schemas', () => {
     const tools = builtInTools();
     expect([...tools.keys()].sort()).toEqual([
+      'a2a',
       'calculator',
       'clock',
       'forget',

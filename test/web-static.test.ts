@@ -105,7 +105,7 @@ describe('the web app, served at /', () => {
     }
     // Where clients of other protocols look, and any client that asks for JSON: a coded
     // 404, never the app's page (an OpenAI client would read it as an empty model list).
-    for (const url of ['/v1/models', '/openai/v1/nope', '/mcp/x', '/a2a/x', '/ag-ui/x']) {
+    for (const url of ['/v1/models', '/openai/v1/nope', '/mcp/x', '/a2a/x/nope', '/ag-ui/x']) {
       const response = await app.inject({ method: 'GET', url });
       expect(response.statusCode, url).toBe(404);
       expect(response.json(), url).toEqual({ error: 'not_found', message: 'no such endpoint' });

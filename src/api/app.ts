@@ -15,6 +15,7 @@ import { budgetsPlugin } from './budgets.js';
 import { openaiPlugin } from './openai/routes.js';
 import { aguiPlugin } from './agui/routes.js';
 import { mcpPlugin } from './mcp/routes.js';
+import { a2aPlugin } from './a2a/routes.js';
 import { definitionsPlugin } from './definitions.js';
 import { serializerCompiler, validatorCompiler } from './contract.js';
 import {
@@ -149,5 +150,6 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(async (scope) => openaiPlugin(scope, deps));
   await app.register(async (scope) => aguiPlugin(scope, deps));
   await app.register(async (scope) => mcpPlugin(scope, deps));
+  await app.register(async (scope) => a2aPlugin(scope, deps));
   return app;
 }

@@ -28,6 +28,7 @@ import { attachmentContracts } from './attachments.js';
 import { openaiContracts } from './openai/routes.js';
 import { aguiContracts } from './agui/routes.js';
 import { mcpContracts } from './mcp/routes.js';
+import { a2aContracts } from './a2a/routes.js';
 
 export const openapiContracts = {
   document: route({
@@ -68,6 +69,7 @@ const contracts: RouteContract[] = [
   openaiContracts,
   aguiContracts,
   mcpContracts,
+  a2aContracts,
 ].flatMap((group) => Object.values(group));
 const generated = generateDocument(contracts);
 

@@ -203,6 +203,13 @@ function checkTool(
   const operators = tableOf(shippedEntry);
   const server = mcpToolPattern.exec(name)?.[1];
   const isMcp = server !== undefined && Object.hasOwn(scope.mcpServers, server);
+  // A remote A2A agent (a URL the server calls, a key it sends): the operator's alone.
+  if (Object.hasOwn(table, 'a2a') && table.policy !== 'deny') {
+    if (!operators || !isDeepStrictEqual(table, operators)) {
+      report(['tools', name, 'a2a'], 'a2a tools are set by the operator only', true);
+    }
+    return;
+  }
   // An unknown tool, or a server that is not configured, is the compiler's 400.
   if (!builtInNames.has(name) && !isMcp) return;
   const path = ['tools', name];

@@ -44,7 +44,8 @@ export function compileAgentTools(
       on_unknown: onUnknown,
       ...own
     } = table;
-    const tool = builtIns.get(name);
+    // An entry with an `a2a` key is a tool of the a2a kind, whatever its name.
+    const tool = Object.hasOwn(own, 'a2a') ? builtIns.get('a2a') : builtIns.get(name);
     const mcp = mcpToolPattern.exec(name);
     if (!tool && name !== askUserTool && !(mcp && Object.hasOwn(mcpServers, mcp[1] as string))) {
       const hint = mcp

@@ -1,5 +1,6 @@
 import type { AgentConfig, AgentToolConfig } from '../config/types.js';
 import type { Queryable } from '../store/db.js';
+import { a2aTool, a2aToolNamed, createA2a, isA2aOptions } from './a2a/index.js';
 import { calculator } from './calculator.js';
 import { createClock } from './clock.js';
 import { createHttpFetch } from './httpFetch/index.js';
@@ -60,6 +61,7 @@ export function builtInTools(io: ToolIo = {}): Map<string, Tool> {
     createForget(db),
     createLoadSkill(io.skills ?? { skills: new Map(), broken: new Map() }),
     createUpdateState(db),
+    createA2a(io.env),
   ];
   return new Map(tools.map((tool) => [tool.name, tool]));
 }
@@ -142,7 +144,13 @@ export function resolveAgentTools(
       continue;
     }
     listed.add(name);
-    const tool = name === askUserTool ? null : (tools.get(name) ?? null);
+    const kind = isA2aOptions(entry.options) ? tools.get(a2aTool) : undefined;
+    const tool =
+      name === askUserTool
+        ? null
+        : kind && isA2aOptions(entry.options)
+          ? a2aToolNamed(kind, name, entry.options)
+          : (tools.get(name) ?? null);
     const source = tool ? sourceOf(tool) : server ? (`mcp:${server}` as const) : 'built-in';
     const options =
       name === loadSkillTool

@@ -1,0 +1,496 @@
+import { SendMessageResponse, StreamResponse, Task } from '@a2a-js/sdk';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { Principal } from '../../config/types.js';
+import { ParleyError } from '../../errors.js';
+import { cancelTurn } from '../../store/cancelTurn.js';
+import { findInputRequest } from '../../store/findInputRequest.js';
+import { findTurn } from '../../store/findTurn.js';
+import { findVisibleSession } from '../../store/findVisibleSession.js';
+import { route, routeOptions, typed } from '../contract.js';
+import { agentsOf, type ApiDeps } from '../deps.js';
+import { JournalFeed } from '../feed.js';
+import { answerForPrincipal } from '../inputs.js';
+import { JournalFollower } from '../journalFollower.js';
+import { viewerOf } from '../sessionAccess.js';
+import { openEventStream } from '../sseResponse.js';
+import { admitForPrincipal } from '../turns.js';
+import { agentCardOf } from './card.js';
+import {
+  envelopeField,
+  installRpcErrors,
+  paramsOf,
+  rpcEnvelope,
+  rpcErrorBody,
+  type RpcId,
+} from './jsonRpc.js';
+import {
+  dataOf,
+  decisionOf,
+  sendParams,
+  taskParams,
+  textOf,
+  turnIdOfMessage,
+  type SendParams,
+} from './params.js';
+import { TaskFold, type TaskIdentity } from './taskFold.js';
+
+/** Where an agent's A2A endpoint is: `/a2a/{agent}`, its card under it. */
+export const a2aBase = '/a2a';
+const cardPath = '.well-known/agent-card.json';
+
+const errors = {
+  '400':
+    'invalid_request (A2A -32602), method_not_found (-32601), unsupported_operation (-32004), push_notification_not_supported (-32003), version_not_supported (-32009), malformed_json (-32700)',
+  '401': 'unauthorized',
+  '404': 'unknown_agent, turn_not_found (A2A -32001)',
+  '409': 'task_not_cancelable (A2A -32002), stale_input, turn_conflict, session_closed',
+};
+
+export const a2aContracts = {
+  card: route({
+    method: 'GET',
+    url: `${a2aBase}/:agent/${cardPath}`,
+    summary: "A2A: the agent's card (its JSON-RPC endpoint, capabilities, one skill)",
+    responses: { '200': z.record(z.string(), z.unknown()).meta({ id: 'A2aAgentCard' }) },
+    errors: { '401': 'unauthorized', '404': 'unknown_agent' },
+  }),
+  endpoint: route({
+    method: 'GET',
+    url: `${a2aBase}/:agent`,
+    summary: "A2A: redirects to the agent's card",
+    responses: { '302': { description: 'to /a2a/{agent}/.well-known/agent-card.json' } },
+    errors: { '401': 'unauthorized', '404': 'unknown_agent' },
+  }),
+  rpc: route({
+    method: 'POST',
+    url: `${a2aBase}/:agent`,
+    summary:
+      'A2A JSON-RPC (protocol 1.0): SendMessage, SendStreamingMessage, GetTask, CancelTask, SubscribeToTask',
+    description:
+      "A task is a Parley turn (its id), its contextId the session. Errors are JSON-RPC error responses with A2A codes, sent with Parley's HTTP status.",
+    body: rpcEnvelope,
+    handlerValidates: true,
+    responses: {
+      '200': z.record(z.string(), z.unknown()).meta({ id: 'A2aRpcResponse' }),
+      '201': { description: 'JSON-RPC responses as text/event-stream (the streaming methods)' },
+    },
+    errors,
+  }),
+};
+
+/** Methods of A2A 1.0 that Parley does not offer, and what it answers them. */
+const unsupported: Record<string, 'unsupported_operation' | 'push_notification_not_supported'> = {
+  ListTasks: 'unsupported_operation',
+  GetExtendedAgentCard: 'unsupported_operation',
+  CreateTaskPushNotificationConfig: 'push_notification_not_supported',
+  GetTaskPushNotificationConfig: 'push_notification_not_supported',
+  ListTaskPushNotificationConfigs: 'push_notification_not_supported',
+  DeleteTaskPushNotificationConfig: 'push_notification_not_supported',
+};
+
+type Until = 'now' | 'settled' | 'ended';
+
+/**
+ * A2A (docs/protocols.md): each agent an A2A server over Parley's own admission, journal,
+ * answers and cancel — the same tenancy and roles, the same durability. A task is one
+ * turn; its state, reply artifact and updates are folded from the session's journal
+ * (taskFold.ts), so any process answers for any task and a restart loses nothing.
+ */
+export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<void> {
+  const feed = new JournalFeed(deps.db, deps.wakeups, deps.config.runtime.pollMs);
+  const open = new Set<AbortController>();
+  app.addHook('onClose', async () => {
+    feed.stop();
+    for (const controller of open) controller.abort();
+  });
+  const api = typed(app);
+  const { card, endpoint } = a2aContracts;
+
+  api.get(card.url, routeOptions(card), async (request) => {
+    const agent = agentOf(request.principal, request.params.agent);
+    const base = `${request.protocol}://${request.host}`;
+    return agentCardOf(agent, `${base}${a2aBase}/${encodeURIComponent(agent.name)}`);
+  });
+
+  api.get(endpoint.url, routeOptions(endpoint), async (request, reply) => {
+    const agent = agentOf(request.principal, request.params.agent);
+    return reply.redirect(`${a2aBase}/${encodeURIComponent(agent.name)}/${cardPath}`, 302);
+  });
+
+  await app.register(async (scope) => {
+    installRpcErrors(scope);
+    const rpc = a2aContracts.rpc;
+    typed(scope).post(rpc.url, routeOptions(rpc), async (request, reply) => {
+      const envelope = rpcEnvelope.safeParse(request.body);
+      const id = rpcIdOf(request.body);
+      try {
+        if (!envelope.success) {
+          throw new ParleyError(
+            'invalid_request',
+            'not a JSON-RPC 2.0 request (jsonrpc, method, id)',
+            { field: envelopeField },
+          );
+        }
+        checkVersion(request.headers['a2a-version']);
+        const agent = agentOf(request.principal, request.params.agent).name;
+        return await dispatch(request, reply, agent, envelope.data);
+      } catch (error) {
+        if (!(error instanceof ParleyError) || reply.sent) throw error;
+        return reply.status(error.status).send(rpcErrorBody(error, id));
+      }
+    });
+  });
+
+  async function dispatch(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    agent: string,
+    call: z.output<typeof rpcEnvelope>,
+  ): Promise<unknown> {
+    const principal = request.principal;
+    const result = (value: unknown) => ({ jsonrpc: '2.0', id: call.id, result: value });
+    switch (call.method) {
+      case 'SendMessage':
+      case 'SendStreamingMessage': {
+        const params = paramsOf(sendParams, call.params);
+        const streaming = call.method === 'SendStreamingMessage';
+        const { identity, from, admitted } = await send(principal, agent, params);
+        if (streaming) {
+          return streamTask(request, reply, call.id, identity, from, {
+            stopAtInput: true,
+            fromStart: admitted,
+          });
+        }
+        const until = params.configuration?.returnImmediately === true ? 'now' : 'settled';
+        const fold = await foldTask(
+          identity,
+          from,
+          until,
+          request,
+          deps.config.server.blockingWaitMs,
+        );
+        const task = trimHistory(fold.snapshot(), params.configuration?.historyLength);
+        return result(SendMessageResponse.toJSON({ payload: { $case: 'task', value: task } }));
+      }
+      case 'GetTask': {
+        const params = paramsOf(taskParams, call.params);
+        const { identity, from } = await taskOf(principal, agent, params.id);
+        const fold = await foldTask(identity, from, 'now', request);
+        return result(Task.toJSON(trimHistory(fold.snapshot(), params.historyLength)));
+      }
+      case 'CancelTask': {
+        const params = paramsOf(taskParams, call.params);
+        const { identity, from } = await taskOf(principal, agent, params.id);
+        if ((await foldTask(identity, from, 'now')).ended) {
+          throw new ParleyError('task_not_cancelable', 'the task has already ended');
+        }
+        const answer = await cancelTurn(deps.db, {
+          tenant: principal.tenant,
+          sessionId: identity.contextId,
+          turnId: identity.taskId,
+          commandId: `cancel_${identity.taskId}`.slice(0, 128),
+          actor: { user: principal.user, tenant: principal.tenant },
+        });
+        if (answer.result === 'too_late') {
+          throw new ParleyError('task_not_cancelable', 'the task has already ended');
+        }
+        const fold = await foldTask(identity, from, 'ended', request, 5_000);
+        return result(Task.toJSON(fold.snapshot()));
+      }
+      case 'SubscribeToTask': {
+        const params = paramsOf(taskParams, call.params);
+        const { identity, from } = await taskOf(principal, agent, params.id);
+        const now = await foldTask(identity, from, 'now', request);
+        if (now.ended) {
+          throw new ParleyError(
+            'unsupported_operation',
+            'the task has ended: GetTask shows it as it ended',
+          );
+        }
+        return streamTask(request, reply, call.id, identity, from, {
+          stopAtInput: false,
+          fromStart: false,
+        });
+      }
+      default: {
+        const refusal = unsupported[call.method];
+        if (refusal) {
+          throw new ParleyError(refusal, `${call.method} is not offered by this server`);
+        }
+        throw new ParleyError('method_not_found', `no method "${call.method}"`);
+      }
+    }
+  }
+
+  /**
+   * A message: a new turn (its `messageId` the idempotency key; `contextId` continues a
+   * session), or — with the `taskId` of a task waiting for input — the answer to it.
+   */
+  async function send(
+    principal: Principal,
+    agent: string,
+    params: SendParams,
+  ): Promise<{ identity: TaskIdentity; from: number; admitted: boolean }> {
+    if (params.configuration?.taskPushNotificationConfig !== undefined) {
+      throw new ParleyError(
+        'push_notification_not_supported',
+        'push notifications are not offered by this server',
+      );
+    }
+    const message = params.message;
+    const text = textOf(message);
+    if (message.taskId) {
+      const task = await taskOf(principal, agent, message.taskId);
+      if (message.contextId && message.contextId !== task.identity.contextId) {
+        throw new ParleyError('invalid_request', 'contextId is not the task’s', {
+          field: 'params.message.contextId',
+        });
+      }
+      await answerTask(principal, task, text, dataOf(message));
+      return { ...task, admitted: false };
+    }
+    let sessionId: string | null = null;
+    if (message.contextId) {
+      const visible = await findVisibleSession(
+        deps.db,
+        principal.tenant,
+        message.contextId,
+        viewerOf(deps, principal),
+      );
+      if (!visible) {
+        throw new ParleyError('session_not_found', 'no such context', {
+          field: 'params.message.contextId',
+        });
+      }
+      sessionId = message.contextId;
+    }
+    const admission = await admitForPrincipal(deps, principal, {
+      turnId: turnIdOfMessage(principal.user, agent, message.messageId),
+      sessionId,
+      agent,
+      message: text,
+    });
+    return {
+      identity: { taskId: admission.turn_id, contextId: admission.session_id },
+      // The admission's own message is the first event of the task's story.
+      from: admission.sequence - 1,
+      admitted: true,
+    };
+  }
+
+  /**
+   * Answers the task's pending request (the one `request_id` names, else the oldest) as the
+   * principal would in Parley's inbox: the same rules (approver roles, stale answers).
+   */
+  async function answerTask(
+    principal: Principal,
+    task: { identity: TaskIdentity; from: number },
+    text: string,
+    data: Record<string, unknown>,
+  ): Promise<void> {
+    const fold = await foldTask(task.identity, task.from, 'now');
+    const named = typeof data.request_id === 'string' ? data.request_id : null;
+    const pending = named ? fold.pending.get(named) : [...fold.pending.values()][0];
+    if (!pending) {
+      throw new ParleyError(
+        fold.ended || named === null ? 'unsupported_operation' : 'input_not_found',
+        fold.ended
+          ? 'the task has ended: send a message without taskId (with its contextId) to go on'
+          : named === null
+            ? 'the task is not waiting for input'
+            : 'no such pending request in this task',
+      );
+    }
+    const asked = await findInputRequest(
+      deps.db,
+      principal.tenant,
+      task.identity.contextId,
+      pending.request_id,
+    );
+    if (!asked) throw new ParleyError('input_not_found', 'no such pending request in this task');
+    const decision = decisionOf(text, data);
+    const question = pending.kind === 'question';
+    if (decision === null && !question) {
+      throw new ParleyError(
+        'invalid_request',
+        'answer "approve" or "reject", or send a data part {"approved": true|false}',
+        { field: 'params.message.parts' },
+      );
+    }
+    const reason = typeof data.reason === 'string' ? data.reason : null;
+    await answerForPrincipal(deps, principal, {
+      sessionId: task.identity.contextId,
+      requestId: pending.request_id,
+      expectedSequence: asked.expected_sequence,
+      approved: question ? decision !== false : (decision as boolean),
+      response: question ? { answer: text } : reason ? { reason } : null,
+      argumentsDigest: asked.arguments_digest ?? undefined,
+      credentialRef: typeof data.credential_ref === 'string' ? data.credential_ref : undefined,
+    });
+  }
+
+  /** A task by its id: a turn of this agent that the principal may see (else as missing). */
+  async function taskOf(
+    principal: Principal,
+    agent: string,
+    taskId: string,
+  ): Promise<{ identity: TaskIdentity; from: number }> {
+    const place = await findTurn(deps.db, principal.tenant, taskId);
+    const visible =
+      place &&
+      (await findVisibleSession(
+        deps.db,
+        principal.tenant,
+        place.session_id,
+        viewerOf(deps, principal),
+      ));
+    if (!place || !visible || visible.agent !== agent) {
+      throw new ParleyError('turn_not_found', `no task "${taskId}"`);
+    }
+    return {
+      identity: { taskId, contextId: place.session_id },
+      from: place.admitted_sequence - 1,
+    };
+  }
+
+  function agentOf(principal: Principal, name: string) {
+    const agent = agentsOf(deps).get(principal.tenant, name);
+    if (!agent) throw new ParleyError('unknown_agent', `no agent named "${name}"`);
+    return agent;
+  }
+
+  /**
+   * Folds the journal from `from` into the task: `now` as it stands, `settled` once it
+   * ended or waits for input, `ended` once it ended (at most `boundMs`). Every event in
+   * the journal is applied before a state is judged, so a request answered later in the
+   * same read never counts as waiting.
+   */
+  async function foldTask(
+    identity: TaskIdentity,
+    from: number,
+    until: Until,
+    request?: FastifyRequest,
+    boundMs?: number,
+  ): Promise<TaskFold> {
+    const fold = new TaskFold(identity);
+    const controller = new AbortController();
+    const signal =
+      boundMs === undefined
+        ? controller.signal
+        : AbortSignal.any([controller.signal, AbortSignal.timeout(boundMs)]);
+    request?.raw.on('close', () => controller.abort());
+    open.add(controller);
+    const follower = new JournalFollower(deps.db, feed, identity.contextId, from);
+    try {
+      await catchUp(follower, fold);
+      for (;;) {
+        if (until === 'now' || (until === 'settled' ? fold.settled : fold.ended)) break;
+        const events = await follower.next(signal);
+        if (events.length === 0) break;
+        for (const event of events) fold.apply(event);
+        await catchUp(follower, fold);
+      }
+    } finally {
+      follower.close();
+      open.delete(controller);
+    }
+    return fold;
+  }
+
+  /**
+   * Streams the task: the task first, then each update after it, until it ended (or,
+   * `stopAtInput`, waits for input) or the client leaves. `fromStart`: the task as it was
+   * admitted, then every update of its story (a send's stream, or its retry); otherwise the
+   * task as it stands now, its reply so far included, then the updates after it (a
+   * resubscribe, an answer). Either way no chunk comes twice: what came before the first
+   * update sent is in the task the stream starts with.
+   */
+  async function streamTask(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    id: RpcId,
+    identity: TaskIdentity,
+    from: number,
+    how: { stopAtInput: boolean; fromStart: boolean },
+  ): Promise<void> {
+    const controller = new AbortController();
+    open.add(controller);
+    const fold = new TaskFold(identity);
+    const follower = new JournalFollower(deps.db, feed, identity.contextId, from);
+    const frame = (value: StreamResponse) =>
+      `data: ${JSON.stringify({ jsonrpc: '2.0', id, result: StreamResponse.toJSON(value) })}\n\n`;
+    const done = () => fold.ended || (how.stopAtInput && fold.settled);
+    let response: ReturnType<typeof openEventStream> | null = null;
+    let keepalive: NodeJS.Timeout | null = null;
+    try {
+      // The task before its first update (fromStart), else as it stands once caught up.
+      let first: Task | null = null;
+      for (;;) {
+        const events = await follower.readAvailable();
+        if (events.length === 0) break;
+        for (const event of events) {
+          const before = fold.updates.length;
+          const snapshot: Task | null = how.fromStart && first === null ? fold.snapshot() : null;
+          fold.apply(event);
+          if (snapshot && fold.updates.length > before) first = snapshot;
+        }
+      }
+      let sent = first === null ? fold.updates.length : 0;
+      response = openEventStream(reply);
+      const stream = response;
+      request.raw.on('close', () => controller.abort());
+      keepalive = setInterval(
+        () => stream.write(': keep-alive\n\n'),
+        deps.config.server.keepaliveMs,
+      );
+      stream.write(frame({ payload: { $case: 'task', value: first ?? fold.snapshot() } }));
+      for (const update of fold.updates.slice(sent)) stream.write(frame(update));
+      sent = fold.updates.length;
+      while (!done() && !controller.signal.aborted) {
+        const events = await follower.next(controller.signal);
+        if (events.length === 0) break;
+        for (const event of events) fold.apply(event);
+        await catchUp(follower, fold);
+        for (const update of fold.updates.slice(sent)) stream.write(frame(update));
+        sent = fold.updates.length;
+      }
+    } finally {
+      if (keepalive) clearInterval(keepalive);
+      follower.close();
+      open.delete(controller);
+      if (response && !response.writableEnded) response.end();
+    }
+  }
+}
+
+/** Applies every event the journal has now. */
+async function catchUp(follower: JournalFollower, fold: TaskFold): Promise<void> {
+  for (;;) {
+    const events = await follower.readAvailable();
+    if (events.length === 0) return;
+    for (const event of events) fold.apply(event);
+  }
+}
+
+/** `historyLength`: at most that many of the latest messages (0: none; absent: all). */
+function trimHistory(task: Task, historyLength: number | undefined): Task {
+  if (historyLength === undefined) return task;
+  return { ...task, history: historyLength === 0 ? [] : task.history.slice(-historyLength) };
+}
+
+/** The request's id, if it has a usable one (for the error response). */
+function rpcIdOf(body: unknown): RpcId {
+  const id = (body as { id?: unknown } | null)?.id;
+  return typeof id === 'string' || typeof id === 'number' ? id : null;
+}
+
+/** `A2A-Version`: absent (the SDK's own), or a 1.x this server speaks. */
+function checkVersion(header: string | string[] | undefined): void {
+  if (header === undefined) return;
+  const version = Array.isArray(header) ? header[0] : header;
+  if (version === undefined || version === '' || /^1(\.\d+)?$/.test(version.trim())) return;
+  throw new ParleyError('version_not_supported', 'this server speaks A2A 1.0', {
+    supported: ['1.0'],
+  });
+}

@@ -1,0 +1,563 @@
+import {
+  Role,
+  TaskState,
+  type Message,
+  type SendMessageRequest,
+  type StreamResponse,
+  type Task,
+} from '@a2a-js/sdk';
+import {
+  ClientFactory,
+  ClientFactoryOptions,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+  type Client,
+} from '@a2a-js/sdk/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MemoryEffects } from '../src/tools/memory/effects.js';
+import { builtInTools } from '../src/tools/registry.js';
+import type { CallScope } from '../src/tools/types.js';
+import { checkJournalInvariants } from './support/invariants.js';
+import { startTestServer, type TestServer } from './support/server.js';
+
+// A2A (docs/protocols.md): Parley's agents as A2A servers, driven by the official
+// `@a2a-js/sdk` client on loopback, on the engine the suite runs on.
+
+let server: TestServer;
+
+beforeAll(async () => {
+  server = await startTestServer(
+    {
+      server: { blocking_wait_ms: 1500 },
+      auth: {
+        keys: [
+          { key_env: 'K_ALICE', tenant: 'acme', user: 'alice', roles: [] },
+          { key_env: 'K_GLOBEX', tenant: 'globex', user: 'gus', roles: [] },
+          { key_env: 'K_LEAD', tenant: 'acme', user: 'lea', roles: ['lead'] },
+        ],
+      },
+      agents: {
+        default: { model: 'demo/echo', greeting: 'Hello from the front desk.' },
+        careful: { model: 'demo/echo', tools: { calculator: 'approve' } },
+        curious: { model: 'demo/echo', tools: { ask_user: 'allow' } },
+      },
+    },
+    { K_ALICE: 'alice-key', K_GLOBEX: 'globex-key', K_LEAD: 'lead-key' },
+  );
+});
+afterAll(async () => {
+  if (server) {
+    await checkJournalInvariants(server.db);
+    await server.close();
+  }
+});
+
+/** `fetch` that sends a Parley API key, as the SDK's resolver and transport take it. */
+function keyed(key: string): typeof fetch {
+  return (input, init) => {
+    const headers = new Headers(init?.headers);
+    headers.set('authorization', `Bearer ${key}`);
+    return fetch(input, { ...init, headers });
+  };
+}
+
+async function clientFor(key: string, agent: string, at = server): Promise<Client> {
+  const fetchImpl = keyed(key);
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new JsonRpcTransportFactory({ fetchImpl })],
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+    }),
+  );
+  return factory.createFromUrl(`${at.url}/a2a/${agent}/.well-known/agent-card.json`, '');
+}
+
+let counter = 0;
+function userMessage(text: string, more: Partial<Message> = {}): Message {
+  counter += 1;
+  return {
+    messageId: `test-${Date.now()}-${counter}`,
+    contextId: '',
+    taskId: '',
+    role: Role.ROLE_USER,
+    parts: [
+      { content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' },
+    ],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+    ...more,
+  };
+}
+
+function sendRequest(message: Message, returnImmediately = false): SendMessageRequest {
+  return {
+    tenant: '',
+    message,
+    configuration: {
+      acceptedOutputModes: ['text/plain'],
+      taskPushNotificationConfig: undefined,
+      returnImmediately,
+    },
+    metadata: undefined,
+  };
+}
+
+function replyOf(task: Task): string {
+  return task.artifacts
+    .flatMap((artifact) => artifact.parts)
+    .map((part) => (part.content?.$case === 'text' ? part.content.value : ''))
+    .join('');
+}
+
+function textOf(message: Message | undefined): string {
+  return (message?.parts ?? [])
+    .map((part) => (part.content?.$case === 'text' ? part.content.value : ''))
+    .join('');
+}
+
+/** Folds a stream's updates into the reply text the way a client does (append, or anew). */
+function streamedReply(events: StreamResponse[]): string {
+  let text = '';
+  for (const event of events) {
+    if (event.payload?.$case === 'task') text = replyOf(event.payload.value);
+    if (event.payload?.$case !== 'artifactUpdate') continue;
+    const update = event.payload.value;
+    const chunk = (update.artifact?.parts ?? [])
+      .map((part) => (part.content?.$case === 'text' ? part.content.value : ''))
+      .join('');
+    text = update.append ? text + chunk : chunk;
+  }
+  return text;
+}
+
+async function rpc(
+  key: string | null,
+  agent: string,
+  body: unknown,
+): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${server.url}/a2a/${agent}`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(key ? { authorization: `Bearer ${key}` } : {}),
+    },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  return { status: response.status, body: await response.json() };
+}
+
+async function turnCount(): Promise<number> {
+  const found = await server.db.query<{ n: number }>('select count(*)::int as n from turns');
+  return found.rows[0]?.n ?? 0;
+}
+
+describe('A2A with the official @a2a-js/sdk client', () => {
+  it("serves each agent's card (with the key) and redirects the endpoint to it", async () => {
+    const response = await fetch(`${server.url}/a2a/default/.well-known/agent-card.json`, {
+      headers: { authorization: 'Bearer alice-key' },
+    });
+    expect(response.status).toBe(200);
+    const card = (await response.json()) as Record<string, any>;
+    expect(card.name).toBe('default');
+    expect(card.description).toBe('Hello from the front desk.');
+    expect(card.supportedInterfaces[0]).toMatchObject({
+      url: `${server.url}/a2a/default`,
+      protocolBinding: 'JSONRPC',
+      protocolVersion: '1.0',
+    });
+    expect(card.capabilities).toMatchObject({ streaming: true });
+    expect(card.skills).toHaveLength(1);
+    expect(card.defaultInputModes).toEqual(['text/plain']);
+
+    const redirect = await fetch(`${server.url}/a2a/default`, {
+      headers: { authorization: 'Bearer alice-key' },
+      redirect: 'manual',
+    });
+    expect(redirect.status).toBe(302);
+    expect(redirect.headers.get('location')).toBe('/a2a/default/.well-known/agent-card.json');
+
+    // Without a key: 401; an agent the tenant does not have: 404.
+    expect((await fetch(`${server.url}/a2a/default/.well-known/agent-card.json`)).status).toBe(401);
+    const missing = await fetch(`${server.url}/a2a/nobody/.well-known/agent-card.json`, {
+      headers: { authorization: 'Bearer globex-key' },
+    });
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as { error: string }).error).toBe('unknown_agent');
+  });
+
+  it('answers a blocking send with the completed task: the reply as artifact and message', async () => {
+    const client = await clientFor('alice-key', 'default');
+    const message = userMessage('hello there');
+    const task = (await client.sendMessage(sendRequest(message))) as Task;
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(replyOf(task)).toBe('You said: hello there');
+    expect(textOf(task.status?.message)).toBe('You said: hello there');
+    expect(task.history.map((entry) => entry.role)).toEqual([Role.ROLE_USER, Role.ROLE_AGENT]);
+
+    // The same messageId again is the same task, admitted once.
+    const before = await turnCount();
+    const again = (await client.sendMessage(sendRequest(message))) as Task;
+    expect(again.id).toBe(task.id);
+    expect(await turnCount()).toBe(before);
+
+    // contextId continues the session; GetTask answers from the journal.
+    const next = (await client.sendMessage(
+      sendRequest(userMessage('and again', { contextId: task.contextId })),
+    )) as Task;
+    expect(next.contextId).toBe(task.contextId);
+    expect(next.id).not.toBe(task.id);
+    const got = await client.getTask({ tenant: '', id: task.id, historyLength: 0 });
+    expect(got.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(replyOf(got)).toBe('You said: hello there');
+    expect(got.history).toEqual([]);
+  });
+
+  it('streams the task, then status and artifact updates whose chunks make the reply', async () => {
+    const client = await clientFor('alice-key', 'default');
+    const events: StreamResponse[] = [];
+    for await (const event of client.sendMessageStream(
+      sendRequest(userMessage('stream this please')),
+    )) {
+      events.push(event);
+    }
+    expect(events[0]?.payload?.$case).toBe('task');
+    const states = events
+      .filter((event) => event.payload?.$case === 'statusUpdate')
+      .map((event) =>
+        event.payload?.$case === 'statusUpdate' ? event.payload.value.status?.state : null,
+      );
+    expect(states.at(-1)).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(states).toContain(TaskState.TASK_STATE_WORKING);
+    expect(
+      events.filter((event) => event.payload?.$case === 'artifactUpdate').length,
+    ).toBeGreaterThan(1);
+    expect(streamedReply(events)).toBe('You said: stream this please');
+  });
+
+  it('cancels a task durably; a cancelled task is not cancelable again', async () => {
+    const client = await clientFor('alice-key', 'default');
+    const started = (await client.sendMessage(
+      sendRequest(userMessage('/stall a long wait'), true),
+    )) as Task;
+    const cancelled = await client.cancelTask({ tenant: '', id: started.id, metadata: undefined });
+    expect(cancelled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    const again = await client.cancelTask({ tenant: '', id: started.id, metadata: undefined }).then(
+      () => null,
+      (caught: unknown) => caught as Error,
+    );
+    expect(again?.message).toMatch(/ended/);
+    const raw = await rpc('alice-key', 'default', {
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'CancelTask',
+      params: { id: started.id },
+    });
+    expect(raw.body.error.code).toBe(-32002);
+  });
+
+  it('asks for input on an approval, answered by the next message; a resubscribe follows it', async () => {
+    const client = await clientFor('alice-key', 'careful');
+    const waiting = (await client.sendMessage(
+      sendRequest(userMessage('/tool calculator {"expression": "2+3"}')),
+    )) as Task;
+    expect(waiting.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const asked = waiting.status?.message;
+    expect(textOf(asked)).toContain('calculator');
+    const data = asked?.parts.find((part) => part.content?.$case === 'data');
+    expect(data?.content?.$case === 'data' ? data.content.value : null).toMatchObject({
+      kind: 'approval',
+      tool: 'calculator',
+      arguments: { expression: '2+3' },
+      arguments_digest: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
+
+    // A resubscribe replays the task as it stands, then follows it to its end: its first
+    // event is read before the answer, so it is attached while the task waits.
+    const subscription = client
+      .resubscribeTask({ tenant: '', id: waiting.id })
+      [Symbol.asyncIterator]();
+    const opening = await subscription.next();
+    const followed: StreamResponse[] = opening.done ? [] : [opening.value];
+    const following = (async () => {
+      for (let next = await subscription.next(); !next.done; next = await subscription.next()) {
+        followed.push(next.value);
+      }
+    })();
+
+    // Not an answer: neither approve nor reject, nothing written.
+    const before = await turnCount();
+    const vague = await client
+      .sendMessage(sendRequest(userMessage('maybe', { taskId: waiting.id })))
+      .then(
+        () => null,
+        (caught: unknown) => caught as Error,
+      );
+    expect(vague?.message).toMatch(/approve/);
+
+    const done = (await client.sendMessage(
+      sendRequest(userMessage('approve', { taskId: waiting.id, contextId: waiting.contextId })),
+    )) as Task;
+    expect(done.id).toBe(waiting.id);
+    expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(replyOf(done)).toContain('5');
+    expect(await turnCount()).toBe(before);
+
+    await following;
+    expect(followed[0]?.payload?.$case).toBe('task');
+    const first = followed[0]?.payload?.$case === 'task' ? followed[0].payload.value : null;
+    expect(first?.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    expect(streamedReply(followed)).toBe(replyOf(done));
+    const last = followed.at(-1)?.payload;
+    expect(last?.$case === 'statusUpdate' ? last.value.status?.state : null).toBe(
+      TaskState.TASK_STATE_COMPLETED,
+    );
+    // An ended task is not subscribed to: GetTask shows it.
+    const ended = await rpc('alice-key', 'careful', {
+      jsonrpc: '2.0',
+      id: 'x',
+      method: 'SubscribeToTask',
+      params: { id: waiting.id },
+    });
+    expect(ended.body.error.code).toBe(-32004);
+  });
+
+  it('answers a question with the next message text', async () => {
+    const client = await clientFor('alice-key', 'curious');
+    const asking = (await client.sendMessage(
+      sendRequest(userMessage('/tool ask_user {"question": "Which one?"}')),
+    )) as Task;
+    expect(asking.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    expect(textOf(asking.status?.message)).toContain('Which one?');
+    const answered = (await client.sendMessage(
+      sendRequest(userMessage('the blue one', { taskId: asking.id })),
+    )) as Task;
+    expect(answered.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(replyOf(answered)).toContain('the blue one');
+  });
+
+  it("shows another tenant's task, context or agent exactly as a missing one", async () => {
+    const alice = await clientFor('alice-key', 'default');
+    const task = (await alice.sendMessage(sendRequest(userMessage('mine alone')))) as Task;
+    const probes = (id: string, contextId: string) => [
+      { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id } },
+      { jsonrpc: '2.0', id: 1, method: 'CancelTask', params: { id } },
+      { jsonrpc: '2.0', id: 1, method: 'SubscribeToTask', params: { id } },
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: {
+          message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'hi' }], contextId },
+        },
+      },
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: {
+          message: { messageId: 'm2', role: 'ROLE_USER', parts: [{ text: 'approve' }], taskId: id },
+        },
+      },
+    ];
+    const before = await turnCount();
+    const foreign = probes(task.id, task.contextId);
+    const missing = probes('a2a_missing', 'missing-context');
+    for (const [index, body] of foreign.entries()) {
+      const seen = await rpc('globex-key', 'default', body);
+      const absent = await rpc('globex-key', 'default', missing[index]);
+      expect(seen.status).toBe(absent.status);
+      expect(
+        JSON.stringify(seen.body).replaceAll(task.id, 'ID').replaceAll(task.contextId, 'CTX'),
+      ).toBe(
+        JSON.stringify(absent.body)
+          .replaceAll('a2a_missing', 'ID')
+          .replaceAll('missing-context', 'CTX'),
+      );
+      expect(seen.body.error.code).toBeLessThan(0);
+    }
+    expect(await turnCount()).toBe(before);
+  });
+
+  it("refuses bad input with A2A's JSON-RPC codes, writing nothing", async () => {
+    const before = await turnCount();
+    const send = (params: unknown) => ({ jsonrpc: '2.0', id: 3, method: 'SendMessage', params });
+    const cases: [unknown, number, number][] = [
+      ['{"jsonrpc": "2.0", ', 400, -32700],
+      [{ jsonrpc: '1.0', id: 1, method: 'GetTask' }, 400, -32600],
+      [{ jsonrpc: '2.0', id: 1, method: 'tasks/nothing', params: {} }, 400, -32601],
+      [send({}), 400, -32602],
+      [send({ message: { messageId: 'x', parts: [] } }), 400, -32602],
+      [send({ message: { messageId: 'x', parts: [{ text: '   ' }] } }), 400, -32602],
+      [
+        send({ message: { messageId: 'x', parts: [{ url: 'https://example.com/a.png' }] } }),
+        415,
+        -32005,
+      ],
+      [
+        send({
+          message: { messageId: 'x', parts: [{ text: 'hi' }] },
+          configuration: { taskPushNotificationConfig: { url: 'https://example.com/hook' } },
+        }),
+        400,
+        -32003,
+      ],
+      [
+        { jsonrpc: '2.0', id: 1, method: 'CreateTaskPushNotificationConfig', params: {} },
+        400,
+        -32003,
+      ],
+      [{ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} }, 400, -32004],
+      [{ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'nope' } }, 404, -32001],
+    ];
+    for (const [body, status, code] of cases) {
+      const answer = await rpc('alice-key', 'default', body);
+      expect(answer.status, JSON.stringify(body)).toBe(status);
+      expect(answer.body.jsonrpc).toBe('2.0');
+      expect(answer.body.error.code, JSON.stringify(body)).toBe(code);
+      expect(typeof answer.body.error.message).toBe('string');
+    }
+    // An unknown agent, no key: refused in the same shape.
+    const unknown = await rpc(
+      'alice-key',
+      'nobody',
+      send({ message: { messageId: 'x', parts: [{ text: 'hi' }] } }),
+    );
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error.data[0].reason).toBe('unknown_agent');
+    const anonymous = await rpc(
+      null,
+      'default',
+      send({ message: { messageId: 'x', parts: [{ text: 'hi' }] } }),
+    );
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.body.error.data[0].reason).toBe('unauthorized');
+    // A version this server does not speak.
+    const old = await fetch(`${server.url}/a2a/default`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        authorization: 'Bearer alice-key',
+        'a2a-version': '0.3',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } }),
+    });
+    expect(((await old.json()) as { error: { code: number } }).error.code).toBe(-32009);
+    expect(await turnCount()).toBe(before);
+  });
+});
+
+describe('the a2a tool kind: a Parley agent calling a remote A2A agent', () => {
+  let front: TestServer;
+  let card: string;
+
+  beforeAll(async () => {
+    card = `${server.url}/a2a/default/.well-known/agent-card.json`;
+    front = await startTestServer(
+      {
+        auth: { keys: [{ key_env: 'K_FRONT', tenant: 'acme', user: 'fran', roles: [] }] },
+        agents: {
+          front: {
+            model: 'demo/echo',
+            tools: { billing_agent: { a2a: card, api_key_env: 'REMOTE_KEY', policy: 'allow' } },
+          },
+        },
+      },
+      { K_FRONT: 'front-key', REMOTE_KEY: 'alice-key' },
+    );
+  });
+  afterAll(async () => {
+    if (front) {
+      await checkJournalInvariants(front.db);
+      await front.close();
+    }
+  });
+
+  it("runs the call with the SDK's client: the remote's reply is the tool's result", async () => {
+    const client = await clientFor('front-key', 'front', front);
+    const task = (await client.sendMessage(
+      sendRequest(userMessage('/tool billing_agent {"message": "where is my invoice"}')),
+    )) as Task;
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(replyOf(task)).toContain('You said: where is my invoice');
+    const results = await front.db.query<{ payload: { result?: { state?: string } } }>(
+      `select payload from events where type = 'tool_result' and session_id = $1`,
+      [task.contextId],
+    );
+    expect(results.rows[0]?.payload.result).toMatchObject({ state: 'completed' });
+  });
+
+  it('sends the same messageId when the same call runs again: the remote sees one task', async () => {
+    const kind = builtInTools({ env: { REMOTE_KEY: 'alice-key' } }).get('a2a');
+    if (!kind?.compileOptions) throw new Error('no a2a kind');
+    const options = kind.compileOptions({ a2a: card, api_key_env: 'REMOTE_KEY' });
+    const scope: CallScope = {
+      tenant: 'acme',
+      agent: 'front',
+      user: 'fran',
+      sessionId: 'sess_replayed',
+      callId: 'call_replayed',
+      workspaceDir: '',
+      memory: new MemoryEffects(),
+    };
+    const context = { signal: new AbortController().signal, timeoutMs: 30_000, scope, options };
+    const before = await turnCount();
+    const first = (await kind.execute({ message: 'charge it once' }, context)) as Record<
+      string,
+      unknown
+    >;
+    // A crash between the send and the result: the runtime asks the tool, which runs again.
+    expect(await kind.reconcile?.({ message: 'charge it once' }, context)).toBe('not_done');
+    const replayed = (await kind.execute({ message: 'charge it once' }, context)) as Record<
+      string,
+      unknown
+    >;
+    expect(first).toMatchObject({ state: 'completed', reply: 'You said: charge it once' });
+    expect(replayed.task_id).toBe(first.task_id);
+    expect(await turnCount()).toBe(before + 1);
+
+    // Another call is another message: another task.
+    const other = (await kind.execute(
+      { message: 'charge it once' },
+      { ...context, scope: { ...scope, callId: 'call_other' } },
+    )) as Record<string, unknown>;
+    expect(other.task_id).not.toBe(first.task_id);
+  });
+
+  it('returns a remote input-required as the result; calling again with task_id answers it', async () => {
+    const kind = builtInTools({ env: { REMOTE_KEY: 'alice-key' } }).get('a2a');
+    if (!kind?.compileOptions) throw new Error('no a2a kind');
+    const options = kind.compileOptions({
+      a2a: `${server.url}/a2a/careful/.well-known/agent-card.json`,
+      api_key_env: 'REMOTE_KEY',
+    });
+    const scope: CallScope = {
+      tenant: 'acme',
+      agent: 'front',
+      user: 'fran',
+      sessionId: 'sess_asking',
+      callId: 'call_asking',
+      workspaceDir: '',
+      memory: new MemoryEffects(),
+    };
+    const context = { signal: new AbortController().signal, timeoutMs: 30_000, scope, options };
+    const asked = (await kind.execute(
+      { message: '/tool calculator {"expression": "6*7"}' },
+      context,
+    )) as Record<string, unknown>;
+    expect(asked).toMatchObject({ state: 'input-required', task_id: expect.any(String) });
+    expect(String(asked.needs_input)).toContain('calculator');
+    const answered = (await kind.execute(
+      { message: 'approve', task_id: asked.task_id as string },
+      { ...context, scope: { ...scope, callId: 'call_answering' } },
+    )) as Record<string, unknown>;
+    expect(answered).toMatchObject({ state: 'completed', task_id: asked.task_id });
+    expect(String(answered.reply)).toContain('42');
+  });
+
+  it('refuses an a2a entry without a card URL, naming the key', async () => {
+    const kind = builtInTools().get('a2a');
+    expect(() => kind?.compileOptions?.({ a2a: 'not a url' })).toThrow(/^a2a:/);
+    expect(() => kind?.compileOptions?.({ a2a: card, header: {} })).toThrow(/^header:/);
+  });
+});
