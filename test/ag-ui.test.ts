@@ -476,6 +476,11 @@ describe('AG-UI with the official HttpAgent', () => {
       },
     );
     expect(cursor.status).toBe(404);
+    const nul = await fetch(`${server.url}/ag-ui/default/threads/ab%00cd/events`, {
+      headers: { authorization: `Bearer ${keys.alice}` },
+    });
+    expect(nul.status).toBe(400);
+    expect(await nul.json()).toMatchObject({ error: 'invalid_request' });
     expect([await count('turns'), await count('sessions'), await count('ag_ui_threads')]).toEqual(
       before,
     );

@@ -15,7 +15,7 @@ import { answerForPrincipal } from '../inputs.js';
 import { JournalFollower } from '../journalFollower.js';
 import { viewerOf } from '../sessionAccess.js';
 import { AdapterStreams } from '../adapterStreams.js';
-import { storableJson, text } from '../validate.js';
+import { isStorableText, storableJson, text } from '../validate.js';
 import { StreamSlots } from '../streamSlots.js';
 import { admitForPrincipal, checkMessage } from '../turns.js';
 import { AgUiFold, type AgUiFrame } from './fold.js';
@@ -163,7 +163,13 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
   api.get(thread.url, routeOptions(thread), async (request, reply) => {
     const principal = request.principal;
     const agent = agentOf(principal, request.params.agent);
-    const session = await threadSession(principal, agent, request.params.threadId);
+    const threadId = request.params.threadId;
+    if (threadId.length > 200 || !isStorableText(threadId)) {
+      throw new ParleyError('invalid_request', 'thread_id: not a valid identifier', {
+        field: 'thread_id',
+      });
+    }
+    const session = await threadSession(principal, agent, threadId);
     if (!session) throw new ParleyError('session_not_found', 'no such thread');
     const after = cursorOf(request);
     const release = slots.acquire(`${principal.tenant}\u0000${principal.user}`);
@@ -173,7 +179,7 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
       });
     }
     try {
-      await streamThread(request, reply, request.params.threadId, session, after);
+      await streamThread(request, reply, threadId, session, after);
     } finally {
       release();
     }
