@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Principal } from '../config/types.js';
 import { ParleyError, type ErrorCode } from '../errors.js';
+import { findTurn, type TurnPlace } from '../store/findTurn.js';
 import { findVisibleSession, type SessionAccess } from '../store/findVisibleSession.js';
 import type { Viewer } from '../store/visibility.js';
 import { agentsOf, type ApiDeps } from './deps.js';
@@ -73,4 +74,25 @@ export function installSessionAccess(app: FastifyInstance, deps: ApiDeps): void 
     }
     request.session = found;
   });
+}
+
+/**
+ * A turn by its id, with its session, if the principal may see that session; null
+ * otherwise (what it may not see is as missing as no turn). The protocol adapters' lookup
+ * of a response or a task.
+ */
+export async function findVisibleTurn(
+  deps: ApiDeps,
+  principal: Principal,
+  turnId: string,
+): Promise<{ place: TurnPlace; session: SessionAccess } | null> {
+  const place = await findTurn(deps.db, principal.tenant, turnId);
+  if (!place) return null;
+  const session = await findVisibleSession(
+    deps.db,
+    principal.tenant,
+    place.session_id,
+    viewerOf(deps, principal),
+  );
+  return session ? { place, session } : null;
 }

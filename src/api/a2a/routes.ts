@@ -5,14 +5,13 @@ import type { Principal } from '../../config/types.js';
 import { ParleyError } from '../../errors.js';
 import { cancelTurn } from '../../store/cancelTurn.js';
 import { findInputRequest } from '../../store/findInputRequest.js';
-import { findTurn } from '../../store/findTurn.js';
 import { findVisibleSession } from '../../store/findVisibleSession.js';
 import { route, routeOptions, typed } from '../contract.js';
 import { agentsOf, type ApiDeps } from '../deps.js';
 import { JournalFeed } from '../feed.js';
 import { answerForPrincipal } from '../inputs.js';
 import { JournalFollower } from '../journalFollower.js';
-import { viewerOf } from '../sessionAccess.js';
+import { findVisibleTurn, viewerOf } from '../sessionAccess.js';
 import { openEventStream } from '../sseResponse.js';
 import { admitForPrincipal } from '../turns.js';
 import { agentCardOf } from './card.js';
@@ -336,18 +335,11 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
     agent: string,
     taskId: string,
   ): Promise<{ identity: TaskIdentity; from: number }> {
-    const place = await findTurn(deps.db, principal.tenant, taskId);
-    const visible =
-      place &&
-      (await findVisibleSession(
-        deps.db,
-        principal.tenant,
-        place.session_id,
-        viewerOf(deps, principal),
-      ));
-    if (!place || !visible || visible.agent !== agent) {
+    const found = await findVisibleTurn(deps, principal, taskId);
+    if (!found || found.session.agent !== agent) {
       throw new ParleyError('turn_not_found', `no task "${taskId}"`);
     }
+    const { place } = found;
     return {
       identity: { taskId, contextId: place.session_id },
       from: place.admitted_sequence - 1,

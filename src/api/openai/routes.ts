@@ -6,7 +6,6 @@ import { ParleyError } from '../../errors.js';
 import { clientKeyPattern } from '../../ids.js';
 import { cancelTurn } from '../../store/cancelTurn.js';
 import { findInputRequest } from '../../store/findInputRequest.js';
-import { findTurn } from '../../store/findTurn.js';
 import { findVisibleSession } from '../../store/findVisibleSession.js';
 import { route, routeOptions, typed } from '../contract.js';
 import { agentsOf, type ApiDeps } from '../deps.js';
@@ -14,7 +13,7 @@ import { JournalFeed } from '../feed.js';
 import { JournalFollower } from '../journalFollower.js';
 import { AdapterStreams } from '../adapterStreams.js';
 import { text } from '../validate.js';
-import { viewerOf } from '../sessionAccess.js';
+import { findVisibleTurn, viewerOf } from '../sessionAccess.js';
 import { answerForPrincipal } from '../inputs.js';
 import { admitForPrincipal } from '../turns.js';
 import { chatMessage, chunksOf, completionOf, foldChat } from './chatCompletion.js';
@@ -395,18 +394,11 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
     responseId: string,
   ): Promise<{ identity: ResponseIdentity; from: number }> {
     const turnId = turnIdOf(responseId);
-    const place = turnId === null ? null : await findTurn(deps.db, principal.tenant, turnId);
-    const visible =
-      place &&
-      (await findVisibleSession(
-        deps.db,
-        principal.tenant,
-        place.session_id,
-        viewerOf(deps, principal),
-      ));
-    if (!place || !visible || turnId === null) {
+    const found = turnId === null ? null : await findVisibleTurn(deps, principal, turnId);
+    if (!found || turnId === null) {
       throw new ParleyError('turn_not_found', `no response "${responseId}"`);
     }
+    const { place, session: visible } = found;
     return {
       identity: {
         turnId,
