@@ -4,7 +4,8 @@
  * on a fresh embedded store (or PostgreSQL with PARLEY_BENCH_DATABASE_URL), the demo model
  * with no delay, and for each path the time from sending the message to reading its first
  * reply text — Parley's `POST /api/v1/chat/turns` then its event stream, the OpenAI
- * Responses stream, the Chat Completions stream, an AG-UI run, an MCP `tools/call` with a
+ * Responses stream, the Chat Completions stream, an AG-UI run, an A2A streaming send (its
+ * first artifact chunk), an MCP `tools/call` with a
  * progressToken (its first text in a progress notification; the MCP session is initialized
  * once). Rounds interleave the paths so that
  * the machine's drift touches them alike; the figures are medians and p90s of one run.
@@ -149,6 +150,27 @@ async function main(): Promise<void> {
         }),
       });
       await untilFrame(stream, (data) => data.includes('"TEXT_MESSAGE_CONTENT"'));
+      return performance.now() - started;
+    },
+    'a2a SendStreamingMessage': async () => {
+      const started = performance.now();
+      const stream = await fetch(`${base}/a2a/default`, {
+        method: 'POST',
+        headers: { ...headers, accept: 'text/event-stream' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'SendStreamingMessage',
+          params: {
+            message: {
+              messageId: randomUUID(),
+              role: 'ROLE_USER',
+              parts: [{ text: 'hello bench' }],
+            },
+          },
+        }),
+      });
+      await untilFrame(stream, (data) => data.includes('"artifactUpdate"') && data.includes('You'));
       return performance.now() - started;
     },
     'mcp tools/call': async () => {
