@@ -6,8 +6,9 @@ import { until } from './support/poll.js';
 import { request, startTestServer, type TestServer } from './support/server.js';
 
 // The soak's budget rule (scripts/soak/checker/budgets.ts) on a real journal: with the
-// soak's budgets, two `budget` turns each ask for an extension; one is approved (it
-// resumes and answers), one refused (it stops at once). The checker finds nothing; then
+// soak's budgets, three `budget` turns each ask for an extension; one is approved (it
+// resumes and answers), one refused (it stops at once), one left to its deadline (refused
+// by the timer: it stops too). The checker finds nothing; then
 // each answer is turned around in the database, or the request asked again, and the
 // checker must name it. Every change is undone afterwards.
 
@@ -23,7 +24,8 @@ async function events(sessionId: string): Promise<any[]> {
   return found.rows;
 }
 
-async function budgetTurn(turnId: string, approved: boolean, sessionId?: string) {
+/** `approved: null`: nobody answers, the request's deadline ends it. */
+async function budgetTurn(turnId: string, approved: boolean | null, sessionId?: string) {
   const message = budgetMessage();
   const body: Record<string, string> = { turn_id: turnId, message };
   if (sessionId) body.session_id = sessionId;
@@ -50,14 +52,16 @@ async function budgetTurn(turnId: string, approved: boolean, sessionId?: string)
     (projection) => projection.body.state === 'input_required',
     'the session waiting for a person',
   );
-  const answered = await request(
-    server.url,
-    'POST',
-    `/api/v1/chat/sessions/${session}/inputs/${asked.payload.request_id}`,
-    { expected_sequence: asked.sequence, approved },
-  );
-  expect(answered.status).toBe(200);
-  ledger.answers.push({ sessionId: session, requestId: asked.payload.request_id, approved });
+  if (approved !== null) {
+    const answered = await request(
+      server.url,
+      'POST',
+      `/api/v1/chat/sessions/${session}/inputs/${asked.payload.request_id}`,
+      { expected_sequence: asked.sequence, approved },
+    );
+    expect(answered.status).toBe(200);
+    ledger.answers.push({ sessionId: session, requestId: asked.payload.request_id, approved });
+  }
   await until(
     () => events(session),
     (rows) => rows.some((row) => row.type === 'done' && row.payload.turn_ids.includes(turnId)),
@@ -72,6 +76,7 @@ beforeAll(async () => {
   });
   turns.approved = await budgetTurn('budget_1', true);
   turns.refused = await budgetTurn('budget_2', false, turns.approved.sessionId);
+  turns.unanswered = await budgetTurn('budget_3', null, turns.approved.sessionId);
 }, 120_000);
 
 afterAll(async () => {
@@ -109,12 +114,18 @@ async function finalOf(turnId: string): Promise<string> {
 }
 
 describe('the budget rule on a clean journal', () => {
-  it('finds nothing: an approved extension resumed, a refused one stopped', async () => {
+  it('finds nothing: an approved extension resumed, a refused one stopped, so did one unanswered', async () => {
     const result = await checkDatabase(server.db, ledger);
     expect(result.findings.violations).toEqual([]);
     expect(result.budgetExtensions).toBe(2);
     expect(await finalOf('budget_1')).toContain('Tool clock returned');
     expect(await finalOf('budget_2')).toMatch(new RegExp(`^${stoppedPrefix}`));
+    expect(await finalOf('budget_3')).toMatch(new RegExp(`^${stoppedPrefix}`));
+    const timedOut = await server.db.query<{ state: string; approved: boolean }>(
+      'select state, approved from input_requests where request_id = $1',
+      [turns.unanswered?.requestId],
+    );
+    expect(timedOut.rows[0]).toEqual({ state: 'timeout', approved: false });
   });
 });
 
@@ -129,6 +140,22 @@ describe('the budget rule finds each broken promise', () => {
     await withApproved(turns.approved?.requestId as string, false, () =>
       expectFound('mismatch', 'refused extension stops'),
     );
+  });
+
+  it('an extension ended by its deadline whose turn ran on is a mismatch', async () => {
+    const requestId = turns.approved?.requestId as string;
+    const set = (state: string, approved: boolean) =>
+      server.db.query('update input_requests set state = $2, approved = $3 where request_id = $1', [
+        requestId,
+        state,
+        approved,
+      ]);
+    await set('timeout', false);
+    try {
+      await expectFound('mismatch', 'refused extension stops');
+    } finally {
+      await set('answered', true);
+    }
   });
 
   it('an approved extension asked again in the same turn did not resume once', async () => {

@@ -41,3 +41,11 @@ export class AdapterStreams {
     for (const controller of this.open) controller.abort();
   }
 }
+
+/**
+ * How long a cancel waits for its turn to end before answering it as it stands: 5 s, or
+ * less where `server.blocking_wait_ms` bounds every blocking wait lower.
+ */
+export function cancelWaitMs(blockingWaitMs: number): number {
+  return Math.min(5_000, blockingWaitMs);
+}

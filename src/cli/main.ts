@@ -1,16 +1,15 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '../config/load.js';
-import { createLogger } from '../log.js';
-import { migrate } from '../store/migrate.js';
-import { openStore, describeStore } from '../store/open.js';
 import { adminCommand } from './admin.js';
 import { chatCommand } from './chat/index.js';
 import { missionsCommand } from './missions.js';
 import { modelsCommand } from './models.js';
-import { describeStartup, startProcess } from './start.js';
 import { toolsCommand } from './tools.js';
 import { webhooksCommand } from './webhooks.js';
+
+// The commands that talk to a server through its API import only the client; the server
+// side (configuration, storage, the app, providers) is loaded by the commands that run it,
+// so `parley sessions list` answers without loading a server it does not start.
 
 const usage = `parley — a durable chat-agent runtime
 
@@ -81,6 +80,9 @@ async function main(argv: string[]): Promise<number> {
     case 'worker':
       return serve(command, values.config);
     case 'migrate': {
+      const { loadConfig } = await import('../config/load.js');
+      const { migrate } = await import('../store/migrate.js');
+      const { openStore, describeStore } = await import('../store/open.js');
       const config = loadConfig({ path: values.config });
       const db = await openStore(config, { migrate: false });
       try {
@@ -120,6 +122,9 @@ async function serve(
   role: 'serve' | 'api' | 'worker',
   configPath: string | undefined,
 ): Promise<number> {
+  const { loadConfig } = await import('../config/load.js');
+  const { createLogger } = await import('../log.js');
+  const { describeStartup, startProcess } = await import('./start.js');
   const config = loadConfig({ path: configPath });
   if (role !== 'serve' && !config.storage.url) {
     process.stderr.write(
@@ -161,8 +166,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    const message =
-      error instanceof ConfigError || error instanceof Error ? error.message : String(error);
+    const message = error instanceof Error ? error.message : String(error);
     process.stderr.write(`parley: ${message}\n`);
     // Exit now: a half-started process must not linger (timers, sockets, the data dir).
     process.exit(1);

@@ -18,8 +18,9 @@ export function namedBudget(text: string): { size: number; of: string } | null {
  *   later stop or request names a larger budget of the same kind, else the grant was lost.
  *   (One burst may need several grants: messages that arrived together are answered
  *   together, and their calls add up.)
- * - a refused one finishes its turn at once with `I stopped here`, and the turn never
- *   asks again (a refused turn that ran on used a budget nobody gave).
+ * - a refused one (or one nobody answered before its deadline: `timeout`, refused)
+ *   finishes its turn at once with `I stopped here`, and the turn never asks again (a
+ *   refused turn that ran on used a budget nobody gave).
  * A turn cancelled meanwhile, or still open, is judged by the other rules.
  */
 export function checkBudgets(journal: Journal, findings: Findings): number {
@@ -33,8 +34,9 @@ export function checkBudgets(journal: Journal, findings: Findings): number {
   }
   let answered = 0;
   for (const request of journal.snapshot.requests) {
-    if (request.kind !== 'budget_extension' || request.state !== 'answered') continue;
-    answered += 1;
+    if (request.kind !== 'budget_extension') continue;
+    if (request.state !== 'answered' && request.state !== 'timeout') continue;
+    if (request.state === 'answered') answered += 1;
     const terminal = journal.terminalOf(request.turn_id);
     if (!terminal || terminal.type !== 'done') continue;
     const asked = requestEvents.get(request.request_id);

@@ -6,6 +6,7 @@ import { ParleyError } from '../../errors.js';
 import { cancelTurn } from '../../store/cancelTurn.js';
 import { findInputRequest } from '../../store/findInputRequest.js';
 import { findVisibleSession } from '../../store/findVisibleSession.js';
+import { cancelWaitMs } from '../adapterStreams.js';
 import { route, routeOptions, typed } from '../contract.js';
 import { agentsOf, type ApiDeps } from '../deps.js';
 import { JournalFeed } from '../feed.js';
@@ -194,7 +195,13 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
         if (answer.result === 'too_late') {
           throw new ParleyError('task_not_cancelable', 'the task has already ended');
         }
-        const fold = await foldTask(identity, from, 'ended', request, 5_000);
+        const fold = await foldTask(
+          identity,
+          from,
+          'ended',
+          request,
+          cancelWaitMs(deps.config.server.blockingWaitMs),
+        );
         return result(Task.toJSON(fold.snapshot()));
       }
       case 'SubscribeToTask': {

@@ -11,7 +11,7 @@ import { route, routeOptions, typed } from '../contract.js';
 import { agentsOf, type ApiDeps } from '../deps.js';
 import { JournalFeed } from '../feed.js';
 import { JournalFollower } from '../journalFollower.js';
-import { AdapterStreams } from '../adapterStreams.js';
+import { AdapterStreams, cancelWaitMs } from '../adapterStreams.js';
 import { text } from '../validate.js';
 import { findVisibleTurn, viewerOf } from '../sessionAccess.js';
 import { answerForPrincipal } from '../inputs.js';
@@ -307,7 +307,7 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
       commandId: `cancel_${identity.turnId}`.slice(0, 128),
       actor: { user: request.principal.user, tenant: request.principal.tenant },
     });
-    return foldResponse(identity, from, 'ended', request, 5_000);
+    return foldResponse(identity, from, 'ended', request, cancelWaitMs(waitMs));
   });
 
   /**
