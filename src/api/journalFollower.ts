@@ -5,6 +5,16 @@ import type { FeedSubscriber, JournalFeed } from './feed.js';
 
 const pageSize = 500;
 
+/** What an adapter does with each event it follows (a fold's `apply`, say). */
+type Apply = (event: ParleyEvent) => void | Promise<void>;
+
+async function applyAll(events: ParleyEvent[], apply: Apply): Promise<void> {
+  for (const event of events) {
+    const applied = apply(event);
+    if (applied) await applied;
+  }
+}
+
 /**
  * Follows one session's journal from a cursor for an adapter that answers in another
  * protocol (docs/protocols.md): each call of `next()` returns the events after the cursor,
@@ -28,7 +38,7 @@ export class JournalFollower implements FeedSubscriber {
   }
 
   /** The next events after the cursor; empty when `signal` aborts or the session is gone. */
-  async next(signal: AbortSignal): Promise<ParleyEvent[]> {
+  private async next(signal: AbortSignal): Promise<ParleyEvent[]> {
     for (;;) {
       if (signal.aborted || this.gone) return [];
       const seen = this.known;
@@ -53,8 +63,31 @@ export class JournalFollower implements FeedSubscriber {
     }
   }
 
+  /**
+   * Waits for events after the cursor, then gives `apply` them and every other event the
+   * journal has by then (a step journals its events in one commit: when this returns, all
+   * of it was applied). False when it stopped without any: `signal` aborted or the
+   * session is gone.
+   */
+  async take(signal: AbortSignal, apply: Apply): Promise<boolean> {
+    const events = await this.next(signal);
+    if (events.length === 0) return false;
+    await applyAll(events, apply);
+    await this.drain(apply);
+    return true;
+  }
+
+  /** Gives `apply` every event after the cursor that is in the journal now, in order. */
+  async drain(apply: Apply): Promise<void> {
+    for (;;) {
+      const events = await this.readAvailable();
+      if (events.length === 0) return;
+      await applyAll(events, apply);
+    }
+  }
+
   /** The events after the cursor that are in the journal now (one page; empty: none). */
-  async readAvailable(): Promise<ParleyEvent[]> {
+  private async readAvailable(): Promise<ParleyEvent[]> {
     if (this.gone) return [];
     const events = await readEvents(this.db, this.sessionId, this.cursor, pageSize);
     if (events.length > 0) this.cursor = (events.at(-1) as ParleyEvent).sequence;

@@ -25,10 +25,10 @@ import { budgetContracts } from './budgets.js';
 import { webhookContracts } from './webhooks.js';
 import { adapterContracts } from './adapters.js';
 import { attachmentContracts } from './attachments.js';
-import { openaiContracts } from './openai/routes.js';
-import { aguiContracts } from './agui/routes.js';
+import { openaiContracts } from './openai/contracts.js';
+import { aguiContracts } from './agui/contracts.js';
 import { mcpContracts } from './mcp/routes.js';
-import { a2aContracts } from './a2a/routes.js';
+import { a2aContracts } from './a2a/contracts.js';
 
 export const openapiContracts = {
   document: route({

@@ -3,11 +3,12 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Principal } from '../../config/types.js';
 import { ParleyError } from '../../errors.js';
+import type { ParleyEvent } from '../../protocol/events.js';
 import { cancelTurn } from '../../store/cancelTurn.js';
 import { findInputRequest } from '../../store/findInputRequest.js';
 import { findVisibleSession } from '../../store/findVisibleSession.js';
 import { cancelWaitMs } from '../adapterStreams.js';
-import { route, routeOptions, typed } from '../contract.js';
+import { routeOptions, typed } from '../contract.js';
 import { agentsOf, type ApiDeps } from '../deps.js';
 import { JournalFeed } from '../feed.js';
 import { answerForPrincipal } from '../inputs.js';
@@ -33,51 +34,8 @@ import {
   turnIdOfMessage,
   type SendParams,
 } from './params.js';
+import { a2aBase, a2aContracts, cardPath } from './contracts.js';
 import { TaskFold, type TaskIdentity } from './taskFold.js';
-
-/** Where an agent's A2A endpoint is: `/a2a/{agent}`, its card under it. */
-export const a2aBase = '/a2a';
-const cardPath = '.well-known/agent-card.json';
-
-const errors = {
-  '400':
-    'invalid_request (A2A -32602), method_not_found (-32601), unsupported_operation (-32004), push_notification_not_supported (-32003), version_not_supported (-32009), malformed_json (-32700)',
-  '401': 'unauthorized',
-  '404': 'unknown_agent, turn_not_found (A2A -32001)',
-  '409': 'task_not_cancelable (A2A -32002), stale_input, turn_conflict, session_closed',
-};
-
-export const a2aContracts = {
-  card: route({
-    method: 'GET',
-    url: `${a2aBase}/:agent/${cardPath}`,
-    summary: "A2A: the agent's card (its JSON-RPC endpoint, capabilities, one skill)",
-    responses: { '200': z.record(z.string(), z.unknown()).meta({ id: 'A2aAgentCard' }) },
-    errors: { '401': 'unauthorized', '404': 'unknown_agent' },
-  }),
-  endpoint: route({
-    method: 'GET',
-    url: `${a2aBase}/:agent`,
-    summary: "A2A: redirects to the agent's card",
-    responses: { '302': { description: 'to /a2a/{agent}/.well-known/agent-card.json' } },
-    errors: { '401': 'unauthorized', '404': 'unknown_agent' },
-  }),
-  rpc: route({
-    method: 'POST',
-    url: `${a2aBase}/:agent`,
-    summary:
-      'A2A JSON-RPC (protocol 1.0): SendMessage, SendStreamingMessage, GetTask, CancelTask, SubscribeToTask',
-    description:
-      "A task is a Parley turn (its id), its contextId the session. Errors are JSON-RPC error responses with A2A codes, sent with Parley's HTTP status.",
-    body: rpcEnvelope,
-    handlerValidates: true,
-    responses: {
-      '200': z.record(z.string(), z.unknown()).meta({ id: 'A2aRpcResponse' }),
-      '201': { description: 'JSON-RPC responses as text/event-stream (the streaming methods)' },
-    },
-    errors,
-  }),
-};
 
 /** Methods of A2A 1.0 that Parley does not offer, and what it answers them. */
 const unsupported: Record<string, 'unsupported_operation' | 'push_notification_not_supported'> = {
@@ -381,15 +339,11 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
     request?.raw.on('close', () => controller.abort());
     open.add(controller);
     const follower = new JournalFollower(deps.db, feed, identity.contextId, from);
+    const apply = (event: ParleyEvent) => fold.apply(event);
+    const done = () => until === 'now' || (until === 'settled' ? fold.settled : fold.ended);
     try {
-      await catchUp(follower, fold);
-      for (;;) {
-        if (until === 'now' || (until === 'settled' ? fold.settled : fold.ended)) break;
-        const events = await follower.next(signal);
-        if (events.length === 0) break;
-        for (const event of events) fold.apply(event);
-        await catchUp(follower, fold);
-      }
+      await follower.drain(apply);
+      while (!done()) if (!(await follower.take(signal, apply))) break;
     } finally {
       follower.close();
       open.delete(controller);
@@ -425,16 +379,12 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
     try {
       // The task before its first update (fromStart), else as it stands once caught up.
       let first: Task | null = null;
-      for (;;) {
-        const events = await follower.readAvailable();
-        if (events.length === 0) break;
-        for (const event of events) {
-          const before = fold.updates.length;
-          const snapshot: Task | null = how.fromStart && first === null ? fold.snapshot() : null;
-          fold.apply(event);
-          if (snapshot && fold.updates.length > before) first = snapshot;
-        }
-      }
+      await follower.drain((event) => {
+        const before = fold.updates.length;
+        const snapshot: Task | null = how.fromStart && first === null ? fold.snapshot() : null;
+        fold.apply(event);
+        if (snapshot && fold.updates.length > before) first = snapshot;
+      });
       let sent = first === null ? fold.updates.length : 0;
       response = openEventStream(reply);
       const stream = response;
@@ -447,10 +397,7 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
       for (const update of fold.updates.slice(sent)) stream.write(frame(update));
       sent = fold.updates.length;
       while (!done() && !controller.signal.aborted) {
-        const events = await follower.next(controller.signal);
-        if (events.length === 0) break;
-        for (const event of events) fold.apply(event);
-        await catchUp(follower, fold);
+        if (!(await follower.take(controller.signal, (event) => fold.apply(event)))) break;
         for (const update of fold.updates.slice(sent)) stream.write(frame(update));
         sent = fold.updates.length;
       }
@@ -460,15 +407,6 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
       open.delete(controller);
       if (response && !response.writableEnded) response.end();
     }
-  }
-}
-
-/** Applies every event the journal has now. */
-async function catchUp(follower: JournalFollower, fold: TaskFold): Promise<void> {
-  for (;;) {
-    const events = await follower.readAvailable();
-    if (events.length === 0) return;
-    for (const event of events) fold.apply(event);
   }
 }
 

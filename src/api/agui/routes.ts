@@ -3,117 +3,22 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Principal } from '../../config/types.js';
 import { ParleyError } from '../../errors.js';
-import { clientKeyPattern } from '../../ids.js';
 import { createThreadSession, findThreadSession } from '../../store/agUiThreads.js';
 import { findInputRequest } from '../../store/findInputRequest.js';
 import { findVisibleSession } from '../../store/findVisibleSession.js';
 import { lastRunStart } from '../../store/lastRunStart.js';
-import { route, routeOptions, typed } from '../contract.js';
+import { routeOptions, typed } from '../contract.js';
 import { agentsOf, type ApiDeps } from '../deps.js';
 import { JournalFeed } from '../feed.js';
 import { answerForPrincipal } from '../inputs.js';
 import { JournalFollower } from '../journalFollower.js';
 import { viewerOf } from '../sessionAccess.js';
 import { AdapterStreams } from '../adapterStreams.js';
-import { isStorableText, storableJson, text } from '../validate.js';
+import { isStorableText } from '../validate.js';
 import { StreamSlots } from '../streamSlots.js';
 import { admitForPrincipal, checkMessage } from '../turns.js';
+import { aguiContracts, type resumeEntry, type runInput } from './contracts.js';
 import { AgUiFold, type AgUiFrame } from './fold.js';
-
-/** Where AG-UI clients point an `HttpAgent` (`url: "<parley>/ag-ui/<agent>"`). */
-export const aguiBase = '/ag-ui';
-
-const textContent = z.union([
-  text(),
-  z
-    .array(z.object({ type: text(), text: text().optional() }).loose())
-    .max(100)
-    .meta({ description: 'content parts: the text parts are taken' }),
-]);
-
-const message = z
-  .object({
-    id: text().max(200).optional(),
-    role: text().min(1).max(20),
-    content: textContent.nullable().optional(),
-  })
-  .loose();
-
-const resumeEntry = z
-  .object({
-    interruptId: text().min(1).max(128),
-    status: z.enum(['resolved', 'cancelled']),
-    payload: z.unknown().refine(storableJson, 'must not contain NUL characters').optional(),
-  })
-  .loose();
-
-const runInput = z
-  .object({
-    threadId: text().min(1).max(200).meta({
-      description:
-        "a Parley session id, or the client's own thread id (its first run creates the thread's session)",
-    }),
-    runId: z.string().regex(clientKeyPattern).meta({
-      description:
-        "the turn's id (1-128 of A-Z a-z 0-9 _ -): a retry with the same id is the same run",
-    }),
-    messages: z.array(message).max(10_000).meta({
-      description:
-        "the conversation as the client holds it: its last message, the user's, is the turn's (the rest lives in the session)",
-    }),
-    resume: z.array(resumeEntry).max(64).optional().meta({
-      description:
-        'answers to the interrupts the previous run ended with: the waiting turn goes on in this run',
-    }),
-    state: z
-      .unknown()
-      .optional()
-      .meta({ description: "not taken: a session's state is the server's" }),
-    tools: z.array(z.unknown()).optional().meta({ description: 'not taken: tools run in Parley' }),
-    context: z.array(z.unknown()).optional(),
-    forwardedProps: z.unknown().optional(),
-  })
-  .loose();
-
-const sse = { description: 'AG-UI events, as text/event-stream' };
-
-export const aguiContracts = {
-  run: route({
-    method: 'POST',
-    url: `${aguiBase}/:agent`,
-    summary: 'AG-UI: run the agent (RunAgentInput in, AG-UI events out as SSE)',
-    description:
-      "Admits the last user message as a turn (runId = the turn id) of the thread's session, or, with `resume`, answers the interrupts the turn waits for; then streams the run: RUN_STARTED, TEXT_MESSAGE_*, TOOL_CALL_*, STATE_SNAPSHOT, and RUN_FINISHED (outcome success, cancelled or interrupt) or RUN_ERROR.",
-    body: runInput,
-    responses: { '201': sse },
-    errors: {
-      '400': 'invalid_request, empty_message, message_too_long',
-      '401': 'unauthorized',
-      '403': 'forbidden (may not answer an interrupt)',
-      '404': 'unknown_agent, session_not_found, input_not_found',
-      '409': 'agent_mismatch, turn_conflict, session_closed, stale_input',
-    },
-  }),
-  thread: route({
-    method: 'GET',
-    url: `${aguiBase}/:agent/threads/:threadId/events`,
-    summary: "AG-UI: a thread's runs as AG-UI events, replayed after a cursor, then live",
-    description:
-      "Every run of the thread's session (the server's own too: missions, schedules, platform turns) as AG-UI events; the stream does not end at RUN_FINISHED. Each write's last event carries an SSE id; a reconnect with Last-Event-ID (or ?after=) continues exactly, re-opening a run that was open.",
-    parameters: [
-      { name: 'Last-Event-ID', in: 'header', schema: { type: 'string' } },
-      { name: 'after', in: 'query', schema: { type: 'integer', minimum: 0 } },
-    ],
-    responses: { '200': sse },
-    errors: {
-      '400': 'invalid_cursor',
-      '401': 'unauthorized',
-      '404': 'unknown_agent, session_not_found',
-      '409': 'agent_mismatch',
-      '429': 'too_many_streams',
-    },
-  }),
-};
 
 type RunInput = z.output<typeof runInput>;
 
@@ -315,12 +220,9 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
       from = start - 1;
       const follower = new JournalFollower(deps.db, feed, sessionId, from);
       try {
-        for (;;) {
-          const events = await follower.readAvailable();
-          for (const event of events) if (event.sequence <= after) fold.apply(event);
-          const last = events.at(-1);
-          if (!last || last.sequence >= after) break;
-        }
+        await follower.drain((event) => {
+          if (event.sequence <= after) fold.apply(event);
+        });
       } finally {
         follower.close();
       }
@@ -355,16 +257,10 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
           send(response, fold.take(), first);
           first = false;
           if (fold.over || signal.aborted) break;
-          const events = await follower.next(signal);
-          if (events.length === 0) break;
-          for (const event of events) fold.apply(event);
-          // A step's requests are journaled in one commit: once nothing more is there, the
-          // run's interrupts are all known.
-          while (fold.holding) {
-            const more = await follower.readAvailable();
-            if (more.length === 0) fold.settle();
-            for (const event of more) fold.apply(event);
-          }
+          if (!(await follower.take(signal, (event) => fold.apply(event)))) break;
+          // A step's requests are journaled in one commit, and nothing more is there now:
+          // the run's interrupts are all known.
+          fold.settle();
         }
       } finally {
         follower.close();

@@ -117,14 +117,13 @@ export async function callTurn(io: CallIo, call: TurnCall): Promise<CallOutcome>
       const round = new AbortController();
       void asking?.outcome?.finally(() => round.abort());
       const linked = linkedSignal(stop, round.signal);
-      const events = await follower.next(linked.signal).finally(linked.dispose);
       // Everything already journaled first: a request answered since is not asked again.
-      for (let more = events; more.length > 0; more = await follower.readAvailable()) {
-        for (const event of more) {
+      await follower
+        .take(linked.signal, async (event) => {
           const step = fold.apply(event);
           if (step && io.progress) await io.progress(step);
-        }
-      }
+        })
+        .finally(linked.dispose);
       if (fold.isEnded) return outcome();
       if (asking) {
         if (!fold.waiting.has(asking.requestId)) {
