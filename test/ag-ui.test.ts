@@ -394,6 +394,36 @@ describe('AG-UI with the official HttpAgent', () => {
     expect(await count('turns where turn_id = $1', [body.runId])).toBe(1);
   });
 
+  it("two first runs of a new thread at once: one session, the thread's one row, both turns in it", async () => {
+    const threadId = randomUUID();
+    const runOnce = (runId: string, text: string) =>
+      fetch(`${server.url}/ag-ui/default`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${keys.alice}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          threadId,
+          runId,
+          messages: [{ id: runId, role: 'user', content: text }],
+        }),
+      }).then((response) => response.text());
+    const stamp = Date.now();
+    const [one, two] = await Promise.all([
+      runOnce(`race_a_${stamp}`, 'first racer'),
+      runOnce(`race_b_${stamp}`, 'second racer'),
+    ]);
+    expect(one).toContain('RUN_FINISHED');
+    expect(two).toContain('RUN_FINISHED');
+    expect(await count('ag_ui_threads where thread_id = $1', [threadId])).toBe(1);
+    const sessionId = await sessionOf(threadId);
+    expect(
+      await count('turns where session_id = $1 and turn_id in ($2, $3)', [
+        sessionId,
+        `race_a_${stamp}`,
+        `race_b_${stamp}`,
+      ]),
+    ).toBe(2);
+  });
+
   it("keeps tenants and owners apart: another's thread is missing, and nothing is written", async () => {
     const agent = agentFor('default', keys.alice);
     say(agent, 'private');

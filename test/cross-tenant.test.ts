@@ -312,6 +312,9 @@ const byRoute: Record<string, Probe> = {
   'GET /openai/v1/responses/{response_id}': {
     path: (ids) => `/openai/v1/responses/resp_${ids.turn}`,
   },
+  'DELETE /openai/v1/responses/{response_id}': {
+    path: (ids) => `/openai/v1/responses/resp_${ids.turn}`,
+  },
   'POST /openai/v1/responses/{response_id}/cancel': {
     path: (ids) => `/openai/v1/responses/resp_${ids.turn}/cancel`,
     body: () => ({}),

@@ -601,6 +601,9 @@ function generator(random: () => number) {
       get(
         `/openai/v1/responses/${pick([`resp_${turnId}`, segment()])}?${query({ starting_after: queryValue() })}`,
       ),
+    // Never the base turn's response: its deletion would cancel the turn the others use.
+    'DELETE /openai/v1/responses/{response_id}': () =>
+      bare('DELETE', `/openai/v1/responses/${pick([`resp_${segment()}`, segment()])}`),
     'POST /openai/v1/responses/{response_id}/cancel': () =>
       json('POST', `/openai/v1/responses/${pick([`resp_${turnId}`, segment()])}/cancel`, {}),
     'POST /openai/v1/chat/completions': () =>

@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkJournalInvariants } from './support/invariants.js';
+import { until } from './support/poll.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
 // The OpenAI-compatible API (docs/protocols.md), driven by the official `openai` client
@@ -149,6 +150,126 @@ describe('the OpenAI-compatible API with the official client', () => {
       [turnId],
     );
     expect(events.rowCount).toBe(1);
+  });
+
+  it("appends a request's instructions to the agent's for its turn only; metadata stays with the response", async () => {
+    const first = await alice.responses.create({
+      model: 'helper',
+      input: 'hi',
+      instructions: '/sign brief',
+      metadata: { ticket: 'T-1' },
+    });
+    expect(first.output_text).toBe('You said: hi\n(signed: brief)');
+    expect(first.instructions).toBe('/sign brief');
+    expect(first.metadata).toEqual({ ticket: 'T-1' });
+    const retrieved = await alice.responses.retrieve(first.id);
+    expect(retrieved.instructions).toBe('/sign brief');
+    expect(retrieved.metadata).toEqual({ ticket: 'T-1' });
+    // The next response of the conversation has only the agent's instructions.
+    const next = await alice.responses.create({
+      model: 'helper',
+      input: 'and now',
+      previous_response_id: first.id,
+    });
+    expect(next.output_text).toBe('You said: and now');
+    expect(next.instructions).toBeNull();
+    // Instructions are part of what a retry must repeat.
+    const key = 'oai_instructed_1';
+    const once = await alice.responses.create(
+      { model: 'helper', input: 'keyed', instructions: '/sign one' },
+      { headers: { 'Idempotency-Key': key } },
+    );
+    expect(once.output_text).toBe('You said: keyed\n(signed: one)');
+    const other = await alice.responses
+      .create(
+        { model: 'helper', input: 'keyed', instructions: '/sign two' },
+        { headers: { 'Idempotency-Key': key } },
+      )
+      .then(
+        () => null,
+        (caught: unknown) => caught as InstanceType<typeof OpenAI.APIError>,
+      );
+    expect(other?.status).toBe(409);
+    expect(other?.code).toBe('turn_conflict');
+    // More than 16 metadata pairs is refused, nothing admitted.
+    const many = Object.fromEntries(Array.from({ length: 17 }, (_, index) => [`k${index}`, 'v']));
+    const refused = await alice.responses
+      .create({ model: 'helper', input: 'too much', metadata: many })
+      .then(
+        () => null,
+        (caught: unknown) => caught as InstanceType<typeof OpenAI.APIError>,
+      );
+    expect(refused?.status).toBe(400);
+  });
+
+  it('deletes a response: its id is gone, its turn stays in the conversation, a running one is cancelled', async () => {
+    const done = await alice.responses.create({ model: 'helper', input: 'keep my words' });
+    const conversation = (done as unknown as { conversation: { id: string } }).conversation.id;
+    const deleted = await alice.responses.delete(done.id);
+    expect(deleted as unknown).toEqual({ id: done.id, object: 'response', deleted: true });
+    const missing = (call: Promise<unknown>) =>
+      call.then(
+        () => null,
+        (caught: unknown) => (caught as InstanceType<typeof OpenAI.APIError>).status,
+      );
+    expect(await missing(alice.responses.retrieve(done.id))).toBe(404);
+    expect(await missing(alice.responses.delete(done.id))).toBe(404);
+    expect(
+      await missing(
+        alice.responses.create({ model: 'helper', input: 'on', previous_response_id: done.id }),
+      ),
+    ).toBe(404);
+    // The conversation goes on, the deleted response's turn in its history.
+    const later = await alice.responses.create({
+      model: 'helper',
+      input: 'still here',
+      conversation,
+    });
+    expect(later.output_text).toBe('You said: still here');
+    const messages = await server.db.query<{ content: string }>(
+      "select content from messages where session_id = $1 and role = 'user' order by sequence",
+      [conversation],
+    );
+    expect(messages.rows.map((row) => row.content)).toEqual(['keep my words', 'still here']);
+    // Another tenant cannot delete it (it is as missing as a missing one).
+    const running = await alice.responses.create({
+      model: 'default',
+      input: '/stall forever',
+      background: true,
+    });
+    expect(await missing(globex.responses.delete(running.id))).toBe(404);
+    await alice.responses.delete(running.id);
+    const turnId = running.id.slice('resp_'.length);
+    await until(
+      () =>
+        server.db.query<{ state: string }>('select state from turns where turn_id = $1', [turnId]),
+      (found) => found.rows[0]?.state === 'cancelled',
+      'the deleted running response cancelled',
+    );
+  });
+
+  it('ends a stream whose session is deleted while it waits for the turn', async () => {
+    const stream = await alice.responses.create({
+      model: 'default',
+      input: '/stall forever',
+      stream: true,
+    });
+    const seen: string[] = [];
+    for await (const event of stream) {
+      seen.push(event.type);
+      if (event.type !== 'response.created') continue;
+      const sessionId = (event.response as unknown as { conversation: { id: string } }).conversation
+        .id;
+      const deleted = await fetch(`${server.url}/api/v1/chat/sessions/${sessionId}`, {
+        method: 'DELETE',
+        headers: { authorization: 'Bearer alice-key' },
+      });
+      expect(deleted.status).toBe(204);
+    }
+    // The stream ended with the session (it neither hangs nor spins on a journal that is
+    // gone); the turn never got to answer.
+    expect(seen[0]).toBe('response.created');
+    expect(seen).not.toContain('response.completed');
   });
 
   it('a blocking request whose turn outlives server.blocking_wait_ms answers it as it stands', async () => {

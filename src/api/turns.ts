@@ -57,6 +57,8 @@ export interface TurnRequest {
   option?: { request_id: string; value: string } | null;
   attachments?: string[];
   agentRevision?: number | null;
+  instructions?: string | null;
+  metadata?: Record<string, string> | null;
 }
 
 /** A message a turn may carry: not empty (unless it presses an option), not too long. */
@@ -107,6 +109,16 @@ async function admitChecked(
 ): Promise<Admission> {
   const started = process.hrtime.bigint();
   checkMessage(deps, turn.message, Boolean(turn.option));
+  if (
+    turn.instructions &&
+    Buffer.byteLength(turn.instructions) > deps.config.server.maxMessageBytes
+  ) {
+    throw new ParleyError(
+      'message_too_long',
+      `instructions: longer than ${deps.config.server.maxMessageBytes} bytes`,
+      { limit_bytes: deps.config.server.maxMessageBytes, field: 'instructions' },
+    );
+  }
   const tenant = principal.tenant;
   const directory = agentsOf(deps);
   if (turn.agent !== null && !directory.get(tenant, turn.agent)) {
@@ -135,6 +147,8 @@ async function admitChecked(
     ),
     pendingInput: new Map(agents.map((agent) => [agent.name, agent.pendingInput])),
     agentRevision: turn.agentRevision ?? null,
+    instructions: turn.instructions ?? null,
+    metadata: turn.metadata ?? null,
   });
   turnsAdmitted.inc();
   admissionSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);

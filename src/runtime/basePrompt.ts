@@ -35,7 +35,7 @@ export function historyBytesFor(info: ModelInfo): number {
 
 /**
  * The model's view before any step of the burst (prompt.ts): the agent's
- * instructions (and the skills it may load), as much history as fits the window — whole
+ * instructions (then the burst's turns' own, and the skills it may load), as much history as fits the window — whole
  * turns, oldest dropped first —, then the burst's turns folded into one labelled user
  * message. Images go along only when the model can see them and the agent's `vision`
  * allows it; otherwise each is a short note. `tighter` halves the history (the retry after
@@ -81,10 +81,12 @@ export async function basePrompt(
   const skills =
     deps.skills && agent.skills.length > 0 ? skillsPrompt(deps.skills, agent.skills) : '';
   const snapshot = await stateSnapshot(deps, lease, agent);
+  // A turn's own instructions (a client's, with its message) follow the agent's, each once.
+  const own = [...new Set(turns.map((turn) => turn.instructions ?? '').filter((text) => text))];
   return buildModelPrompt({
-    instructions: [agent.instructions, ...[skills, snapshot].filter((part) => part !== '')].join(
-      '\n\n',
-    ),
+    instructions: [agent.instructions, ...own, skills, snapshot]
+      .filter((part) => part !== '')
+      .join('\n\n'),
     history: historyTurns,
     burst: {
       text: foldInputs(turns.map((turn) => ({ author: turn.author, content: turnText(turn) }))),

@@ -5,7 +5,7 @@ import { newMessageId, newSessionId } from '../ids.js';
 import { newEvent, type NewEvent } from '../protocol/events.js';
 import { isUniqueViolation, type Db, type Queryable, type Statement } from './db.js';
 import { createSession } from './createSession.js';
-import { currentDefinitionRevision } from './currentDefinitionRevision.js';
+import { checkAgentRevision, checkAttachments, lockOption } from './admissionChecks.js';
 import { journalEvents } from './appendEvents.js';
 import { liveEvents } from './eventRows.js';
 import { expirePendingRequests } from './expireRequests.js';
@@ -41,6 +41,10 @@ export interface AdmitTurnInput {
    * current one, is part of the fingerprint, and the turn runs with it.
    */
   agentRevision?: number | null;
+  /** Instructions for this turn, appended to the agent's (part of the fingerprint). */
+  instructions?: string | null;
+  /** The client's own string pairs, kept with the turn (part of the fingerprint). */
+  metadata?: Record<string, string> | null;
   /**
    * Runs first in the admission's transaction, before the session is locked; throwing
    * admits nothing. A writer that may admit only while it holds a lease checks it here, so
@@ -75,6 +79,10 @@ export async function admitTurn(db: Db, input: AdmitTurnInput): Promise<Admissio
   const covered: unknown[] = [input.message, input.option];
   if (input.attachments.length > 0) covered.push(input.attachments);
   if (agentRevision !== null) covered.push({ agent_revision: agentRevision });
+  const instructions = input.instructions ?? null;
+  const metadata = input.metadata ?? null;
+  if (instructions !== null) covered.push({ instructions });
+  if (metadata !== null) covered.push({ metadata });
   const fingerprint = createHash('sha256').update(JSON.stringify(covered)).digest('hex');
   for (let attempt = 0; ; attempt++) {
     try {
@@ -83,7 +91,9 @@ export async function admitTurn(db: Db, input: AdmitTurnInput): Promise<Admissio
         input.guard === undefined &&
         input.option === null &&
         input.attachments.length === 0 &&
-        agentRevision === null
+        agentRevision === null &&
+        instructions === null &&
+        metadata === null
       ) {
         const fast = await admitToSession(db, input, input.sessionId, fingerprint);
         if (fast) return fast;
@@ -308,8 +318,8 @@ async function admitOnce(
   const messageId = newMessageId();
   await tx.query(
     `insert into turns (tenant, turn_id, session_id, position, state, fingerprint, admitted_sequence,
-                        message_id, option, attachments, agent_revision)
-     values ($1, $2, $3, $4, $5, decode($6, 'hex'), $7, $8, $9, $10, $11)`,
+                        message_id, option, attachments, agent_revision, instructions, metadata)
+     values ($1, $2, $3, $4, $5, decode($6, 'hex'), $7, $8, $9, $10, $11, $12, $13)`,
     [
       input.tenant,
       input.turnId,
@@ -322,6 +332,8 @@ async function admitOnce(
       input.option === null ? null : JSON.stringify(input.option),
       input.attachments.length === 0 ? null : JSON.stringify(input.attachments),
       input.agentRevision ?? null,
+      input.instructions ?? null,
+      input.metadata ? JSON.stringify(input.metadata) : null,
     ],
   );
   await tx.query(
@@ -349,75 +361,6 @@ async function admitOnce(
     sequence,
     state: triggers ? 'accepted' : 'stored',
   };
-}
-
-/**
- * Applies a pressed option: the offer must exist in this session, the value must be one
- * of its choices, and the offer must not be locked yet. The first press locks it.
- */
-async function lockOption(tx: Queryable, input: AdmitTurnInput, sessionId: string): Promise<void> {
-  const option = input.option as { request_id: string; value: string };
-  const offer = (
-    await tx.query<{ choices: string[]; locked: boolean }>(
-      `select choices, locked_at is not null as locked from option_offers
-        where tenant = $1 and session_id = $2 and request_id = $3 for update`,
-      [input.tenant, sessionId, option.request_id],
-    )
-  ).rows[0];
-  if (!offer) throw new ParleyError('option_not_found', 'no such option request in this session');
-  if (offer.locked)
-    throw new ParleyError('option_locked', 'an option was already chosen for this request');
-  if (!offer.choices.includes(option.value)) {
-    throw new ParleyError('invalid_option', 'option.value: not one of the offered choices', {
-      choices: offer.choices,
-    });
-  }
-  await tx.query(
-    `update option_offers set chosen_value = $2, chosen_turn_id = $3, locked_at = now()
-      where request_id = $1`,
-    [option.request_id, option.value, input.turnId],
-  );
-}
-
-/**
- * A named `agent_revision` must be the revision of the session's agent the tenant sees
- * now: a client that read the definition gets a turn of exactly that definition, or a 409
- * that names the current revision (an edit landed since it looked).
- */
-async function checkAgentRevision(
-  tx: Queryable,
-  input: AdmitTurnInput,
-  agent: string,
-): Promise<void> {
-  const current = await currentDefinitionRevision(tx, {
-    kind: 'agent',
-    tenant: input.tenant,
-    name: agent,
-  });
-  if (current !== input.agentRevision) {
-    throw new ParleyError(
-      'agent_revision_mismatch',
-      `agent_revision: the agent "${agent}" is at revision ${current ?? 'none'}`,
-      { agent, agent_revision: current },
-    );
-  }
-}
-
-/** Every attachment a turn names must be an image of this very session (else 404). */
-async function checkAttachments(
-  tx: Queryable,
-  input: AdmitTurnInput,
-  sessionId: string,
-): Promise<void> {
-  const wanted = [...new Set(input.attachments)];
-  const found = await tx.query(
-    `select 1 from attachments
-      where tenant = $1 and session_id = $2 and attachment_id = any($3::text[])`,
-    [input.tenant, sessionId, wanted],
-  );
-  if (found.rowCount !== wanted.length) {
-    throw new ParleyError('attachment_not_found', 'no such attachment in this session');
-  }
 }
 
 interface TurnRow {

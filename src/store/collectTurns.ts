@@ -18,6 +18,8 @@ export interface QueuedTurn {
   attachments: string[] | null;
   /** The agent revision the turn runs with: recorded when it first started (or admitted). */
   agent_revision?: number | null;
+  /** The turn's own instructions (appended to the agent's), or null. */
+  instructions?: string | null;
 }
 
 /**
@@ -27,7 +29,7 @@ export interface QueuedTurn {
 export function queuedTurnsSql(session: string, limit: string): string {
   return `select coalesce(json_agg(q order by q.position), '[]'::json) from (
             select t.turn_id, t.position, t.admitted_sequence, t.message_id, m.author, m.content,
-                   t.option, t.attachments, t.agent_revision
+                   t.option, t.attachments, t.agent_revision, t.instructions
               from turns t join messages m on m.message_id = t.message_id
              where t.session_id = ${session}.session_id and t.position > ${session}.input_cursor
                and t.state in ('queued', 'running')

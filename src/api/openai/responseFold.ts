@@ -1,4 +1,5 @@
 import type { ParleyEvent } from '../../protocol/events.js';
+import { isStorableText } from '../validate.js';
 
 /**
  * A Parley turn seen as an OpenAI Responses API response (docs/protocols.md): a pure fold
@@ -52,7 +53,7 @@ export type ResponseObject = {
   usage: ResponseUsage | null;
   error: { code: string; message: string } | null;
   incomplete_details: null;
-  instructions: null;
+  instructions: string | null;
   metadata: Record<string, string>;
   parallel_tool_calls: boolean;
   tool_choice: 'auto';
@@ -74,6 +75,8 @@ export interface ResponseIdentity {
   model: string;
   createdAt: number;
   background: boolean;
+  /** The turn's own instructions, as the request gave them. */
+  instructions: string | null;
   metadata: Record<string, string>;
   previousResponseId: string | null;
 }
@@ -82,7 +85,9 @@ export const responseIdOf = (turnId: string) => `resp_${turnId}`;
 
 /** The turn id a response id names, or null for an id Parley never gave. */
 export function turnIdOf(responseId: string): string | null {
-  return responseId.startsWith('resp_') && responseId.length > 5 ? responseId.slice(5) : null;
+  const turnId = responseId.startsWith('resp_') ? responseId.slice(5) : '';
+  // Text no turn id can be (a NUL, say) names no turn; the database is not asked.
+  return turnId !== '' && turnId.length <= 200 && isStorableText(turnId) ? turnId : null;
 }
 
 /** Builds the response and its stream events as the journal events arrive. */
@@ -186,7 +191,7 @@ export class ResponseFold {
       usage: this.usage ? { ...this.usage } : null,
       error: this.error,
       incomplete_details: null,
-      instructions: null,
+      instructions: identity.instructions,
       metadata: identity.metadata,
       parallel_tool_calls: true,
       tool_choice: 'auto',

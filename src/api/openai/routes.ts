@@ -3,178 +3,31 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Principal } from '../../config/types.js';
 import { ParleyError } from '../../errors.js';
+import type { ParleyEvent } from '../../protocol/events.js';
 import { clientKeyPattern } from '../../ids.js';
 import { cancelTurn } from '../../store/cancelTurn.js';
 import { findInputRequest } from '../../store/findInputRequest.js';
+import { deleteResponse } from '../../store/deleteResponse.js';
 import { findVisibleSession } from '../../store/findVisibleSession.js';
-import { route, routeOptions, typed } from '../contract.js';
+import { routeOptions, typed } from '../contract.js';
 import { agentsOf, type ApiDeps } from '../deps.js';
 import { JournalFeed } from '../feed.js';
 import { JournalFollower } from '../journalFollower.js';
 import { AdapterStreams, cancelWaitMs } from '../adapterStreams.js';
-import { text } from '../validate.js';
 import { findVisibleTurn, viewerOf } from '../sessionAccess.js';
 import { answerForPrincipal } from '../inputs.js';
 import { admitForPrincipal } from '../turns.js';
-import { chatMessage, chunksOf, completionOf, foldChat } from './chatCompletion.js';
+import { chunksOf, completionOf, foldChat } from './chatCompletion.js';
+import { approvalResponse, openaiContracts, type responseBody } from './contracts.js';
 import { installOpenaiErrors, openaiErrorBody } from './errors.js';
 import {
   ResponseFold,
+  responseIdOf,
   turnIdOf,
   type ResponseIdentity,
   type ResponseObject,
   type StreamEvent,
 } from './responseFold.js';
-
-/** The base URL an OpenAI client is pointed at (`baseURL: "<parley>/openai/v1"`). */
-export const openaiBase = '/openai/v1';
-
-const textPart = z
-  .object({ type: z.enum(['input_text', 'text']), text: text() })
-  .loose()
-  .meta({ description: 'text content (images are not taken here yet)' });
-
-const inputItem = z
-  .object({
-    type: z.literal('message').optional(),
-    role: z.literal('user').meta({
-      description:
-        'user messages only: the history lives in the session (previous_response_id, conversation)',
-    }),
-    content: z.union([text(), z.array(textPart).min(1)]),
-  })
-  .loose();
-
-const approvalResponse = z
-  .object({
-    type: z.literal('mcp_approval_response'),
-    approval_request_id: text().min(1).max(128),
-    approve: z.boolean(),
-    reason: text().max(2000).nullable().optional(),
-  })
-  .loose()
-  .meta({
-    description:
-      "a person's answer to an `mcp_approval_request` of the previous response (its turn resumes)",
-  });
-
-const responseBody = z
-  .object({
-    model: text().min(1).max(200).meta({
-      description: 'an agent of the principal: its name, or `parley/NAME`',
-    }),
-    input: z.union([text(), z.array(z.union([approvalResponse, inputItem])).min(1)]),
-    stream: z.boolean().nullable().optional(),
-    background: z.boolean().nullable().optional(),
-    previous_response_id: text().min(1).max(200).nullable().optional(),
-    conversation: z
-      .union([text().min(1).max(128), z.object({ id: text().min(1).max(128) }).loose()])
-      .nullable()
-      .optional()
-      .meta({ description: 'a Parley session id' }),
-    instructions: z.null().optional().meta({
-      description: "not taken yet: the agent's own instructions apply",
-    }),
-    metadata: z.record(text().max(64), text().max(512)).nullable().optional(),
-  })
-  .loose();
-
-const responseView = z.record(z.string(), z.unknown()).meta({ id: 'OpenaiResponse' });
-const idempotencyKey = {
-  name: 'Idempotency-Key',
-  in: 'header',
-  required: false,
-  description:
-    "the turn's id (1-128 of A-Z a-z 0-9 _ -): a retry with the same key is the same response",
-  schema: { type: 'string' },
-};
-
-const errors = {
-  '400': 'invalid_request, empty_message, message_too_long (OpenAI error shape)',
-  '401': 'unauthorized',
-  '404': 'unknown_agent, session_not_found or turn_not_found',
-  '409': 'turn_conflict, session_closed',
-};
-
-export const openaiContracts = {
-  models: route({
-    method: 'GET',
-    url: `${openaiBase}/models`,
-    summary: "OpenAI-compatible: the principal's agents as models",
-    responses: {
-      '200': z.object({
-        object: z.literal('list'),
-        data: z.array(
-          z.object({
-            id: z.string(),
-            object: z.literal('model'),
-            created: z.number(),
-            owned_by: z.string(),
-          }),
-        ),
-      }),
-    },
-    errors: { '401': 'unauthorized' },
-  }),
-  create: route({
-    method: 'POST',
-    url: `${openaiBase}/responses`,
-    summary: 'OpenAI-compatible Responses: admit a turn and answer (or stream) it',
-    description:
-      'A turn of the agent named by `model`; `stream: true` answers with Responses stream events (SSE), `background: true` at once; otherwise when the turn ends or waits for an approval.',
-    body: responseBody,
-    parameters: [idempotencyKey],
-    responses: {
-      '200': responseView,
-      '201': { description: 'the response events, as text/event-stream (stream: true)' },
-    },
-    errors,
-  }),
-  get: route({
-    method: 'GET',
-    url: `${openaiBase}/responses/:responseId`,
-    summary: 'OpenAI-compatible: a response as it stands, or its events again (stream=true)',
-    querystring: z
-      .object({
-        stream: z.enum(['true', 'false']).optional(),
-        starting_after: z.coerce.number().int().min(-1).max(1e9).optional(),
-      })
-      .loose(),
-    responses: {
-      '200': responseView,
-      '201': { description: 'the events after starting_after, as text/event-stream' },
-    },
-    errors: { '401': 'unauthorized', '404': 'turn_not_found' },
-  }),
-  chat: route({
-    method: 'POST',
-    url: `${openaiBase}/chat/completions`,
-    summary: 'OpenAI-compatible Chat Completions: a one-turn session (the history comes in)',
-    description:
-      'The messages are folded into the one message the turn admits (earlier ones quoted); answered when the turn ends, or streamed as completion chunks ending with `data: [DONE]`.',
-    body: z
-      .object({
-        model: text().min(1).max(200),
-        messages: z.array(chatMessage).min(1).max(1000),
-        stream: z.boolean().nullable().optional(),
-      })
-      .loose(),
-    parameters: [idempotencyKey],
-    responses: {
-      '200': z.record(z.string(), z.unknown()).meta({ id: 'OpenaiChatCompletion' }),
-      '201': { description: 'completion chunks, as text/event-stream (stream: true)' },
-    },
-    errors: { ...errors, '502': 'turn_failed (the turn ended without a reply)' },
-  }),
-  cancel: route({
-    method: 'POST',
-    url: `${openaiBase}/responses/:responseId/cancel`,
-    summary: "OpenAI-compatible: cancel a response's turn (durable, idempotent)",
-    bodyOptional: true,
-    responses: { '200': responseView },
-    errors: { '401': 'unauthorized', '404': 'turn_not_found' },
-  }),
-};
 
 /**
  * The OpenAI-compatible API (docs/protocols.md): an adapter over Parley's own admission,
@@ -192,7 +45,7 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
   });
   const api = typed(app);
   const waitMs = deps.config.server.blockingWaitMs;
-  const { models, create, get, cancel, chat } = openaiContracts;
+  const { models, create, get, cancel, chat, remove } = openaiContracts;
 
   api.get(models.url, routeOptions(models), async (request) => ({
     object: 'list' as const,
@@ -234,6 +87,8 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
       sessionId,
       agent,
       message: messageOf(body.input),
+      instructions: body.instructions || null,
+      metadata: body.metadata && Object.keys(body.metadata).length > 0 ? body.metadata : null,
     });
     const identity: ResponseIdentity = {
       turnId: admission.turn_id,
@@ -241,6 +96,7 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
       model: body.model,
       createdAt: Math.floor(Date.now() / 1000),
       background: body.background === true,
+      instructions: body.instructions || null,
       metadata: body.metadata ?? {},
       previousResponseId: body.previous_response_id ?? null,
     };
@@ -272,6 +128,7 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
       model: body.model,
       createdAt: created,
       background: false,
+      instructions: null,
       metadata: {},
       previousResponseId: null,
     };
@@ -308,6 +165,26 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
       actor: { user: request.principal.user, tenant: request.principal.tenant },
     });
     return foldResponse(identity, from, 'ended', request, cancelWaitMs(waitMs));
+  });
+
+  api.delete(remove.url, routeOptions(remove), async (request) => {
+    const { identity } = await responseOf(request.principal, request.params.responseId);
+    const principal = request.principal;
+    await cancelTurn(deps.db, {
+      tenant: principal.tenant,
+      sessionId: identity.sessionId,
+      turnId: identity.turnId,
+      commandId: `cancel_${identity.turnId}`.slice(0, 128),
+      actor: { user: principal.user, tenant: principal.tenant },
+    });
+    if (!(await deleteResponse(deps.db, principal.tenant, identity.turnId))) {
+      throw new ParleyError('turn_not_found', `no response "${request.params.responseId}"`);
+    }
+    return {
+      id: responseIdOf(identity.turnId),
+      object: 'response' as const,
+      deleted: true as const,
+    };
   });
 
   /**
@@ -395,7 +272,7 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
   ): Promise<{ identity: ResponseIdentity; from: number }> {
     const turnId = turnIdOf(responseId);
     const found = turnId === null ? null : await findVisibleTurn(deps, principal, turnId);
-    if (!found || turnId === null) {
+    if (!found || turnId === null || found.place.response_deleted) {
       throw new ParleyError('turn_not_found', `no response "${responseId}"`);
     }
     const { place, session: visible } = found;
@@ -406,7 +283,8 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
         model: visible.agent,
         createdAt: Math.floor(place.created_at.getTime() / 1000),
         background: false,
-        metadata: {},
+        instructions: place.instructions,
+        metadata: place.metadata ?? {},
         previousResponseId: null,
       },
       from: place.admitted_sequence,
@@ -432,15 +310,11 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
     request.raw.on('close', () => controller.abort());
     const untrack = streams.track(controller);
     const follower = new JournalFollower(deps.db, feed, identity.sessionId, from);
+    const apply = (event: ParleyEvent) => fold.apply(event);
+    const done = () => (until === 'settled' ? fold.settled : fold.ended);
     try {
-      for (;;) {
-        const done = until === 'settled' ? fold.settled : fold.ended;
-        if (done) break;
-        const events =
-          until === 'now' ? await follower.readAvailable() : await follower.next(signal);
-        for (const event of events) fold.apply(event);
-        if (events.length === 0 && (until === 'now' || signal.aborted)) break;
-      }
+      if (until === 'now') await follower.drain(apply);
+      else while (!done()) if (!(await follower.take(signal, apply))) break;
     } finally {
       follower.close();
       untrack();
@@ -488,8 +362,7 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
       };
       try {
         flush();
-        while (!fold.ended && !signal.aborted) {
-          for (const event of await follower.next(signal)) fold.apply(event);
+        while (!fold.ended && (await follower.take(signal, (event) => fold.apply(event)))) {
           flush();
         }
         if (fold.ended && last !== null) response.write(last);

@@ -1,0 +1,171 @@
+import { z } from 'zod';
+import { route } from '../contract.js';
+import { text } from '../validate.js';
+import { chatMessage } from './chatCompletion.js';
+
+/** The base URL an OpenAI client is pointed at (`baseURL: "<parley>/openai/v1"`). */
+export const openaiBase = '/openai/v1';
+
+const textPart = z
+  .object({ type: z.enum(['input_text', 'text']), text: text() })
+  .loose()
+  .meta({ description: 'text content (images are not taken here yet)' });
+
+const inputItem = z
+  .object({
+    type: z.literal('message').optional(),
+    role: z.literal('user').meta({
+      description:
+        'user messages only: the history lives in the session (previous_response_id, conversation)',
+    }),
+    content: z.union([text(), z.array(textPart).min(1)]),
+  })
+  .loose();
+
+export const approvalResponse = z
+  .object({
+    type: z.literal('mcp_approval_response'),
+    approval_request_id: text().min(1).max(128),
+    approve: z.boolean(),
+    reason: text().max(2000).nullable().optional(),
+  })
+  .loose()
+  .meta({
+    description:
+      "a person's answer to an `mcp_approval_request` of the previous response (its turn resumes)",
+  });
+
+export const responseBody = z
+  .object({
+    model: text().min(1).max(200).meta({
+      description: 'an agent of the principal: its name, or `parley/NAME`',
+    }),
+    input: z.union([text(), z.array(z.union([approvalResponse, inputItem])).min(1)]),
+    stream: z.boolean().nullable().optional(),
+    background: z.boolean().nullable().optional(),
+    previous_response_id: text().min(1).max(200).nullable().optional(),
+    conversation: z
+      .union([text().min(1).max(128), z.object({ id: text().min(1).max(128) }).loose()])
+      .nullable()
+      .optional()
+      .meta({ description: 'a Parley session id' }),
+    instructions: text().nullable().optional().meta({
+      description:
+        "this turn's instructions, appended to the agent's own (not carried to the next response)",
+    }),
+    metadata: z
+      .record(text().max(64), text().max(512))
+      .refine((pairs) => Object.keys(pairs).length <= 16, 'at most 16 pairs')
+      .nullable()
+      .optional()
+      .meta({ description: 'up to 16 string pairs, kept with the response' }),
+  })
+  .loose();
+
+const responseView = z.record(z.string(), z.unknown()).meta({ id: 'OpenaiResponse' });
+const idempotencyKey = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    "the turn's id (1-128 of A-Z a-z 0-9 _ -): a retry with the same key is the same response",
+  schema: { type: 'string' },
+};
+
+const errors = {
+  '400': 'invalid_request, empty_message, message_too_long (OpenAI error shape)',
+  '401': 'unauthorized',
+  '404': 'unknown_agent, session_not_found or turn_not_found',
+  '409': 'turn_conflict, session_closed',
+};
+
+export const openaiContracts = {
+  models: route({
+    method: 'GET',
+    url: `${openaiBase}/models`,
+    summary: "OpenAI-compatible: the principal's agents as models",
+    responses: {
+      '200': z.object({
+        object: z.literal('list'),
+        data: z.array(
+          z.object({
+            id: z.string(),
+            object: z.literal('model'),
+            created: z.number(),
+            owned_by: z.string(),
+          }),
+        ),
+      }),
+    },
+    errors: { '401': 'unauthorized' },
+  }),
+  create: route({
+    method: 'POST',
+    url: `${openaiBase}/responses`,
+    summary: 'OpenAI-compatible Responses: admit a turn and answer (or stream) it',
+    description:
+      'A turn of the agent named by `model`; `stream: true` answers with Responses stream events (SSE), `background: true` at once; otherwise when the turn ends or waits for an approval.',
+    body: responseBody,
+    parameters: [idempotencyKey],
+    responses: {
+      '200': responseView,
+      '201': { description: 'the response events, as text/event-stream (stream: true)' },
+    },
+    errors,
+  }),
+  get: route({
+    method: 'GET',
+    url: `${openaiBase}/responses/:responseId`,
+    summary: 'OpenAI-compatible: a response as it stands, or its events again (stream=true)',
+    querystring: z
+      .object({
+        stream: z.enum(['true', 'false']).optional(),
+        starting_after: z.coerce.number().int().min(-1).max(1e9).optional(),
+      })
+      .loose(),
+    responses: {
+      '200': responseView,
+      '201': { description: 'the events after starting_after, as text/event-stream' },
+    },
+    errors: { '401': 'unauthorized', '404': 'turn_not_found' },
+  }),
+  chat: route({
+    method: 'POST',
+    url: `${openaiBase}/chat/completions`,
+    summary: 'OpenAI-compatible Chat Completions: a one-turn session (the history comes in)',
+    description:
+      'The messages are folded into the one message the turn admits (earlier ones quoted); answered when the turn ends, or streamed as completion chunks ending with `data: [DONE]`.',
+    body: z
+      .object({
+        model: text().min(1).max(200),
+        messages: z.array(chatMessage).min(1).max(1000),
+        stream: z.boolean().nullable().optional(),
+      })
+      .loose(),
+    parameters: [idempotencyKey],
+    responses: {
+      '200': z.record(z.string(), z.unknown()).meta({ id: 'OpenaiChatCompletion' }),
+      '201': { description: 'completion chunks, as text/event-stream (stream: true)' },
+    },
+    errors: { ...errors, '502': 'turn_failed (the turn ended without a reply)' },
+  }),
+  remove: route({
+    method: 'DELETE',
+    url: `${openaiBase}/responses/:responseId`,
+    summary: 'OpenAI-compatible: delete a response (a running turn is cancelled first)',
+    description:
+      'The response id answers 404 from then on; the turn stays in its conversation (the session), whose deletion deletes the text.',
+    responses: {
+      '200': z.object({ id: z.string(), object: z.literal('response'), deleted: z.literal(true) }),
+    },
+    errors: { '401': 'unauthorized', '404': 'turn_not_found (also a retried DELETE)' },
+  }),
+  cancel: route({
+    method: 'POST',
+    url: `${openaiBase}/responses/:responseId/cancel`,
+    summary: "OpenAI-compatible: cancel a response's turn (durable, idempotent)",
+    bodyOptional: true,
+    responses: { '200': responseView },
+    errors: { '401': 'unauthorized', '404': 'turn_not_found' },
+  }),
+};
