@@ -353,6 +353,23 @@ describe('the soak checker finds each broken rule', () => {
     await expectFound('lost', 'acknowledged turn kept', told);
   });
 
+  it('an acknowledgement that named no sequence (an OpenAI response) is held to its session', async () => {
+    const { turnId, sessionId } = turns.clock as { turnId: string; sessionId: string };
+    const right = new Ledger();
+    right.acknowledge({ turnId, sessionId, kind: 'clock', message: 'x', sequence: null });
+    const found = await findings(right);
+    expect(found.filter((violation) => violation.check === 'acknowledged turn kept')).toEqual([]);
+    const wrong = new Ledger();
+    wrong.acknowledge({
+      turnId,
+      sessionId: 'elsewhere',
+      kind: 'clock',
+      message: 'x',
+      sequence: null,
+    });
+    await expectFound('mismatch', 'acknowledged turn kept', wrong);
+  });
+
   it('an answer acknowledged with 200 but journaled otherwise is lost', async () => {
     const told = new Ledger();
     const { answers } = ledger;

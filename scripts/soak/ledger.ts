@@ -26,8 +26,11 @@ export interface AcknowledgedTurn {
   sessionId: string;
   kind: TurnKind;
   message: string;
-  /** The 202's `sequence`: where the user's message sits in the session's journal. */
-  sequence: number;
+  /**
+   * The 202's `sequence`: where the user's message sits in the session's journal; null
+   * where the protocol's answer names none (an OpenAI response).
+   */
+  sequence: number | null;
   /** 202 answers received for this turn_id (retries and deliberate double sends). */
   acknowledgements: number;
 }
@@ -80,6 +83,10 @@ export class Ledger {
     unparks: 0,
     /** Answers, cancels and unparks given up after a minute of retries. */
     httpErrors: 0,
+    /** Streamed Responses created through the OpenAI-compatible API. */
+    openaiResponses: 0,
+    /** Their streams resumed with `starting_after` after a broken connection. */
+    openaiResumes: 0,
   };
 
   violation(check: string, detail: string): void {

@@ -69,6 +69,10 @@ export function figuresTable(facts: RunFacts): string {
     ],
     ['cancels sent / cancelled / too late', `${counters.cancelsSent} / ${cancelled} / ${tooLate}`],
     ['stream reconnects', counters.streamReconnects],
+    [
+      'OpenAI streamed responses / streams resumed (starting_after)',
+      `${counters.openaiResponses} / ${counters.openaiResumes}`,
+    ],
     ['rounds left to the drain (follow timeouts)', counters.followTimeouts],
     ['sessions unparked (clients / drain)', `${counters.unparks} / ${drain.unparked}`],
     ['requests approved by the drain', drain.answered],

@@ -1,6 +1,7 @@
 import { Apis } from './http.js';
 import { Ledger } from './ledger.js';
 import { MissionLedger } from './missionLedger.js';
+import { runOpenaiClient } from './openaiClient.js';
 import { runMissionClient } from './missions.js';
 import type { SoakOptions } from './options.js';
 import type { Outside } from './outside.js';
@@ -66,6 +67,14 @@ export class Traffic {
         ledger: this.missions,
         random: random.fork('missions'),
         count: executionsFor(options),
+        windowMs: this.windowMs,
+        followTimeoutMs: 90_000,
+      }),
+      runOpenaiClient({
+        apis: new Apis(this.urls),
+        ledger: this.ledger,
+        random: random.fork('openai'),
+        count: Math.max(2, Math.round(options.turns / 20)),
         windowMs: this.windowMs,
         followTimeoutMs: 90_000,
       }),

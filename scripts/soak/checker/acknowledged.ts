@@ -9,8 +9,8 @@ import type { Findings, Journal } from './findings.js';
 export function checkAcknowledged(journal: Journal, ledger: Ledger, findings: Findings): void {
   const messageAt = new Map<string, string | null>();
   for (const event of journal.snapshot.events) {
-    if (event.type === 'message')
-      messageAt.set(`${event.session_id} ${event.sequence}`, event.turn_id);
+    if (event.type !== 'message') continue;
+    messageAt.set(`${event.session_id} ${event.sequence}`, event.turn_id);
   }
   for (const turn of ledger.turns.values()) {
     const row = journal.turns.get(turn.turnId);
@@ -22,14 +22,16 @@ export function checkAcknowledged(journal: Journal, ledger: Ledger, findings: Fi
       );
       continue;
     }
-    if (row.session_id !== turn.sessionId || row.admitted_sequence !== turn.sequence) {
+    // An answer that named no sequence (an OpenAI response) is held to its session alone.
+    const sequence = turn.sequence ?? row.admitted_sequence;
+    if (row.session_id !== turn.sessionId || row.admitted_sequence !== sequence) {
       findings.add(
         'mismatch',
         'acknowledged turn kept',
         `turn ${turn.turnId} got 202 for session ${turn.sessionId} #${turn.sequence}, the database has session ${row.session_id} #${row.admitted_sequence}`,
       );
     }
-    if (messageAt.get(`${turn.sessionId} ${turn.sequence}`) !== turn.turnId) {
+    if (messageAt.get(`${turn.sessionId} ${sequence}`) !== turn.turnId) {
       findings.add(
         'lost',
         'acknowledged turn kept',
