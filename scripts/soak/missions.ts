@@ -1,6 +1,7 @@
 import type { DrainAccess } from './drain.js';
 import { sendOnce, sleep, type Apis } from './http.js';
 import type { ExecutionKind, MissionLedger } from './missionLedger.js';
+import { spreadOver } from './pacer.js';
 import type { Random } from './random.js';
 
 /**
@@ -81,15 +82,10 @@ export interface MissionClientContext {
  * moment, and unblocks the blocked loops — each command retried with its command_id.
  */
 export async function runMissionClient(context: MissionClientContext): Promise<void> {
-  const tasks: Promise<void>[] = [];
-  const gapMs = context.count > 0 ? context.windowMs / context.count : 0;
-  for (let index = 1; index <= context.count; index++) {
+  await spreadOver(context.count, context.windowMs, context.random, (index) => {
     const random = context.random.fork(`execution-${index}`);
-    const kind = random.weighted(kindWeights);
-    tasks.push(driveExecution(context, random, `soakx${index}`, kind));
-    await sleep(context.random.between(gapMs / 2, (gapMs * 3) / 2));
-  }
-  await Promise.all(tasks);
+    return driveExecution(context, random, `soakx${index}`, random.weighted(kindWeights));
+  });
 }
 
 async function driveExecution(

@@ -3,6 +3,7 @@ import type { Apis } from './http.js';
 import { sleep } from './http.js';
 import type { Ledger } from './ledger.js';
 import { echoOf, messageFor } from './messages.js';
+import { spreadOver } from './pacer.js';
 import type { Random } from './random.js';
 
 /**
@@ -39,13 +40,9 @@ interface ResponseEvent {
 const endings = new Set(['response.completed', 'response.failed', 'response.incomplete']);
 
 export async function runOpenaiClient(context: OpenaiClientContext): Promise<void> {
-  const tasks: Promise<void>[] = [];
-  const gapMs = context.count > 0 ? context.windowMs / context.count : 0;
-  for (let index = 1; index <= context.count; index++) {
-    tasks.push(driveResponse(context, context.random.fork(`openai-${index}`), `soako${index}`));
-    await sleep(context.random.between(gapMs / 2, (gapMs * 3) / 2));
-  }
-  await Promise.all(tasks);
+  await spreadOver(context.count, context.windowMs, context.random, (index) =>
+    driveResponse(context, context.random.fork(`openai-${index}`), `soako${index}`),
+  );
 }
 
 async function driveResponse(

@@ -1,4 +1,5 @@
 import { sleep } from './http.js';
+import type { Random } from './random.js';
 
 /**
  * Spreads the run's admissions evenly over the chaos window, so that every failure the
@@ -29,4 +30,23 @@ export class Pacer {
     if (wait > 0) await sleep(wait);
     return granted;
   }
+}
+
+/**
+ * Starts `count` tasks spread over `windowMs` (each gap random around the mean, from
+ * `random`) and waits for all of them: a client's dispatches, say.
+ */
+export async function spreadOver(
+  count: number,
+  windowMs: number,
+  random: Random,
+  task: (index: number) => Promise<void>,
+): Promise<void> {
+  const tasks: Promise<void>[] = [];
+  const gapMs = count > 0 ? windowMs / count : 0;
+  for (let index = 1; index <= count; index++) {
+    tasks.push(task(index));
+    await sleep(random.between(gapMs / 2, (gapMs * 3) / 2));
+  }
+  await Promise.all(tasks);
 }
