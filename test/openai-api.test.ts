@@ -18,6 +18,8 @@ beforeAll(async () => {
     {
       // A blocking request waits at most this long for its turn.
       server: { blocking_wait_ms: 1500 },
+      // An image larger than this is refused (413), as an upload is.
+      limits: { attachment_bytes: 65_536 },
       auth: {
         keys: [
           { key_env: 'K_ALICE', tenant: 'acme', user: 'alice', roles: [] },
@@ -31,6 +33,7 @@ beforeAll(async () => {
         helper: { model: 'demo/echo' },
         careful: { model: 'demo/echo', tools: { calculator: 'approve' }, approver_roles: ['lead'] },
         curious: { model: 'demo/echo', tools: { ask_user: 'allow' } },
+        seer: { model: 'demo/vision', vision: 'always' },
       },
     },
     { K_ALICE: 'alice-key', K_BOB: 'bob-key', K_GLOBEX: 'globex-key', K_LEAD: 'lead-key' },
@@ -200,6 +203,51 @@ describe('the OpenAI-compatible API with the official client', () => {
         (caught: unknown) => caught as InstanceType<typeof OpenAI.APIError>,
       );
     expect(refused?.status).toBe(400);
+  });
+
+  it('takes images in input as attachments of the turn (once, also on a retry); refuses what an upload refuses', async () => {
+    const png = Buffer.concat([
+      Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex'),
+      Buffer.alloc(40, 7),
+    ]);
+    const input = (imageUrl: string) => [
+      {
+        role: 'user' as const,
+        content: [
+          { type: 'input_text' as const, text: 'what is this?' },
+          { type: 'input_image' as const, image_url: imageUrl, detail: 'auto' as const },
+        ],
+      },
+    ];
+    const key = { headers: { 'Idempotency-Key': 'oai_image_1' } };
+    const body = { model: 'seer', input: input(`data:image/png;base64,${png.toString('base64')}`) };
+    const seen = await alice.responses.create(body, key);
+    expect(seen.output_text).toBe(`I see an image (image/png, ${png.length} bytes).`);
+    expect((await alice.responses.create(body, key)).id).toBe(seen.id);
+    const conversation = (seen as unknown as { conversation: { id: string } }).conversation.id;
+    const stored = await server.db.query<{ media_type: string; bytes: number }>(
+      'select media_type, bytes from attachments where session_id = $1',
+      [conversation],
+    );
+    expect(stored.rows).toEqual([{ media_type: 'image/png', bytes: png.length }]);
+
+    const turns = async () =>
+      (await server.db.query<{ n: number }>('select count(*)::int as n from turns')).rows[0]?.n;
+    const before = await turns();
+    const refusals: [string, number][] = [
+      ['https://example.com/cat.png', 400],
+      [`data:image/png;base64,${Buffer.from('not a png at all').toString('base64')}`, 415],
+      ['data:text/plain;base64,aGVsbG8=', 415],
+      [`data:image/png;base64,${Buffer.alloc(70_000, 1).toString('base64')}`, 413],
+    ];
+    for (const [imageUrl, status] of refusals) {
+      const refused = await alice.responses.create({ model: 'seer', input: input(imageUrl) }).then(
+        () => null,
+        (caught: unknown) => caught as InstanceType<typeof OpenAI.APIError>,
+      );
+      expect(refused?.status, imageUrl.slice(0, 40)).toBe(status);
+    }
+    expect(await turns()).toBe(before);
   });
 
   it('deletes a response: its id is gone, its turn stays in the conversation, a running one is cancelled', async () => {

@@ -59,6 +59,8 @@ export interface TurnRequest {
   agentRevision?: number | null;
   instructions?: string | null;
   metadata?: Record<string, string> | null;
+  /** Images carried inline (checked by the caller), stored with the turn. */
+  images?: { mediaType: string; data: Uint8Array }[];
 }
 
 /** A message a turn may carry: not empty (unless it presses an option), not too long. */
@@ -149,6 +151,7 @@ async function admitChecked(
     agentRevision: turn.agentRevision ?? null,
     instructions: turn.instructions ?? null,
     metadata: turn.metadata ?? null,
+    images: turn.images ?? [],
   });
   turnsAdmitted.inc();
   admissionSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);

@@ -1,10 +1,13 @@
 import { ParleyError } from '../errors.js';
+import { newAttachmentId } from '../ids.js';
 import type { AdmitTurnInput } from './admitTurn.js';
+import { createAttachment } from './createAttachment.js';
 import { currentDefinitionRevision } from './currentDefinitionRevision.js';
 import type { Queryable } from './db.js';
 
-// What an admission checks inside its transaction beyond the turn itself: a pressed
-// option, the agent revision the client read, the attachments it names.
+// What an admission checks (and stores) inside its transaction beyond the turn itself: a
+// pressed option, the agent revision the client read, the attachments it names, the
+// images it carries inline.
 
 /**
  * Applies a pressed option: the offer must exist in this session, the value must be one
@@ -77,4 +80,26 @@ export async function checkAttachments(
   if (found.rowCount !== wanted.length) {
     throw new ParleyError('attachment_not_found', 'no such attachment in this session');
   }
+}
+
+/** Stores the turn's inline images as attachments of its session; their ids, in order. */
+export async function storeImages(
+  tx: Queryable,
+  input: AdmitTurnInput,
+  sessionId: string,
+): Promise<string[]> {
+  const ids: string[] = [];
+  for (const image of input.images ?? []) {
+    const stored = await createAttachment(tx, {
+      attachmentId: newAttachmentId(),
+      tenant: input.tenant,
+      sessionId,
+      mediaType: image.mediaType,
+      data: image.data,
+      uploadedBy: input.author,
+    });
+    if (!stored) throw new ParleyError('session_not_found', 'no such session');
+    ids.push(stored.attachment_id);
+  }
+  return ids;
 }

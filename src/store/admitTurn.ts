@@ -5,7 +5,12 @@ import { newMessageId, newSessionId } from '../ids.js';
 import { newEvent, type NewEvent } from '../protocol/events.js';
 import { isUniqueViolation, type Db, type Queryable, type Statement } from './db.js';
 import { createSession } from './createSession.js';
-import { checkAgentRevision, checkAttachments, lockOption } from './admissionChecks.js';
+import {
+  checkAgentRevision,
+  checkAttachments,
+  lockOption,
+  storeImages,
+} from './admissionChecks.js';
 import { journalEvents } from './appendEvents.js';
 import { liveEvents } from './eventRows.js';
 import { expirePendingRequests } from './expireRequests.js';
@@ -41,6 +46,13 @@ export interface AdmitTurnInput {
    * current one, is part of the fingerprint, and the turn runs with it.
    */
   agentRevision?: number | null;
+  /**
+   * Images the request carries inline (already checked: type, bytes, size), stored as
+   * attachments of the turn's session in the admission's transaction and carried by the
+   * turn after `attachments`. Their digests are part of the fingerprint; a replay stores
+   * nothing again.
+   */
+  images?: { mediaType: string; data: Uint8Array }[];
   /** Instructions for this turn, appended to the agent's (part of the fingerprint). */
   instructions?: string | null;
   /** The client's own string pairs, kept with the turn (part of the fingerprint). */
@@ -81,6 +93,15 @@ export async function admitTurn(db: Db, input: AdmitTurnInput): Promise<Admissio
   if (agentRevision !== null) covered.push({ agent_revision: agentRevision });
   const instructions = input.instructions ?? null;
   const metadata = input.metadata ?? null;
+  const images = input.images ?? [];
+  if (images.length > 0) {
+    covered.push({
+      images: images.map((image) => [
+        image.mediaType,
+        createHash('sha256').update(image.data).digest('hex'),
+      ]),
+    });
+  }
   if (instructions !== null) covered.push({ instructions });
   if (metadata !== null) covered.push({ metadata });
   const fingerprint = createHash('sha256').update(JSON.stringify(covered)).digest('hex');
@@ -91,6 +112,7 @@ export async function admitTurn(db: Db, input: AdmitTurnInput): Promise<Admissio
         input.guard === undefined &&
         input.option === null &&
         input.attachments.length === 0 &&
+        images.length === 0 &&
         agentRevision === null &&
         instructions === null &&
         metadata === null
@@ -286,6 +308,7 @@ async function admitOnce(
   const triggers = input.triggers.get(session.agent) ?? true;
   if (input.option) await lockOption(tx, input, session.session_id);
   if (input.attachments.length > 0) await checkAttachments(tx, input, session.session_id);
+  const attachments = [...input.attachments, ...(await storeImages(tx, input, session.session_id))];
   // A message that runs a turn while a request waits for a person supersedes it (agent
   // `pending_input: supersede`), decided here under the session lock: an answer that
   // committed first has left nothing pending (its call runs, this message is answered
@@ -330,7 +353,7 @@ async function admitOnce(
       sequence,
       messageId,
       input.option === null ? null : JSON.stringify(input.option),
-      input.attachments.length === 0 ? null : JSON.stringify(input.attachments),
+      attachments.length === 0 ? null : JSON.stringify(attachments),
       input.agentRevision ?? null,
       input.instructions ?? null,
       input.metadata ? JSON.stringify(input.metadata) : null,

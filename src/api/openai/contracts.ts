@@ -9,7 +9,18 @@ export const openaiBase = '/openai/v1';
 const textPart = z
   .object({ type: z.enum(['input_text', 'text']), text: text() })
   .loose()
-  .meta({ description: 'text content (images are not taken here yet)' });
+  .meta({ description: 'text content' });
+
+export const imagePart = z
+  .object({
+    type: z.literal('input_image'),
+    image_url: text().max(50_000_000).meta({
+      description: 'a data: URL (png, jpeg, webp or gif, base64); Parley fetches no remote image',
+    }),
+    detail: z.enum(['low', 'high', 'auto']).nullable().optional(),
+  })
+  .loose()
+  .meta({ description: "an image, stored as an attachment of the turn's session" });
 
 const inputItem = z
   .object({
@@ -18,7 +29,7 @@ const inputItem = z
       description:
         'user messages only: the history lives in the session (previous_response_id, conversation)',
     }),
-    content: z.union([text(), z.array(textPart).min(1)]),
+    content: z.union([text(), z.array(z.union([textPart, imagePart])).min(1)]),
   })
   .loose();
 

@@ -20,6 +20,7 @@ import { admitForPrincipal } from '../turns.js';
 import { chunksOf, completionOf, foldChat } from './chatCompletion.js';
 import { approvalResponse, openaiContracts, type responseBody } from './contracts.js';
 import { installOpenaiErrors, openaiErrorBody } from './errors.js';
+import { imagesOf } from './inputImages.js';
 import {
   ResponseFold,
   responseIdOf,
@@ -87,6 +88,7 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
       sessionId,
       agent,
       message: messageOf(body.input),
+      images: imagesOf(body.input, deps.config.limits.attachmentBytes),
       instructions: body.instructions || null,
       metadata: body.metadata && Object.keys(body.metadata).length > 0 ? body.metadata : null,
     });
@@ -409,7 +411,12 @@ function isApprovalResponse(item: unknown): item is z.output<typeof approvalResp
 
 /** The message a Responses `input` carries: its text, parts joined by blank lines. */
 function messageOf(
-  input: string | ({ content: string | { text: string }[] } | { type: 'mcp_approval_response' })[],
+  input:
+    | string
+    | (
+        | { content: string | ({ text: string } | { type: 'input_image' })[] }
+        | { type: 'mcp_approval_response' }
+      )[],
 ): string {
   if (typeof input === 'string') return input;
   return input
@@ -417,7 +424,7 @@ function messageOf(
     .map((item) =>
       typeof item.content === 'string'
         ? item.content
-        : item.content.map((part) => part.text).join('\n\n'),
+        : item.content.flatMap((part) => ('text' in part ? [part.text] : [])).join('\n\n'),
     )
     .join('\n\n');
 }
