@@ -168,6 +168,21 @@ describe('a tenant admin may not set operator-only keys', () => {
       // Changing the operator's entry of a tool the policy does not list is enabling it anew.
       [alice, 'agents/desk', { tools: { remember: 'approve' } }, 'tools.remember'],
       [alice, 'agents/desk', { tools: { vault__echo: 'allow' } }, 'tools.vault__echo'],
+      // A regular expression in a state schema runs in a worker every tenant shares.
+      [
+        alice,
+        'agents/default',
+        {
+          state: {
+            schema: {
+              type: 'object',
+              properties: { code: { type: 'string', pattern: '^(a+)+$' } },
+            },
+            initial: {},
+          },
+        },
+        'state.schema.properties.code.pattern',
+      ],
     ];
     for (const [who, path, body, key] of cases) {
       const answer = await put(who, `/api/v1/${path}`, body);
@@ -192,6 +207,16 @@ describe('a tenant admin may not set operator-only keys', () => {
         'agents/default',
         { tools: { clock: { timeout_ms: 9_999_999_999 } } },
         'tools.clock.timeout_ms',
+      ],
+      [
+        'agents/default',
+        {
+          state: {
+            schema: { type: 'object', description: 'x'.repeat(20_000) },
+            initial: {},
+          },
+        },
+        "state.schema: at most 16384 bytes of JSON Schema in a tenant's definition",
       ],
       [
         'agents/default',
@@ -259,6 +284,19 @@ describe('a tenant admin may not set operator-only keys', () => {
       expect(answer.body.message).toContain(message);
     }
     expect(await definitions()).toBe(before);
+  });
+
+  it("takes a tenant's state schema without regular expressions, a property named pattern included", async () => {
+    const answer = await put(alice, '/api/v1/agents/stateful', {
+      state: {
+        schema: {
+          type: 'object',
+          properties: { pattern: { type: 'string', maxLength: 20 } },
+        },
+        initial: { pattern: 'stripes' },
+      },
+    });
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
   });
 
   it('round-trips a shipped definition, operator-only keys and higher numbers included', async () => {
