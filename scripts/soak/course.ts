@@ -92,7 +92,7 @@ export async function runCourse(
     );
     const repliesDrained = await drainReplies(access, options.drainTimeoutMs);
     log(
-      `drain: ${repliesDrained.pending} platform replies still pending after ${seconds(repliesDrained.durationMs)} s`,
+      `drain: ${repliesDrained.pending} platform replies (or threads not yet folded) still pending after ${seconds(repliesDrained.durationMs)} s`,
     );
 
     const { stoppedPids, uncleanShutdowns } = await engine.stopAll();

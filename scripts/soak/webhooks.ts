@@ -116,12 +116,20 @@ export function drainWebhooks(access: DrainAccess, timeoutMs: number) {
   );
 }
 
-/** Waits until every platform reply is posted (or dead-lettered): the replies' outbox. */
+/**
+ * Waits until every platform thread is folded to its session's last event (each reply
+ * the journal holds is then an outbox row) and every reply is posted (or dead-lettered).
+ * Counting the outbox alone would stop before a lagging fold wrote the last replies: the
+ * checker would then find them never posted.
+ */
 export function drainReplies(access: DrainAccess, timeoutMs: number) {
   return drainPending(
     access,
-    `select count(*)::int as pending from adapter_replies
-      where state = 'pending' and version > delivered_version`,
+    `select ((select count(*) from adapter_replies
+               where state = 'pending' and version > delivered_version)
+           + (select count(*) from adapter_threads t
+                join sessions s on s.session_id = t.session_id
+               where s.last_sequence > t.followed_sequence))::int as pending`,
     timeoutMs,
   );
 }
