@@ -89,7 +89,29 @@ const tools = () => {
       return { sent: (args as { id: string }).id };
     },
   });
-  for (const tool of [charge, plain, needsAccess('fake__mail', 'mailhub')]) {
+  // Records what it started in its receipt; a run after a crash follows that instead.
+  const job: Tool = {
+    name: 'fake__job',
+    description: 'starts a job elsewhere and records its id (test)',
+    inputSchema: schema,
+    source: 'mcp:fake',
+    execute: async (args, context) => {
+      const { id } = args as { id: string };
+      const receipt = context.scope?.receipt;
+      if (!receipt) throw new Error('no receipt');
+      if (receipt.value) return { followed: receipt.value.job };
+      await receipt.record(id === 'big' ? { job: 'x'.repeat(5000) } : { job: id });
+      const saved = await server.db.query<{ burst: BurstState }>(
+        'select burst from sessions where session_id = $1',
+        [context.scope?.sessionId],
+      );
+      const call = saved.rows[0]?.burst.steps.flatMap((step) => step.calls)[0];
+      return { started: id, saved_receipt: call?.receipt ?? null };
+    },
+    reconcile: (_args, context) =>
+      Promise.resolve(context.scope?.receipt?.value ? 'not_done' : 'unknown'),
+  };
+  for (const tool of [charge, plain, job, needsAccess('fake__mail', 'mailhub')]) {
     registry.set(tool.name, tool);
   }
   registry.set('fake__files', needsAccess('fake__files', 'filehub'));
@@ -114,6 +136,7 @@ beforeAll(async () => {
           tools: {
             fake__charge: { policy: 'allow', on_unknown: 'ask' },
             fake__plain: { policy: 'allow', on_unknown: 'ask' },
+            fake__job: 'allow',
             fake__mail: 'allow',
             fake__files: 'allow',
           },
@@ -194,7 +217,12 @@ async function requested(sessionId: string, count = 1): Promise<SeenEvent> {
  * its `tool_call` journaled, the call saved `running`, and a lease that runs out (here
  * at once, when the test says: `expireLease`).
  */
-async function crashInsideCall(sessionId: string, tool: string, id: string): Promise<string> {
+async function crashInsideCall(
+  sessionId: string,
+  tool: string,
+  id: string,
+  receipt?: Record<string, unknown>,
+): Promise<string> {
   const claimed = (await claimSession(server.db, {
     token: `crashed_${id}`,
     owner: `crashed_${id}`,
@@ -227,7 +255,16 @@ async function crashInsideCall(sessionId: string, tool: string, id: string): Pro
       {
         kind: 'model',
         text: '',
-        calls: [{ call_id: callId, tool, arguments: { id }, policy: 'allow', status: 'running' }],
+        calls: [
+          {
+            call_id: callId,
+            tool,
+            arguments: { id },
+            policy: 'allow',
+            status: 'running',
+            ...(receipt ? { receipt } : {}),
+          },
+        ],
       },
     ],
     budget: { iterations: 8, tool_calls: 16 },
@@ -365,6 +402,45 @@ describe('reconciliation: a call whose result a crash lost', () => {
       ok: false,
       error: { code: 'interrupted' },
     });
+  });
+});
+
+describe('receipts: what a call records about work it started elsewhere', () => {
+  it('is saved with the call before record() resolves', async () => {
+    await startWorker();
+    const { sessionId, turnId } = await admit('/tool fake__job {"id": "j1"}');
+    expect((await waitForTerminal(server.db, sessionId, turnId)).type).toBe('done');
+    const results = (await journal(server.db, sessionId)).filter(
+      (event) => event.type === 'tool_result',
+    );
+    expect(results[0]).toMatchObject({
+      ok: true,
+      result: { started: 'j1', saved_receipt: { job: 'j1' } },
+    });
+  });
+
+  it('comes back to reconcile and to the run after a crash, which follows it', async () => {
+    const { sessionId, turnId } = await admit('/tool fake__job {"id": "j2"}');
+    const callId = await crashInsideCall(sessionId, 'fake__job', 'j2', { job: 'remote-7' });
+    await expireLease(sessionId);
+    await startWorker();
+    expect((await waitForTerminal(server.db, sessionId, turnId)).type).toBe('done');
+    const events = await journal(server.db, sessionId);
+    expect(events.some((event) => event.type === 'input_required')).toBe(false);
+    expect(resultOf(events, callId)[0]).toMatchObject({
+      ok: true,
+      result: { followed: 'remote-7' },
+    });
+  });
+
+  it('refuses a receipt over 4 KiB as too_large', async () => {
+    await startWorker();
+    const { sessionId, turnId } = await admit('/tool fake__job {"id": "big"}');
+    expect((await waitForTerminal(server.db, sessionId, turnId)).type).toBe('done');
+    const results = (await journal(server.db, sessionId)).filter(
+      (event) => event.type === 'tool_result',
+    );
+    expect(results[0]).toMatchObject({ ok: false, error: { code: 'too_large' } });
   });
 });
 

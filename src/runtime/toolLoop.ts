@@ -13,7 +13,12 @@ import {
   type ResolvedTool,
 } from '../tools/registry.js';
 import { callScope } from '../tools/scope.js';
-import type { Credentials } from '../tools/types.js';
+import {
+  MAX_RECEIPT_BYTES,
+  ToolError,
+  type CallReceipt,
+  type Credentials,
+} from '../tools/types.js';
 import { argumentsDigest } from './argumentsDigest.js';
 import type { RuntimeDeps } from './deps.js';
 import { tookEffect } from './reconciliation.js';
@@ -65,7 +70,9 @@ export async function settleCalls(
     const found = tool
       ? await reconcileResolvedTool(tool, call.arguments, {
           signal: context.signal,
-          scope: scopeOf(deps, lease, agent, context, call, burst.effects ?? []),
+          scope: scopeOf(deps, lease, agent, context, call, burst.effects ?? [], () =>
+            saveBurst(deps.db, lease, burst, {}),
+          ),
           credentials: credentialsOf(deps, lease, context),
         })
       : 'unknown';
@@ -117,15 +124,36 @@ function scopeOf(
   context: CallContext,
   call: BurstCall,
   memory: Parameters<typeof callScope>[1]['memory'],
+  save: () => Promise<void>,
 ) {
-  return callScope(deps.config, {
-    tenant: lease.tenant,
-    agent: agent.name,
-    user: context.user,
-    sessionId: lease.sessionId,
-    callId: call.call_id,
-    memory,
-  });
+  return {
+    ...callScope(deps.config, {
+      tenant: lease.tenant,
+      agent: agent.name,
+      user: context.user,
+      sessionId: lease.sessionId,
+      callId: call.call_id,
+      memory,
+    }),
+    receipt: receiptOf(call, save),
+  };
+}
+
+/** The call's receipt: recorded on the call, durable once the burst holding it is saved. */
+function receiptOf(call: BurstCall, save: () => Promise<void>): CallReceipt {
+  return {
+    get value() {
+      return call.receipt ?? null;
+    },
+    async record(value) {
+      const json = JSON.stringify(value);
+      if (Buffer.byteLength(json) > MAX_RECEIPT_BYTES) {
+        throw new ToolError('too_large', `a receipt holds at most ${MAX_RECEIPT_BYTES} bytes`);
+      }
+      call.receipt = JSON.parse(json) as Record<string, unknown>;
+      await save();
+    },
+  };
 }
 
 /** The turn's user's credential references, read when a tool asks for one. */
@@ -241,7 +269,7 @@ async function runCalls(
     const outcome = tool
       ? await runResolvedTool(tool, call.arguments, {
           signal: context.signal,
-          scope: scopeOf(deps, lease, agent, context, call, memory),
+          scope: scopeOf(deps, lease, agent, context, call, memory, () => save()),
           maxResultBytes: tools.maxResultBytes,
           credentials,
         })

@@ -134,6 +134,8 @@ export interface BurstCall {
   reported?: boolean;
   /** How long it ran. */
   duration_ms?: number;
+  /** What the tool recorded about work it started outside (tools/types.ts CallReceipt). */
+  receipt?: Record<string, unknown>;
 }
 
 export interface BurstStep {

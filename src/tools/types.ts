@@ -37,7 +37,25 @@ export interface CallScope {
   workspaceDir: string;
   /** The turn's buffered memory writes; the same object for every call of the turn. */
   memory: MemoryEffects;
+  /** The call's receipt (absent outside the tool loop: unit tests, reconcile-only use). */
+  receipt?: CallReceipt;
 }
+
+/**
+ * A call's receipt: a small JSON note a tool records about what it started outside Parley
+ * (a remote task's id), saved with the call under the turn's lease before `record`
+ * resolves. A run of the same call after a crash — and its `reconcile` — reads it back in
+ * `value`, so the tool can follow what it started instead of starting it again.
+ */
+export interface CallReceipt {
+  /** What the call recorded last (null: nothing yet). */
+  readonly value: Record<string, unknown> | null;
+  /** Saves `value` (at most 4 KiB of JSON) with the call; resolves once it is durable. */
+  record(value: Record<string, unknown>): Promise<void>;
+}
+
+/** The largest receipt a call may record, in bytes of JSON. */
+export const MAX_RECEIPT_BYTES = 4096;
 
 export interface ToolContext {
   /**

@@ -13,9 +13,12 @@ import { requireScope, ToolError, type CallScope, type Tool, type ToolContext } 
  * `NAME: {a2a: CARD_URL, headers?, api_key_env?, description?}` is a tool that sends the
  * model's message to a remote A2A agent with `@a2a-js/sdk`'s client and returns its reply.
  *
- * Durability: the message's `messageId` is derived from Parley's tool call (tenant,
- * session, call id), the same on every run of the call. A call a crash interrupted is
- * reconciled as `not_done` and runs again with that same `messageId`: a remote that
+ * Durability: the message is sent non-blocking (`returnImmediately`); the remote task's
+ * id it answers with is recorded in the call's receipt before the task is followed, so a
+ * run of the call after a crash follows that task by id (`GetTask`) and never sends the
+ * message again. Only a crash between the remote's accepting the message and the receipt's
+ * save (one round trip) leaves no receipt: the call then sends again with the same
+ * `messageId`, derived from Parley's tool call (tenant, session, call id); a remote that
  * dedupes message ids (Parley's A2A server does: the id is the turn's idempotency key)
  * answers with the task it already has instead of starting another.
  */
@@ -128,7 +131,7 @@ export function createA2a(env: Record<string, string | undefined> = {}): Tool {
     defaultTimeoutMs: 120_000,
     compileOptions: compileA2aOptions,
     execute: (args, context) => call(args as A2aArguments, context, env),
-    // The same messageId goes again: the remote answers with the task it has.
+    // It runs again: it follows the recorded task, or sends the same messageId again.
     reconcile: () => Promise.resolve('not_done'),
   };
 }
@@ -161,32 +164,37 @@ async function call(
       }),
     );
     const client = await factory.createFromAgentCard(card);
-    const message: Message = {
-      messageId: messageIdOf(scope),
-      contextId: args.context_id ?? '',
-      taskId: args.task_id ?? '',
-      role: Role.ROLE_USER,
-      parts: [textPart(args.message)],
-      metadata: undefined,
-      extensions: [],
-      referenceTaskIds: [],
-    };
-    let answer = await client.sendMessage(
-      {
-        tenant: '',
-        message,
-        configuration: {
-          acceptedOutputModes: ['text/plain'],
-          taskPushNotificationConfig: undefined,
-          returnImmediately: false,
-        },
-        metadata: undefined,
-      },
-      { signal: context.signal },
-    );
-    // A remote that answered before its task settled is polled until it does.
-    while (isTask(answer) && !settled(answer)) {
-      await delay(500, context.signal);
+    const recorded = recordedTask(scope);
+    let answer: Message | Task = recorded
+      ? await client.getTask({ tenant: '', id: recorded }, { signal: context.signal })
+      : await client.sendMessage(
+          {
+            tenant: '',
+            message: {
+              messageId: messageIdOf(scope),
+              contextId: args.context_id ?? '',
+              taskId: args.task_id ?? '',
+              role: Role.ROLE_USER,
+              parts: [textPart(args.message)],
+              metadata: undefined,
+              extensions: [],
+              referenceTaskIds: [],
+            },
+            configuration: {
+              acceptedOutputModes: ['text/plain'],
+              taskPushNotificationConfig: undefined,
+              returnImmediately: true,
+            },
+            metadata: undefined,
+          },
+          { signal: context.signal },
+        );
+    if (isTask(answer) && !recorded) {
+      await scope.receipt?.record({ task_id: answer.id, context_id: answer.contextId });
+    }
+    // The task is followed until it ends or waits for input: 100 ms, doubling up to 1 s.
+    for (let wait = 100; isTask(answer) && !settled(answer); wait = Math.min(wait * 2, 1000)) {
+      await delay(wait, context.signal);
       answer = await client.getTask({ tenant: '', id: answer.id }, { signal: context.signal });
     }
     return resultOf(answer);
@@ -197,6 +205,12 @@ async function call(
       `the remote agent failed: ${(error as Error).message}`.slice(0, 500),
     );
   }
+}
+
+/** The remote task an earlier run of this call started, from the call's receipt. */
+function recordedTask(scope: CallScope): string | null {
+  const taskId = scope.receipt?.value?.task_id;
+  return typeof taskId === 'string' && taskId !== '' ? taskId : null;
 }
 
 function isTask(answer: Message | Task): answer is Task {
