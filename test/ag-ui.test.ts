@@ -124,6 +124,11 @@ beforeAll(async () => {
         helper: { model: 'demo/echo', visibility: 'private', tools: { calculator: 'allow' } },
         careful: { model: 'demo/echo', visibility: 'private', tools: { calculator: 'approve' } },
         curious: { model: 'demo/echo', visibility: 'private', tools: { ask_user: 'allow' } },
+        keeper: {
+          model: 'demo/echo',
+          visibility: 'private',
+          state: { schema: { type: 'object' }, initial: {} },
+        },
       },
     },
     { K_ALICE: keys.alice, K_BOB: keys.bob, K_GLOBEX: keys.globex },
@@ -348,6 +353,44 @@ describe('AG-UI with the official HttpAgent', () => {
     expect(watcher.messages.map((message) => message.content)).toContain(
       'You said: from elsewhere',
     );
+  });
+
+  it("shows the session's state: a snapshot first, then each change as a JSON Patch", async () => {
+    const agent = agentFor('keeper', keys.alice);
+    say(agent, '/tool update_state {"set": {"step": 1, "order": {"id": "A17", "items": [1]}}}');
+    const first = await run(agent);
+    expect(first.events.filter((event) => event.type === EventType.STATE_SNAPSHOT)).toMatchObject([
+      { snapshot: { step: 1, order: { id: 'A17', items: [1] } } },
+    ]);
+    say(agent, '/tool update_state {"set": {"step": 2, "order": {"id": null, "items": [1, 2]}}}');
+    await run(agent);
+
+    // The thread's stream shows the first change whole and the second as a patch; the
+    // client's own apply (through its checks) ends with the session's state.
+    const watcher = agentFor('keeper', keys.alice, agent.threadId);
+    const seen: BaseEvent[] = [];
+    const connected = watcher.connectAgent({}, { onEvent: ({ event }) => void seen.push(event) });
+    await until(
+      async () => seen.filter((event) => event.type === EventType.RUN_FINISHED).length,
+      (finished) => finished >= 2,
+      'the connected client to see both runs',
+    );
+    await watcher.detachActiveRun();
+    watcher.abortRun();
+    await connected;
+    const stateEvents = seen.filter((event) => String(event.type).startsWith('STATE_'));
+    expect(stateEvents).toEqual([
+      expect.objectContaining({ type: 'STATE_SNAPSHOT' }),
+      expect.objectContaining({
+        type: 'STATE_DELTA',
+        delta: [
+          { op: 'replace', path: '/step', value: 2 },
+          { op: 'remove', path: '/order/id' },
+          { op: 'replace', path: '/order/items', value: [1, 2] },
+        ],
+      }),
+    ]);
+    expect(watcher.state).toEqual({ step: 2, order: { items: [1, 2] } });
   });
 
   it('a run whose turn is cancelled through Parley ends with the cancelled outcome', async () => {

@@ -66,7 +66,7 @@ export const aguiContracts = {
     url: `${aguiBase}/:agent`,
     summary: 'AG-UI: run the agent (RunAgentInput in, AG-UI events out as SSE)',
     description:
-      "Admits the last user message as a turn (runId = the turn id) of the thread's session, or, with `resume`, answers the interrupts the turn waits for; then streams the run: RUN_STARTED, TEXT_MESSAGE_*, TOOL_CALL_*, STATE_SNAPSHOT, and RUN_FINISHED (outcome success, cancelled or interrupt) or RUN_ERROR.",
+      "Admits the last user message as a turn (runId = the turn id) of the thread's session, or, with `resume`, answers the interrupts the turn waits for; then streams the run: RUN_STARTED, TEXT_MESSAGE_*, TOOL_CALL_*, STATE_SNAPSHOT then STATE_DELTA (JSON Patch), and RUN_FINISHED (outcome success, cancelled or interrupt) or RUN_ERROR.",
     body: runInput,
     responses: { '201': sse },
     errors: {

@@ -1,5 +1,6 @@
 import { EventType, type Event as AgUiEvent, type Interrupt } from '@ag-ui/core';
 import type { InputRequiredEvent, ParleyEvent } from '../../protocol/events.js';
+import { jsonPatch } from './jsonPatch.js';
 
 /**
  * A session's journal seen as AG-UI events (docs/protocols.md, "AG-UI"): a pure fold, so the
@@ -48,6 +49,8 @@ export class AgUiFold {
   private readonly paused = new Set<string>();
   /** A state change between runs, shown when the next one starts. */
   private heldState: { sequence: number; data: Record<string, unknown> } | null = null;
+  /** The state this fold last showed: later changes are shown as a patch of it. */
+  private shownState: Record<string, unknown> | null = null;
   private finished = false;
 
   constructor(private readonly scope: FoldScope) {
@@ -194,7 +197,7 @@ export class AgUiFold {
       }
       case 'state_changed':
         if (this.run) {
-          this.emit(event.sequence, { type: EventType.STATE_SNAPSHOT, snapshot: event.data });
+          this.showState(event.sequence, event.data);
         } else {
           this.heldState = { sequence: event.sequence, data: event.data };
         }
@@ -273,10 +276,24 @@ export class AgUiFold {
     this.run = run;
     this.emit(sequence, { type: EventType.RUN_STARTED, threadId: this.scope.threadId, runId });
     if (this.heldState) {
-      this.emit(sequence, { type: EventType.STATE_SNAPSHOT, snapshot: this.heldState.data });
+      this.showState(sequence, this.heldState.data);
       this.heldState = null;
     }
     return run;
+  }
+
+  /**
+   * The session's state as it now stands: whole the first time this fold shows it
+   * (`STATE_SNAPSHOT`), then as a JSON Patch of what it showed last (`STATE_DELTA`).
+   */
+  private showState(sequence: number, data: Record<string, unknown>): void {
+    if (this.shownState === null) {
+      this.emit(sequence, { type: EventType.STATE_SNAPSHOT, snapshot: data });
+    } else {
+      const delta = jsonPatch(this.shownState, data);
+      if (delta.length > 0) this.emit(sequence, { type: EventType.STATE_DELTA, delta });
+    }
+    this.shownState = data;
   }
 
   private appendText(run: Run, sequence: number, delta: string): void {
