@@ -184,6 +184,74 @@ describe('Parley as an MCP server, with the official MCP client', () => {
     expect(messages.slice(1, -1).join('')).toBe('You said: progress please');
   });
 
+  it('a broken stream resumes with Last-Event-ID: the rest once, the call answered, one turn', async () => {
+    const requests: string[] = [];
+    let broken = false;
+    // The client's fetch, except that the call's own stream breaks after its second
+    // progress event, as a dropped connection would.
+    const breakingFetch: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      const headers = new Headers(init?.headers);
+      const method = init?.method ?? 'GET';
+      requests.push(`${method} ${headers.get('last-event-id') ?? '-'}`);
+      const isCall = typeof init?.body === 'string' && init.body.includes('"tools/call"');
+      if (broken || !isCall || !response.body) return response;
+      broken = true;
+      const reader = response.body.getReader();
+      let text = '';
+      const body = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          const { done, value } = await reader.read();
+          if (done) return controller.close();
+          controller.enqueue(value);
+          text += new TextDecoder().decode(value);
+          if ((text.match(/notifications\/progress/g) ?? []).length >= 2) {
+            await reader.cancel();
+            controller.error(new Error('the connection dropped'));
+          }
+        },
+      });
+      return new Response(body, { status: response.status, headers: response.headers });
+    };
+    const client = new Client({ name: 'parley-test', version: '1' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
+        requestInit: { headers: auth(keys.alice) },
+        fetch: breakingFetch,
+        reconnectionOptions: {
+          initialReconnectionDelay: 100,
+          maxReconnectionDelay: 1000,
+          reconnectionDelayGrowFactor: 2,
+          maxRetries: 5,
+        },
+      }),
+    );
+    clients.push(client);
+    const key = `mcp_resume_${Date.now()}`;
+    const message = Array.from({ length: 40 }, (_, index) => `word${index}`).join(' ');
+    const steps: { progress: number; message?: string }[] = [];
+    const result = (await client.callTool(
+      { name: 'helper', arguments: { message }, _meta: { 'parley/idempotency_key': key } },
+      undefined,
+      { onprogress: (progress) => steps.push(progress) },
+    )) as CallToolResult & { structuredContent: Outcome };
+    expect(broken).toBe(true);
+    expect(requests.filter((line) => line.startsWith('GET ') && line !== 'GET -')).toHaveLength(1);
+    expect(result.structuredContent).toMatchObject({ status: 'completed', turn_id: key });
+    expect(result.structuredContent.reply).toBe(`You said: ${message}`);
+    // Every progress notification once, in order, across both connections.
+    expect(steps.map((step) => step.progress)).toEqual(steps.map((_, index) => index + 1));
+    expect(
+      steps
+        .map((step) => step.message)
+        .slice(1, -1)
+        .join(''),
+    ).toBe(`You said: ${message}`);
+    expect(await server.db.query('select 1 from turns where turn_id = $1', [key])).toMatchObject({
+      rowCount: 1,
+    });
+  });
+
   it("cancelling the request is Parley's durable cancel: the turn ends cancelled", async () => {
     const alice = await connect(keys.alice);
     const key = `mcp_cancel_${Date.now()}`;
@@ -387,6 +455,26 @@ describe('Parley as an MCP server, with the official MCP client', () => {
     );
     expect(foreignSession.status).toBe(404);
     expect(await foreignSession.json()).toMatchObject({ error: { code: -32001 } });
+    // A resume: without a session, of another principal's session, or at an unknown cursor.
+    const resume = (headers: Record<string, string>) =>
+      fetch(`${server.url}/mcp`, {
+        headers: { accept: 'text/event-stream', 'mcp-protocol-version': '2025-11-25', ...headers },
+      });
+    const sessionId = String(alice.transport?.sessionId);
+    expect((await resume({ ...auth(keys.alice), 'last-event-id': 'x.1' })).status).toBe(400);
+    const foreignResume = await resume({
+      ...auth(keys.globex),
+      'mcp-session-id': sessionId,
+      'last-event-id': 'x.1',
+    });
+    expect(foreignResume.status).toBe(404);
+    const unknownCursor = await resume({
+      ...auth(keys.alice),
+      'mcp-session-id': sessionId,
+      'last-event-id': 'nothing.1',
+    });
+    expect(unknownCursor.status).toBe(400);
+    expect((await resume({ ...auth(keys.alice), 'mcp-session-id': sessionId })).status).toBe(405);
     const after = await server.db.query('select count(*)::int as n from turns');
     expect(after.rows[0]).toEqual(before.rows[0]);
   });

@@ -9,6 +9,7 @@ import { route, routeOptions } from '../contract.js';
 import type { ApiDeps } from '../deps.js';
 import { JournalFeed } from '../feed.js';
 import { idempotencyMetaKey } from './callTurn.js';
+import { McpEventLog } from './eventLog.js';
 
 /** The SDK's server side, loaded with the first MCP session: most processes serve none. */
 let sdk: Promise<{
@@ -41,6 +42,12 @@ export const mcpPath = '/mcp';
 
 /** An MCP session nobody used for this long is closed (the client initializes again). */
 const idleMs = 30 * 60_000;
+
+/**
+ * The first protocol version whose clients are told a stream's event ids (the SDK's
+ * priming event) and reconnect with `Last-Event-ID` when a stream breaks.
+ */
+const resumableSince = '2025-11-25';
 
 const jsonRpcMessage = z.record(z.string(), z.unknown()).meta({
   description: 'a JSON-RPC 2.0 message of the Model Context Protocol (or a batch of them)',
@@ -78,10 +85,23 @@ export const mcpContracts = {
   get: route({
     method: 'GET',
     url: mcpPath,
-    summary: 'MCP server: no stream of its own (405); answers come on the POST that asked',
-    parameters: [sessionHeader],
-    responses: { '405': { description: 'a JSON-RPC error: method not allowed' } },
-    errors: { '401': 'unauthorized' },
+    summary:
+      'MCP server: with Last-Event-ID, the rest of a broken stream (resumability); else 405 (no stream of its own)',
+    parameters: [
+      sessionHeader,
+      {
+        name: 'Last-Event-ID',
+        in: 'header',
+        required: false,
+        description: 'the id of the last event the client got on the stream that broke',
+        schema: { type: 'string' },
+      },
+    ],
+    responses: {
+      '200': { description: 'text/event-stream: the events after the cursor, then the rest live' },
+      '405': { description: 'a JSON-RPC error: method not allowed (no Last-Event-ID)' },
+    },
+    errors: mcpErrors,
   }),
   delete: route({
     method: 'DELETE',
@@ -104,8 +124,11 @@ interface McpSession {
   lastSeen: number;
   /** Requests the client cancelled (`notifications/cancelled`). */
   cancelled: Set<RequestId>;
-  /** Requests whose answer is under way, with their HTTP response's closing. */
-  connections: Map<RequestId, AbortSignal>;
+  /**
+   * Requests whose answer is under way, with their HTTP response's closing (null: the
+   * client may reconnect to the stream, so its closing does not end the call).
+   */
+  connections: Map<RequestId, AbortSignal | null>;
 }
 
 /**
@@ -165,7 +188,10 @@ export async function mcpPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
     }
     const closed = new AbortController();
     const requestIds = messages.filter(isRequest).map((each) => each.id);
-    for (const requestId of requestIds) session.connections.set(requestId, closed.signal);
+    const resumable = String(request.headers['mcp-protocol-version'] ?? '') >= resumableSince;
+    for (const requestId of requestIds) {
+      session.connections.set(requestId, resumable ? null : closed.signal);
+    }
     reply.raw.on('close', () => {
       closed.abort();
       for (const requestId of requestIds) {
@@ -176,7 +202,15 @@ export async function mcpPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
     await handOver(request, reply, session, message);
   });
 
-  app.get(get.url, routeOptions(get), async (_request, reply) => {
+  app.get(get.url, routeOptions(get), async (request, reply) => {
+    if (request.headers['last-event-id'] !== undefined) {
+      const session = sessionOf(request);
+      if (session === null) {
+        return jsonRpcError(reply, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
+      }
+      if (session === 'missing') return jsonRpcError(reply, 404, -32001, 'Session not found');
+      return handOver(request, reply, session, undefined);
+    }
     void reply.header('allow', 'POST, DELETE');
     return jsonRpcError(
       reply,
@@ -218,6 +252,8 @@ export async function mcpPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
         sessions.set(sessionId, session);
       },
       keepAliveMs: deps.config.server.keepaliveMs,
+      eventStore: new McpEventLog(),
+      retryInterval: 1000,
     });
     const session: McpSession = {
       transport,
@@ -226,7 +262,7 @@ export async function mcpPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
         feed,
         principal: () => session.principal,
         cancelledByClient: (requestId) => session.cancelled.has(requestId),
-        connectionOf: (requestId) => session.connections.get(requestId),
+        connectionOf: (requestId) => session.connections.get(requestId) ?? undefined,
       }),
       tenant: principal.tenant,
       user: principal.user,
