@@ -87,6 +87,14 @@ export class Ledger {
     openaiResponses: 0,
     /** Their streams resumed with `starting_after` after a broken connection. */
     openaiResumes: 0,
+    /** Streamed A2A messages (`SendStreamingMessage`). */
+    a2aTasks: 0,
+    /** Their tasks followed again with `SubscribeToTask` after a broken connection. */
+    a2aResubscribes: 0,
+    /** Calls of an agent's tool through the MCP server. */
+    mcpCalls: 0,
+    /** Calls made again (same idempotency key, a new MCP session) after a failure or `in_progress`. */
+    mcpRetries: 0,
   };
 
   violation(check: string, detail: string): void {

@@ -73,6 +73,14 @@ export function figuresTable(facts: RunFacts): string {
       'OpenAI streamed responses / streams resumed (starting_after)',
       `${counters.openaiResponses} / ${counters.openaiResumes}`,
     ],
+    [
+      'A2A streamed tasks / followed again (SubscribeToTask)',
+      `${counters.a2aTasks} / ${counters.a2aResubscribes}`,
+    ],
+    [
+      'MCP tool calls / made again (same key, new MCP session)',
+      `${counters.mcpCalls} / ${counters.mcpRetries}`,
+    ],
     ['rounds left to the drain (follow timeouts)', counters.followTimeouts],
     ['sessions unparked (clients / drain)', `${counters.unparks} / ${drain.unparked}`],
     ['requests approved by the drain', drain.answered],

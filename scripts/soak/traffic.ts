@@ -1,7 +1,9 @@
+import { runA2aClient } from './a2aClient.js';
 import { Apis } from './http.js';
 import { Ledger } from './ledger.js';
 import { MissionLedger } from './missionLedger.js';
 import { runOpenaiClient } from './openaiClient.js';
+import { runMcpClient } from './mcpClient.js';
 import { runMissionClient } from './missions.js';
 import type { SoakOptions } from './options.js';
 import type { Outside } from './outside.js';
@@ -11,8 +13,9 @@ import { SessionLoop } from './session.js';
 
 /**
  * Everything the soak's clients do during the chaos, whichever the engine: the chat
- * sessions (turns, effect tools, approvals, cancels, budgets), the mission client
- * (executions, cancels, unblocks), and the people on Telegram and Slack. What they were
+ * sessions (turns, effect tools, approvals, cancels, budgets), the protocol clients
+ * (OpenAI Responses, A2A, MCP), the mission client (executions, cancels, unblocks), and
+ * the people on Telegram and Slack. What they were
  * told is in `ledger` and `missions`, the platforms' traffic in `outside`.
  */
 export class Traffic {
@@ -74,6 +77,22 @@ export class Traffic {
         apis: new Apis(this.urls),
         ledger: this.ledger,
         random: random.fork('openai'),
+        count: Math.max(2, Math.round(options.turns / 20)),
+        windowMs: this.windowMs,
+        followTimeoutMs: 90_000,
+      }),
+      runA2aClient({
+        apis: new Apis(this.urls),
+        ledger: this.ledger,
+        random: random.fork('a2a'),
+        count: Math.max(2, Math.round(options.turns / 20)),
+        windowMs: this.windowMs,
+        followTimeoutMs: 90_000,
+      }),
+      runMcpClient({
+        apis: new Apis(this.urls),
+        ledger: this.ledger,
+        random: random.fork('mcp'),
         count: Math.max(2, Math.round(options.turns / 20)),
         windowMs: this.windowMs,
         followTimeoutMs: 90_000,
