@@ -463,6 +463,16 @@ const byBody: Record<string, { method: string; path: string; body: (ids: Ids) =>
     path: '/api/v1/missions/blocking/executions',
     body: (ids) => ({ execution_id: `bx_${made}`, agent: ids.agent }),
   },
+  "A's session as B's active session": {
+    method: 'PUT',
+    path: '/api/v1/me/preferences',
+    body: (ids) => ({ active_session_id: ids.session }),
+  },
+  "A's agent as B's active agent": {
+    method: 'PUT',
+    path: '/api/v1/me/preferences',
+    body: (ids) => ({ active_agent: ids.agent }),
+  },
   "A's agent for B's session": {
     method: 'POST',
     path: '/api/v1/chat/sessions',
@@ -476,6 +486,7 @@ const byBody: Record<string, { method: string; path: string; body: (ids: Ids) =>
  */
 const listQueries: Record<string, string[]> = {
   'GET /api/v1/chat/sessions': ['', '?limit=200'],
+  'GET /api/v1/me/preferences': [''],
   'GET /api/v1/inputs': ['', '?state=pending'],
   'GET /api/v1/memories': ['', '?user=*', '?user=acme-ann', '?agent=acmebot&user=*'],
   'GET /api/v1/executions': ['', '?user=acme-ann', '?mission=blocking', '?status=blocked'],

@@ -192,6 +192,10 @@ beforeAll(async () => {
       to_sequence: chat.items[chat.items.length - 1].sequence,
     }),
     await request(full.url, 'POST', '/api/v1/agents/default/personal', {}),
+    await request(full.url, 'PUT', '/api/v1/me/preferences', {
+      language: 'en-GB',
+      timezone: 'Europe/London',
+    }),
     await request(full.url, 'PUT', '/api/v1/agents/other', { greeting: 'hello from the tenant' }),
     // Far above what the fuzzer's turns use: it never stops one.
     await request(full.url, 'PUT', '/api/v1/budgets/fuzz_month', {
@@ -204,7 +208,7 @@ beforeAll(async () => {
       command_id: 'c_2',
     }),
   ];
-  expect(writes.map((answer) => answer.status)).toEqual([200, 201, 200, 200, 200, 200]);
+  expect(writes.map((answer) => answer.status)).toEqual([200, 201, 200, 200, 200, 200, 200]);
   // A provider circuit's change of state, as a worker reports it (providers/circuit.ts).
   await recordCircuit(full.db, { provider: 'demo', state: 'closed', failures: 0 });
   // A credential reference, by the statement an external_auth answer runs (no tool of the
@@ -563,6 +567,16 @@ function generator(random: () => number) {
       json('POST', `/api/v1/agents/${segment()}/personal`, {}),
     'POST /api/v1/agents/{name}/personal/archive': () =>
       json('POST', `/api/v1/agents/${segment()}/personal/archive`, {}),
+    'GET /api/v1/me/preferences': () => get('/api/v1/me/preferences'),
+    'PUT /api/v1/me/preferences': () =>
+      json('PUT', '/api/v1/me/preferences', {
+        language: pick([undefined, null, 'de-CH', value()]),
+        timezone: pick([undefined, null, 'Europe/Zurich', value()]),
+        active_agent: pick([undefined, null, 'default', value()]),
+        active_session_id: pick([undefined, null, sessionId, value()]),
+        desktop: pick([undefined, {}, { panes: [value()] }, value()]),
+        ...(random() < 0.2 ? { [segment()]: value() } : {}),
+      }),
     'GET /api/v1/agents/{name}': () => get(`/api/v1/agents/${agentOrMission()}`),
     'PUT /api/v1/agents/{name}': () =>
       json('PUT', `/api/v1/agents/${agentOrMission()}`, {

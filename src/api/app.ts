@@ -31,6 +31,7 @@ import { healthRoutes } from './health.js';
 import { adminModelRoutes, modelRoutes } from './models.js';
 import { openapiRoutes } from './openapi.js';
 import { personalRoutes } from './personal.js';
+import { preferenceRoutes } from './preferences.js';
 import { holdRequestDeadline } from './requestDeadline.js';
 import { scheduleRoutes } from './schedules.js';
 import { authenticate, requireOperator } from './principal.js';
@@ -139,6 +140,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   scheduleRoutes(app, deps);
   checkpointRoutes(app, deps);
   personalRoutes(app, deps);
+  preferenceRoutes(app, deps);
   webRoutes(app, deps);
   await app.register(async (admin) => {
     await adminPlugin(admin, deps);

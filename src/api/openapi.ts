@@ -20,6 +20,7 @@ import { executionContracts } from './executions.js';
 import { scheduleContracts } from './schedules.js';
 import { checkpointContracts } from './checkpoints.js';
 import { personalContracts } from './personal.js';
+import { preferenceContracts } from './preferences.js';
 import { definitionContracts } from './definitions.js';
 import { budgetContracts } from './budgets.js';
 import { webhookContracts } from './webhooks.js';
@@ -60,6 +61,7 @@ const contracts: RouteContract[] = [
   scheduleContracts,
   checkpointContracts,
   personalContracts,
+  preferenceContracts,
   definitionContracts.agent,
   definitionContracts.mission,
   budgetContracts,

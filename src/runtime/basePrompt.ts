@@ -9,6 +9,7 @@ import type { Lease } from '../store/types.js';
 import { skillsPrompt } from '../tools/skills/catalog.js';
 import type { RuntimeDeps } from './deps.js';
 import type { ModelInfo } from './modelInfo.js';
+import { userContext } from './userContext.js';
 import {
   buildModelPrompt,
   fallbackContextWindow,
@@ -83,8 +84,14 @@ export async function basePrompt(
   const snapshot = await stateSnapshot(deps, lease, agent);
   // A turn's own instructions (a client's, with its message) follow the agent's, each once.
   const own = [...new Set(turns.map((turn) => turn.instructions ?? '').filter((text) => text))];
+  const people = await userContext(
+    deps.db,
+    lease.tenant,
+    turns.map((turn) => turn.author),
+    new Date(),
+  );
   return buildModelPrompt({
-    instructions: [agent.instructions, ...own, skills, snapshot]
+    instructions: [agent.instructions, ...own, skills, snapshot, people]
       .filter((part) => part !== '')
       .join('\n\n'),
     history: historyTurns,
