@@ -214,7 +214,7 @@ describe('token-gated writes', () => {
     ).rejects.toBeInstanceOf(LeaseLostError);
     const after = await sessionRow(db, sessionId);
     // The whole transaction rolled back, including the caller's own earlier write.
-    expect(after.title).toBeNull();
+    expect(after.title).toBe(before.title);
     expect(after.last_sequence).toBe(before.last_sequence);
     expect(after.partial_output).toBe(false);
     expect(after.claim_count).toBe(before.claim_count);
