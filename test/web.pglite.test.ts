@@ -123,6 +123,19 @@ describe('the web app', () => {
     await context.close();
   });
 
+  it('starts a conversation from the first page with its first message, titled by it', async () => {
+    const { context, page } = await signedIn(browser, bob);
+    await page.goto(server.url);
+    await page.getByRole('heading', { name: 'Start a conversation' }).waitFor();
+    const box = page.getByRole('textbox', { name: 'First message' });
+    await box.fill('Where is order A17?');
+    await box.press('Enter');
+    await page.waitForURL(/\/s\/[A-Za-z0-9]+$/);
+    await replies(page).filter({ hasText: 'You said: Where is order A17?' }).waitFor();
+    await page.getByRole('link', { name: /Where is order A17\?/ }).waitFor();
+    await context.close();
+  });
+
   it('approves a tool in place: the outcome and the result appear in the thread', async () => {
     const { context, page } = await signedIn(browser, alice);
     await startConversation(page, 'Approve', '/tool calculator {"expression": "6*7"}');

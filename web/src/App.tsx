@@ -194,16 +194,12 @@ function Shell(props: { client: ParleyClient; me: Me; onSignOut: () => void }) {
         ) : route.name === 'budgets' ? (
           <Budgets client={client} />
         ) : (
-          <div className="empty-main">
-            <h2>Pick a conversation</h2>
-            <p className="muted">
-              Or{' '}
-              <a href="/new" onClick={onLinkClick}>
-                start a new one
-              </a>
-              .
-            </p>
-          </div>
+          <NewSession
+            client={client}
+            agents={agents}
+            onCreated={() => void loadSessions()}
+            landing
+          />
         )}
       </main>
     </div>

@@ -3,12 +3,17 @@ import type { AgentInfo, ParleyClient } from 'parley/client';
 import { navigate } from '../router';
 import { explainRequestError } from '../words';
 
-/** Start a conversation: pick an agent, give it a title (or let the first message be it). */
+/**
+ * Start a conversation: pick an agent, give it a title (or let the first message be it).
+ * On the first page (`landing`) it is a message box: the first message starts it.
+ */
 export function NewSession(props: {
   client: ParleyClient;
   agents: AgentInfo[];
   onCreated: () => void;
+  landing?: boolean;
 }) {
+  const landing = props.landing === true;
   const fallback = props.agents.find((agent) => agent.default)?.name ?? props.agents[0]?.name ?? '';
   const [agent, setAgent] = useState(fallback);
   const [title, setTitle] = useState('');
@@ -18,6 +23,7 @@ export function NewSession(props: {
   const chosen = props.agents.find((candidate) => candidate.name === agent);
 
   async function create() {
+    if (landing && !message.trim()) return;
     setBusy(true);
     setError(null);
     try {
@@ -39,7 +45,10 @@ export function NewSession(props: {
 
   return (
     <section className="new-session" aria-label="New conversation">
-      <h2>New conversation</h2>
+      <h2>{landing ? 'Start a conversation' : 'New conversation'}</h2>
+      {landing ? (
+        <p className="muted small">Write your first message, or pick a conversation on the left.</p>
+      ) : null}
       <form
         onSubmit={(event) => {
           event.preventDefault();
@@ -75,15 +84,17 @@ export function NewSession(props: {
               .join(', ')}
           </p>
         ) : null}
-        <label>
-          Title
-          <input
-            value={title}
-            onChange={(event) => setTitle(event.target.value)}
-            placeholder="Optional: the first line of your message otherwise"
-            aria-label="Title"
-          />
-        </label>
+        {landing ? null : (
+          <label>
+            Title
+            <input
+              value={title}
+              onChange={(event) => setTitle(event.target.value)}
+              placeholder="Optional: the first line of your message otherwise"
+              aria-label="Title"
+            />
+          </label>
+        )}
         <label>
           First message
           <textarea
@@ -91,7 +102,7 @@ export function NewSession(props: {
             rows={4}
             onChange={(event) => setMessage(event.target.value)}
             aria-label="First message"
-            placeholder="Optional"
+            placeholder={landing ? 'Ask anything…' : 'Optional'}
             onKeyDown={(event) => {
               if (event.key === 'Enter' && !event.shiftKey && !event.nativeEvent.isComposing) {
                 event.preventDefault();
@@ -105,8 +116,8 @@ export function NewSession(props: {
             {error}
           </p>
         ) : null}
-        <button type="submit" className="primary" disabled={busy}>
-          Start conversation
+        <button type="submit" className="primary" disabled={busy || (landing && !message.trim())}>
+          {landing ? 'Send' : 'Start conversation'}
         </button>
       </form>
     </section>
