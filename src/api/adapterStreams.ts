@@ -1,5 +1,8 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Principal } from '../config/types.js';
+import type { Db } from '../store/db.js';
+import { cancelTurn, type CancelAnswer } from '../store/cancelTurn.js';
 import { openEventStream } from './sseResponse.js';
 
 /**
@@ -48,4 +51,24 @@ export class AdapterStreams {
  */
 export function cancelWaitMs(blockingWaitMs: number): number {
   return Math.min(5_000, blockingWaitMs);
+}
+
+/**
+ * A protocol adapter's cancel of one turn (OpenAI's cancel and delete, A2A's CancelTask,
+ * MCP's `notifications/cancelled`): Parley's durable cancel, as the principal, with a
+ * command id of the turn's own, so every repeat of it — through any adapter — is the same
+ * command (`duplicate`), never a second one.
+ */
+export function cancelAsPrincipal(
+  db: Db,
+  principal: Pick<Principal, 'tenant' | 'user'>,
+  turn: { sessionId: string; turnId: string },
+): Promise<CancelAnswer> {
+  return cancelTurn(db, {
+    tenant: principal.tenant,
+    sessionId: turn.sessionId,
+    turnId: turn.turnId,
+    commandId: `cancel_${turn.turnId}`.slice(0, 128),
+    actor: { user: principal.user, tenant: principal.tenant },
+  });
 }

@@ -4,10 +4,9 @@ import { z } from 'zod';
 import type { Principal } from '../../config/types.js';
 import { ParleyError } from '../../errors.js';
 import type { ParleyEvent } from '../../protocol/events.js';
-import { cancelTurn } from '../../store/cancelTurn.js';
 import { findInputRequest } from '../../store/findInputRequest.js';
 import { findVisibleSession } from '../../store/findVisibleSession.js';
-import { cancelWaitMs } from '../adapterStreams.js';
+import { cancelAsPrincipal, cancelWaitMs } from '../adapterStreams.js';
 import { routeOptions, typed } from '../contract.js';
 import { agentsOf, type ApiDeps } from '../deps.js';
 import { JournalFeed } from '../feed.js';
@@ -143,12 +142,9 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
         if ((await foldTask(identity, from, 'now')).ended) {
           throw new ParleyError('task_not_cancelable', 'the task has already ended');
         }
-        const answer = await cancelTurn(deps.db, {
-          tenant: principal.tenant,
+        const answer = await cancelAsPrincipal(deps.db, principal, {
           sessionId: identity.contextId,
           turnId: identity.taskId,
-          commandId: `cancel_${identity.taskId}`.slice(0, 128),
-          actor: { user: principal.user, tenant: principal.tenant },
         });
         if (answer.result === 'too_late') {
           throw new ParleyError('task_not_cancelable', 'the task has already ended');

@@ -1,7 +1,7 @@
+import { cancelAsPrincipal } from '../adapterStreams.js';
 import type { Principal } from '../../config/types.js';
 import { isParleyError, ParleyError } from '../../errors.js';
 import type { InputRequiredEvent } from '../../protocol/events.js';
-import { cancelTurn } from '../../store/cancelTurn.js';
 import { findInputRequest } from '../../store/findInputRequest.js';
 import { findVisibleSession } from '../../store/findVisibleSession.js';
 import type { ApiDeps } from '../deps.js';
@@ -214,11 +214,5 @@ async function answerAsPrincipal(
 
 /** Parley's durable cancel, with a command id of the turn's own: a repeat is a duplicate. */
 async function cancel(io: CallIo, sessionId: string, turnId: string): Promise<void> {
-  await cancelTurn(io.deps.db, {
-    tenant: io.principal.tenant,
-    sessionId,
-    turnId,
-    commandId: `cancel_${turnId}`.slice(0, 128),
-    actor: { user: io.principal.user, tenant: io.principal.tenant },
-  });
+  await cancelAsPrincipal(io.deps.db, io.principal, { sessionId, turnId });
 }

@@ -5,7 +5,6 @@ import type { Principal } from '../../config/types.js';
 import { ParleyError } from '../../errors.js';
 import type { ParleyEvent } from '../../protocol/events.js';
 import { clientKeyPattern } from '../../ids.js';
-import { cancelTurn } from '../../store/cancelTurn.js';
 import { findInputRequest } from '../../store/findInputRequest.js';
 import { deleteResponse } from '../../store/deleteResponse.js';
 import { findVisibleSession } from '../../store/findVisibleSession.js';
@@ -13,7 +12,7 @@ import { routeOptions, typed } from '../contract.js';
 import { agentsOf, type ApiDeps } from '../deps.js';
 import { JournalFeed } from '../feed.js';
 import { JournalFollower } from '../journalFollower.js';
-import { AdapterStreams, cancelWaitMs } from '../adapterStreams.js';
+import { AdapterStreams, cancelAsPrincipal, cancelWaitMs } from '../adapterStreams.js';
 import { findVisibleTurn, viewerOf } from '../sessionAccess.js';
 import { answerForPrincipal } from '../inputs.js';
 import { admitForPrincipal } from '../turns.js';
@@ -159,26 +158,14 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
 
   api.post(cancel.url, routeOptions(cancel), async (request) => {
     const { identity, from } = await responseOf(request.principal, request.params.responseId);
-    await cancelTurn(deps.db, {
-      tenant: request.principal.tenant,
-      sessionId: identity.sessionId,
-      turnId: identity.turnId,
-      commandId: `cancel_${identity.turnId}`.slice(0, 128),
-      actor: { user: request.principal.user, tenant: request.principal.tenant },
-    });
+    await cancelAsPrincipal(deps.db, request.principal, identity);
     return foldResponse(identity, from, 'ended', request, cancelWaitMs(waitMs));
   });
 
   api.delete(remove.url, routeOptions(remove), async (request) => {
     const { identity } = await responseOf(request.principal, request.params.responseId);
     const principal = request.principal;
-    await cancelTurn(deps.db, {
-      tenant: principal.tenant,
-      sessionId: identity.sessionId,
-      turnId: identity.turnId,
-      commandId: `cancel_${identity.turnId}`.slice(0, 128),
-      actor: { user: principal.user, tenant: principal.tenant },
-    });
+    await cancelAsPrincipal(deps.db, principal, identity);
     if (!(await deleteResponse(deps.db, principal.tenant, identity.turnId))) {
       throw new ParleyError('turn_not_found', `no response "${request.params.responseId}"`);
     }
