@@ -1,6 +1,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, longMessage, phone, signedIn } from './support/browser.js';
+import { until } from './support/poll.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
 // The web app in a real browser (Debian's Chromium) against a real Parley: the demo model
@@ -133,6 +134,32 @@ describe('the web app', () => {
     await page.waitForURL(/\/s\/[A-Za-z0-9]+$/);
     await replies(page).filter({ hasText: 'You said: Where is order A17?' }).waitFor();
     await page.getByRole('link', { name: /Where is order A17\?/ }).waitFor();
+    await context.close();
+  });
+
+  it("saves the user's language and time zone in Settings; they stay after a reload", async () => {
+    const { context, page } = await signedIn(browser, bob);
+    await page.goto(server.url);
+    await page.getByRole('link', { name: 'Settings' }).click();
+    await page.getByRole('heading', { name: 'Settings' }).waitFor();
+    await page.getByRole('textbox', { name: 'Language' }).fill('de-ch');
+    await page.getByRole('combobox', { name: 'Time zone' }).selectOption('Asia/Tokyo');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+    // Stored canonical, and shown so.
+    expect(await page.getByRole('textbox', { name: 'Language' }).inputValue()).toBe('de-CH');
+    await page.reload();
+    await page.getByRole('heading', { name: 'Settings' }).waitFor();
+    await until(
+      () => page.getByRole('combobox', { name: 'Time zone' }).inputValue(),
+      (zone) => zone === 'Asia/Tokyo',
+      'the saved time zone',
+    );
+    expect(await page.getByRole('textbox', { name: 'Language' }).inputValue()).toBe('de-CH');
+    const stored = await fetch(`${server.url}/api/v1/me/preferences`, {
+      headers: { authorization: `Bearer ${bob}` },
+    });
+    expect(await stored.json()).toMatchObject({ language: 'de-CH', timezone: 'Asia/Tokyo' });
     await context.close();
   });
 

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { Principal } from '../config/types.js';
 import { ParleyError } from '../errors.js';
+import { preferences, type Preferences } from '../protocol/rest.js';
 import { findVisibleSession } from '../store/findVisibleSession.js';
 import { readUserPreferences, saveUserPreferences } from '../store/userPreferences.js';
 import { route, routeOptions, typed } from './contract.js';
@@ -56,18 +57,6 @@ const preferencesBody = z
     timezone: timezone.nullable().optional(),
   })
   .strict();
-
-const preferences = z.object({
-  workspace_id: z.null(),
-  active_agent: z.string().nullable(),
-  active_session_id: z.string().nullable(),
-  system_voice: z.string().nullable(),
-  desktop: z.record(z.string(), z.unknown()),
-  language: z.string().nullable(),
-  timezone: z.string().nullable(),
-});
-
-export type Preferences = z.infer<typeof preferences>;
 
 const defaults: Preferences = {
   workspace_id: null,

@@ -10,6 +10,7 @@ import type {
   InputAnswer,
   Me,
   Page,
+  Preferences,
   SessionProjection,
   TranscriptMessage,
   Visibility,
@@ -233,6 +234,23 @@ export class ParleyClient {
   /** Extension: the caller's principal; a 401 here means the API key is missing or wrong. */
   me(options: { signal?: AbortSignal } = {}): Promise<Me> {
     return this.http.request('GET', '/api/v1/me', { signal: options.signal });
+  }
+
+  /** Extension: the caller's preferences (the defaults until first saved). */
+  preferences(options: { signal?: AbortSignal } = {}): Promise<Preferences> {
+    return this.http.request('GET', '/api/v1/me/preferences', { signal: options.signal });
+  }
+
+  /** Extension: replaces the caller's preferences (a key left out goes back to its default). */
+  savePreferences(
+    preferences: Partial<Omit<Preferences, 'workspace_id'>>,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<Preferences> {
+    return this.http.request('PUT', '/api/v1/me/preferences', {
+      body: preferences,
+      idempotent: true,
+      signal: options.signal,
+    });
   }
 
   /** §5: cancels accepted work; idempotent by command_id, made once and kept across retries. */

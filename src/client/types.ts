@@ -13,6 +13,7 @@ export type {
   Me,
   Page,
   PendingInput,
+  Preferences,
   SessionProjection,
   SessionState,
   TranscriptMessage,

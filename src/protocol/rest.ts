@@ -175,8 +175,22 @@ export const me = z.object({
   mode: z.enum(['dev', 'keys']),
 });
 
+/** The caller's preferences (GET | PUT /api/v1/me/preferences, an extension). */
+export const preferences = z
+  .object({
+    workspace_id: z.null().meta({ description: 'no workspaces yet: always null' }),
+    active_agent: z.string().nullable(),
+    active_session_id: z.string().nullable(),
+    system_voice: z.string().nullable(),
+    desktop: z.record(z.string(), z.unknown()),
+    language: z.string().nullable().meta({ description: 'a BCP 47 tag, canonical' }),
+    timezone: z.string().nullable().meta({ description: 'an IANA time zone' }),
+  })
+  .meta({ id: 'Preferences' });
+
 export type AgentInfo = z.infer<typeof agentInfo>;
 export type Me = z.infer<typeof me>;
+export type Preferences = z.infer<typeof preferences>;
 
 export const budgetScope = z.enum(['tenant', 'user', 'agent', 'session', 'execution']);
 export const budgetMetric = z.enum(['cost_usd', 'tokens', 'tool_calls', 'wall_ms']);

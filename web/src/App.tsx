@@ -6,9 +6,10 @@ import { Budgets } from './components/Budgets';
 import { Inbox } from './components/Inbox';
 import { NewSession } from './components/NewSession';
 import { SessionList } from './components/SessionList';
+import { Settings } from './components/Settings';
 import { SignIn } from './components/SignIn';
 import { onLinkClick, useRoute } from './router';
-import { explainRequestError } from './words';
+import { explainRequestError, setDisplay } from './words';
 
 type Auth =
   { status: 'checking' } | { status: 'needs-key'; error: string | null } | { status: 'in'; me: Me };
@@ -21,7 +22,12 @@ export function App() {
   useEffect(() => {
     let live = true;
     client.me().then(
-      (me) => live && setAuth({ status: 'in', me }),
+      async (me) => {
+        // Dates follow the user's saved language and time zone; without them, the browser's.
+        const saved = await client.preferences().catch(() => null);
+        if (saved) setDisplay(saved.language, saved.timezone);
+        if (live) setAuth({ status: 'in', me });
+      },
       (error: { code?: string }) => {
         if (!live) return;
         if (error.code === 'unauthorized') {
@@ -159,6 +165,13 @@ function Shell(props: { client: ParleyClient; me: Me; onSignOut: () => void }) {
               Budgets
             </a>
           ) : null}
+          <a
+            href="/settings"
+            onClick={onLinkClick}
+            aria-current={route.name === 'settings' ? 'page' : undefined}
+          >
+            Settings
+          </a>
         </nav>
         <span className="whoami small muted" title={`tenant ${me.tenant}`}>
           {me.user}
@@ -193,6 +206,8 @@ function Shell(props: { client: ParleyClient; me: Me; onSignOut: () => void }) {
           <Inbox client={client} agents={agents} onCount={setInboxCount} />
         ) : route.name === 'budgets' ? (
           <Budgets client={client} />
+        ) : route.name === 'settings' ? (
+          <Settings client={client} />
         ) : (
           <NewSession
             client={client}

@@ -6,7 +6,8 @@ export type Route =
   | { name: 'session'; sessionId: string }
   | { name: 'new' }
   | { name: 'inbox' }
-  | { name: 'budgets' };
+  | { name: 'budgets' }
+  | { name: 'settings' };
 
 export function parseRoute(path: string): Route {
   const session = /^\/s\/([A-Za-z0-9_-]+)\/?$/.exec(path);
@@ -14,6 +15,7 @@ export function parseRoute(path: string): Route {
   if (path === '/new') return { name: 'new' };
   if (path === '/inbox') return { name: 'inbox' };
   if (path === '/budgets') return { name: 'budgets' };
+  if (path === '/settings') return { name: 'settings' };
   return { name: 'home' };
 }
 
@@ -27,6 +29,8 @@ export function hrefOf(route: Route): string {
       return '/inbox';
     case 'budgets':
       return '/budgets';
+    case 'settings':
+      return '/settings';
     default:
       return '/';
   }

@@ -83,6 +83,33 @@ export function timeLeft(iso: string, now = Date.now()): string {
   return `${Math.round(hours / 24)} days left`;
 }
 
+/** The user's language and time zone (preferences): dates are shown in them. */
+let display: { locale: string | undefined; timeZone: string | undefined } = {
+  locale: undefined,
+  timeZone: undefined,
+};
+
+export function setDisplay(language: string | null, timezone: string | null): void {
+  display = { locale: language ?? undefined, timeZone: timezone ?? undefined };
+}
+
+/** A date and time in the user's language and time zone (the browser's where none is saved). */
+export function formatDateTime(iso: string): string {
+  try {
+    return new Date(iso).toLocaleString(display.locale, { timeZone: display.timeZone });
+  } catch {
+    return new Date(iso).toLocaleString();
+  }
+}
+
+function formatDate(iso: string): string {
+  try {
+    return new Date(iso).toLocaleDateString(display.locale, { timeZone: display.timeZone });
+  } catch {
+    return new Date(iso).toLocaleDateString();
+  }
+}
+
 export function timeAgo(iso: string, now = Date.now()): string {
   const seconds = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
   if (seconds < 45) return 'just now';
@@ -90,5 +117,5 @@ export function timeAgo(iso: string, now = Date.now()): string {
   if (minutes < 60) return `${minutes} min ago`;
   const hours = Math.round(minutes / 60);
   if (hours < 24) return `${hours} h ago`;
-  return new Date(iso).toLocaleDateString();
+  return formatDate(iso);
 }

@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import type { AgentInfo, InputKind, ParleyClient } from 'parley/client';
 import type { InputResolution } from '../conversation/items';
-import { explainRequestError, timeLeft } from '../words';
+import { explainRequestError, formatDateTime, timeLeft } from '../words';
 
 export interface InputRequest {
   sessionId: string;
@@ -164,10 +164,8 @@ export function InputCard(props: {
           {request.deadlineAt ? (
             <p className="deadline small muted">
               Answer by{' '}
-              <time dateTime={request.deadlineAt}>
-                {new Date(request.deadlineAt).toLocaleString()}
-              </time>{' '}
-              ({timeLeft(request.deadlineAt)}); {afterDeadline[request.inputKind]}.
+              <time dateTime={request.deadlineAt}>{formatDateTime(request.deadlineAt)}</time> (
+              {timeLeft(request.deadlineAt)}); {afterDeadline[request.inputKind]}.
               {request.reminded ? ' A reminder went out.' : null}
             </p>
           ) : null}
