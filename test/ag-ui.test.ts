@@ -55,6 +55,24 @@ async function run(agent: HttpAgent, parameters: Parameters<HttpAgent['runAgent'
   return { events, result };
 }
 
+/**
+ * Follows the thread with the docs' `connect()` (through the client's own event checks)
+ * until `runs` runs have finished; what the client saw.
+ */
+async function watchThread(watcher: ParleyAgent, runs: number): Promise<BaseEvent[]> {
+  const seen: BaseEvent[] = [];
+  const connected = watcher.connectAgent({}, { onEvent: ({ event }) => void seen.push(event) });
+  await until(
+    async () => seen.filter((event) => event.type === EventType.RUN_FINISHED).length,
+    (finished) => finished >= runs,
+    `the connected client to see ${runs} runs`,
+  );
+  await watcher.detachActiveRun();
+  watcher.abortRun();
+  await connected;
+  return seen;
+}
+
 const types = (events: BaseEvent[]) => events.map((event) => event.type as string);
 
 const count = async (sql: string, params: unknown[] = []) =>
@@ -340,16 +358,7 @@ describe('AG-UI with the official HttpAgent', () => {
     // The docs' connect() subclass sees the same thread through the client's own checks.
     const watcher = agentFor('default', keys.alice, agent.threadId);
     watcher.lastEventId = String(cut.sequence);
-    const seen: BaseEvent[] = [];
-    const connected = watcher.connectAgent({}, { onEvent: ({ event }) => void seen.push(event) });
-    await until(
-      async () => seen.filter((event) => event.type === EventType.RUN_FINISHED).length,
-      (finished) => finished >= 2,
-      'the connected client to see both runs',
-    );
-    await watcher.detachActiveRun();
-    watcher.abortRun();
-    await connected;
+    await watchThread(watcher, 2);
     expect(watcher.messages.map((message) => message.content)).toContain(
       'You said: from elsewhere',
     );
@@ -368,16 +377,7 @@ describe('AG-UI with the official HttpAgent', () => {
     // The thread's stream shows the first change whole and the second as a patch; the
     // client's own apply (through its checks) ends with the session's state.
     const watcher = agentFor('keeper', keys.alice, agent.threadId);
-    const seen: BaseEvent[] = [];
-    const connected = watcher.connectAgent({}, { onEvent: ({ event }) => void seen.push(event) });
-    await until(
-      async () => seen.filter((event) => event.type === EventType.RUN_FINISHED).length,
-      (finished) => finished >= 2,
-      'the connected client to see both runs',
-    );
-    await watcher.detachActiveRun();
-    watcher.abortRun();
-    await connected;
+    const seen = await watchThread(watcher, 2);
     const stateEvents = seen.filter((event) => String(event.type).startsWith('STATE_'));
     expect(stateEvents).toEqual([
       expect.objectContaining({ type: 'STATE_SNAPSHOT' }),

@@ -1,10 +1,8 @@
 import { Role, SendMessageRequest, StreamResponse, TaskState, type Part } from '@a2a-js/sdk';
 import { readSse } from '../../src/client/sse.js';
-import type { Apis } from './http.js';
-import { sleep } from './http.js';
 import type { Ledger } from './ledger.js';
 import { echoOf, messageFor } from './messages.js';
-import { spreadOver } from './pacer.js';
+import { driveSpread, retryPause, type ProtocolClientContext } from './protocolClient.js';
 import type { Random } from './random.js';
 
 /**
@@ -20,16 +18,6 @@ import type { Random } from './random.js';
  * sent twice or lost shows. The turns join the ledger, so the checker holds them to the
  * rest (ended once, the transcript's reply).
  */
-export interface A2aClientContext {
-  apis: Apis;
-  ledger: Ledger;
-  random: Random;
-  /** Tasks to send, spread evenly over `windowMs`. */
-  count: number;
-  windowMs: number;
-  /** How long a task is followed before it is left to the drain. */
-  followTimeoutMs: number;
-}
 
 /** What one connection told about the task, folded across connections. */
 interface TaskView {
@@ -46,13 +34,15 @@ const ended = new Set([
   TaskState.TASK_STATE_REJECTED,
 ]);
 
-export async function runA2aClient(context: A2aClientContext): Promise<void> {
-  await spreadOver(context.count, context.windowMs, context.random, (index) =>
-    driveTask(context, context.random.fork(`a2a-${index}`), `soaka${index}`),
-  );
+export async function runA2aClient(context: ProtocolClientContext): Promise<void> {
+  await driveSpread(context, 'soaka', (random, label) => driveTask(context, random, label));
 }
 
-async function driveTask(context: A2aClientContext, random: Random, label: string): Promise<void> {
+async function driveTask(
+  context: ProtocolClientContext,
+  random: Random,
+  label: string,
+): Promise<void> {
   const { ledger, apis } = context;
   const message = messageFor('plain', label, random);
   const deadline = Date.now() + context.followTimeoutMs;
@@ -64,8 +54,7 @@ async function driveTask(context: A2aClientContext, random: Random, label: strin
     if (attempt > 0) {
       if (view.taskId === null) ledger.counters.admissionRetries += 1;
       else ledger.counters.a2aResubscribes += 1;
-      const ceiling = Math.min(2_000, 100 * 2 ** Math.min(attempt, 5));
-      await sleep(random.between(ceiling / 2, ceiling));
+      await retryPause(attempt, random);
     }
     const dropped = new AbortController();
     const signal = AbortSignal.any([
@@ -170,7 +159,7 @@ function apply(view: TaskView, update: StreamResponse): boolean {
 
 /** A task that ended before it could be followed again: `GetTask` shows it as it ended. */
 async function judgeEnded(
-  context: A2aClientContext,
+  context: ProtocolClientContext,
   view: TaskView,
   label: string,
   message: string,

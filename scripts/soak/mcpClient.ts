@@ -1,10 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Apis } from './http.js';
-import { sleep } from './http.js';
-import type { Ledger } from './ledger.js';
 import { echoOf, messageFor } from './messages.js';
-import { spreadOver } from './pacer.js';
+import { driveSpread, retryPause, type ProtocolClientContext } from './protocolClient.js';
 import type { Random } from './random.js';
 
 /**
@@ -17,16 +14,6 @@ import type { Random } from './random.js';
  * server's blocking wait) is made again too. The same key is the same turn: the checker
  * finds it admitted once, and the client holds the answer to the demo model's echo.
  */
-export interface McpClientContext {
-  apis: Apis;
-  ledger: Ledger;
-  random: Random;
-  /** Calls to make, spread evenly over `windowMs`. */
-  count: number;
-  windowMs: number;
-  /** How long a call is retried before it is left to the drain. */
-  followTimeoutMs: number;
-}
 
 interface Outcome {
   session_id?: string;
@@ -35,13 +22,15 @@ interface Outcome {
   reply?: string;
 }
 
-export async function runMcpClient(context: McpClientContext): Promise<void> {
-  await spreadOver(context.count, context.windowMs, context.random, (index) =>
-    driveCall(context, context.random.fork(`mcp-${index}`), `soakm${index}`),
-  );
+export async function runMcpClient(context: ProtocolClientContext): Promise<void> {
+  await driveSpread(context, 'soakm', (random, label) => driveCall(context, random, label));
 }
 
-async function driveCall(context: McpClientContext, random: Random, turnId: string): Promise<void> {
+async function driveCall(
+  context: ProtocolClientContext,
+  random: Random,
+  turnId: string,
+): Promise<void> {
   const { ledger, apis } = context;
   const message = messageFor('plain', turnId, random);
   const deadline = Date.now() + context.followTimeoutMs;
@@ -50,8 +39,7 @@ async function driveCall(context: McpClientContext, random: Random, turnId: stri
   for (let attempt = 0; Date.now() < deadline; attempt++) {
     if (attempt > 0) {
       ledger.counters.mcpRetries += 1;
-      const ceiling = Math.min(2_000, 100 * 2 ** Math.min(attempt, 5));
-      await sleep(random.between(ceiling / 2, ceiling));
+      await retryPause(attempt, random);
     }
     const client = new Client({ name: 'parley-soak', version: '1' });
     try {

@@ -1,9 +1,7 @@
 import { readSse } from '../../src/client/sse.js';
-import type { Apis } from './http.js';
-import { sleep } from './http.js';
 import type { Ledger } from './ledger.js';
 import { echoOf, messageFor } from './messages.js';
-import { spreadOver } from './pacer.js';
+import { driveSpread, retryPause, type ProtocolClientContext } from './protocolClient.js';
 import type { Random } from './random.js';
 
 /**
@@ -17,16 +15,6 @@ import type { Random } from './random.js';
  * 0, and a completed response whose text is the demo model's echo. The turns join the
  * ledger, so the checker holds them to the rest (ended once, the transcript's reply).
  */
-export interface OpenaiClientContext {
-  apis: Apis;
-  ledger: Ledger;
-  random: Random;
-  /** Responses to create, spread evenly over `windowMs`. */
-  count: number;
-  windowMs: number;
-  /** How long a response is followed before it is left to the drain. */
-  followTimeoutMs: number;
-}
 
 interface ResponseEvent {
   type: string;
@@ -39,14 +27,12 @@ interface ResponseEvent {
 
 const endings = new Set(['response.completed', 'response.failed', 'response.incomplete']);
 
-export async function runOpenaiClient(context: OpenaiClientContext): Promise<void> {
-  await spreadOver(context.count, context.windowMs, context.random, (index) =>
-    driveResponse(context, context.random.fork(`openai-${index}`), `soako${index}`),
-  );
+export async function runOpenaiClient(context: ProtocolClientContext): Promise<void> {
+  await driveSpread(context, 'soako', (random, label) => driveResponse(context, random, label));
 }
 
 async function driveResponse(
-  context: OpenaiClientContext,
+  context: ProtocolClientContext,
   random: Random,
   turnId: string,
 ): Promise<void> {
@@ -63,8 +49,7 @@ async function driveResponse(
     if (attempt > 0) {
       if (sessionId === null) ledger.counters.admissionRetries += 1;
       else ledger.counters.openaiResumes += 1;
-      const ceiling = Math.min(2_000, 100 * 2 ** Math.min(attempt, 5));
-      await sleep(random.between(ceiling / 2, ceiling));
+      await retryPause(attempt, random);
     }
     const last = seen.at(-1)?.sequence_number ?? -1;
     const base = apis.pick();
