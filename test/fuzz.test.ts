@@ -568,6 +568,12 @@ function generator(random: () => number) {
     'POST /api/v1/agents/{name}/personal/archive': () =>
       json('POST', `/api/v1/agents/${segment()}/personal/archive`, {}),
     'GET /api/v1/me/preferences': () => get('/api/v1/me/preferences'),
+    'PATCH /api/v1/me': () =>
+      json('PATCH', '/api/v1/me', {
+        display_name: pick([undefined, null, 'Ada', value()]),
+        avatar_url: pick([undefined, null, 'https://example.com/a.png', value()]),
+        ...(random() < 0.2 ? { [segment()]: value() } : {}),
+      }),
     'PUT /api/v1/me/preferences': () =>
       json('PUT', '/api/v1/me/preferences', {
         language: pick([undefined, null, 'de-CH', value()]),

@@ -43,7 +43,14 @@ beforeAll(async () => {
         curious: { model: 'demo/echo', tools: { ask_user: 'allow' } },
       },
     },
-    { K_ALICE: keys.alice, K_BOB: keys.bob, K_GLOBEX: keys.globex, K_ADMIN: keys.admin },
+    {
+      K_ALICE: keys.alice,
+      K_BOB: keys.bob,
+      K_GLOBEX: keys.globex,
+      K_ADMIN: keys.admin,
+      // A word every 15 ms: a reply of 40 words is still streaming when a stream is cut.
+      PARLEY_DEMO_DELAY_MS: '15',
+    },
   );
 });
 afterAll(async () => {

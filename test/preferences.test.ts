@@ -161,6 +161,55 @@ describe('preferences', () => {
   });
 });
 
+describe('the profile', () => {
+  it('is null until set; PATCH changes what it names, null clears; bad values write nothing', async () => {
+    const me = async () =>
+      (await request(server.url, 'GET', '/api/v1/me', undefined, auth(keys.globex))).body;
+    expect(await me()).toMatchObject({ user: 'gus', display_name: null, avatar_url: null });
+    const named = await request(
+      server.url,
+      'PATCH',
+      '/api/v1/me',
+      { display_name: '  Gus Globex ' },
+      auth(keys.globex),
+    );
+    expect(named.status).toBe(200);
+    expect(named.body).toMatchObject({ display_name: 'Gus Globex', avatar_url: null });
+    await request(
+      server.url,
+      'PATCH',
+      '/api/v1/me',
+      { avatar_url: 'https://example.com/gus.png' },
+      auth(keys.globex),
+    );
+    expect(await me()).toMatchObject({
+      display_name: 'Gus Globex',
+      avatar_url: 'https://example.com/gus.png',
+    });
+    const before = await me();
+    for (const body of [
+      { avatar_url: 'javascript:alert(1)' },
+      { avatar_url: 'http://example.com/a.png' },
+      { display_name: '' },
+      { display_name: 'x'.repeat(81) },
+      {},
+      { roles: ['admin'] },
+    ]) {
+      const refused = await request(server.url, 'PATCH', '/api/v1/me', body, auth(keys.globex));
+      expect(refused.status, JSON.stringify(body)).toBe(400);
+      expect(refused.body.error).toBe('invalid_request');
+    }
+    expect(await me()).toEqual(before);
+    await request(server.url, 'PATCH', '/api/v1/me', { display_name: null }, auth(keys.globex));
+    expect(await me()).toMatchObject({
+      display_name: null,
+      avatar_url: 'https://example.com/gus.png',
+    });
+    // The roles stay the key's: a profile is not a principal.
+    expect((await me()).roles).toEqual([]);
+  });
+});
+
 describe("the user's language and local time reach the agent", () => {
   it('tells each saved user of a burst, and no one else', async () => {
     const now = new Date('2026-12-03T09:15:00Z');

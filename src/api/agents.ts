@@ -4,12 +4,13 @@ import type { DefinitionInfo } from '../agents/directory.js';
 import type { AgentConfig } from '../config/types.js';
 import { ParleyError } from '../errors.js';
 import { listModels } from '../store/listModels.js';
+import { readUserProfile, saveUserProfile } from '../store/users.js';
 import { resolveAgentTools } from '../tools/registry.js';
 import { agentsOf, type ApiDeps } from './deps.js';
 import { hasRole } from './principal.js';
 import { agentInfo, me } from '../protocol/rest.js';
 import { route, routeOptions, typed } from './contract.js';
-import { pathId } from './validate.js';
+import { pathId, text } from './validate.js';
 
 /**
  * What a client may know about an agent to pick one and to explain its cards: never its
@@ -54,6 +55,20 @@ function acceptsImages(agent: AgentConfig, catalogVision: boolean | null): boole
 }
 
 const listQuery = z.object({ namespace: z.string().max(64).optional() });
+
+const profileBody = z
+  .object({
+    display_name: text().trim().min(1).max(80).nullable().optional(),
+    avatar_url: text()
+      .max(2048)
+      .refine((url) => /^https:\/\/[^\s]+$/.test(url) && URL.canParse(url), 'must be an https URL')
+      .nullable()
+      .optional(),
+  })
+  .strict()
+  .refine((body) => body.display_name !== undefined || body.avatar_url !== undefined, {
+    message: 'give display_name or avatar_url',
+  });
 
 export const agentContracts = {
   list: route({
@@ -103,6 +118,14 @@ export const agentContracts = {
     summary: "The caller's principal; 401 when the API key is missing or wrong",
     responses: { '200': me },
     errors: { '401': 'unauthorized' },
+  }),
+  profile: route({
+    method: 'PATCH',
+    url: '/api/v1/me',
+    summary: "Change the caller's display name or avatar (null clears one)",
+    body: profileBody,
+    responses: { '200': me },
+    errors: { '400': 'invalid_request' },
   }),
 };
 
@@ -169,6 +192,13 @@ export function agentRoutes(app: FastifyInstance, deps: ApiDeps): void {
 
   api.get(agentContracts.me.url, routeOptions(agentContracts.me), async (request) => {
     const { tenant, user, roles, operator } = request.principal;
-    return { tenant, user, roles, operator, mode: deps.config.auth.mode };
+    const profile = await readUserProfile(deps.db, tenant, user);
+    return { tenant, user, roles, operator, mode: deps.config.auth.mode, ...profile };
+  });
+
+  api.patch(agentContracts.profile.url, routeOptions(agentContracts.profile), async (request) => {
+    const { tenant, user, roles, operator } = request.principal;
+    const profile = await saveUserProfile(deps.db, tenant, user, request.body);
+    return { tenant, user, roles, operator, mode: deps.config.auth.mode, ...profile };
   });
 }

@@ -4,7 +4,7 @@ import type { Principal } from '../config/types.js';
 import { ParleyError } from '../errors.js';
 import { preferences, type Preferences } from '../protocol/rest.js';
 import { findVisibleSession } from '../store/findVisibleSession.js';
-import { readUserPreferences, saveUserPreferences } from '../store/userPreferences.js';
+import { readUserPreferences, saveUserPreferences } from '../store/users.js';
 import { route, routeOptions, typed } from './contract.js';
 import { agentsOf, type ApiDeps } from './deps.js';
 import { viewerOf } from './sessionAccess.js';

@@ -173,6 +173,8 @@ export const me = z.object({
     description: "the deployment operator's key (auth.keys[].operator), or dev mode",
   }),
   mode: z.enum(['dev', 'keys']),
+  display_name: z.string().nullable().meta({ description: 'as people see the user (PATCH)' }),
+  avatar_url: z.string().nullable().meta({ description: 'an https URL of their picture' }),
 });
 
 /** The caller's preferences (GET | PUT /api/v1/me/preferences, an extension). */

@@ -1,5 +1,5 @@
 import type { Queryable } from '../store/db.js';
-import { readPreferencesOf } from '../store/userPreferences.js';
+import { readPreferencesOf } from '../store/users.js';
 
 /**
  * What an agent is told of the people a burst answers, from their preferences

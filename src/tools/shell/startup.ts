@@ -79,7 +79,11 @@ export async function checkShellSandboxes(
   const probe = (network: NetworkMode) => {
     let running = probes.get(network);
     if (!running) {
-      running = probeCall(root, host, network, programs.slirp4netns);
+      // A failed probe is tried once more before start-up is refused: setting up a new
+      // network namespace can fail transiently on a loaded host (bubblewrap's loopback
+      // setup once answered ECHILD under load); a real problem fails both times.
+      const once = () => probeCall(root, host, network, programs.slirp4netns);
+      running = once().then((problem) => (problem === null ? null : once()));
       probes.set(network, running);
     }
     return running;

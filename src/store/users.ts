@@ -1,3 +1,4 @@
+/** People as Parley keeps them (the users table): preferences and a profile, per tenant and user. */
 import type { Queryable } from './db.js';
 
 /** A user's saved preferences (null: never saved), as stored. */
@@ -45,4 +46,52 @@ export async function readPreferencesOf(
     [tenant, users],
   );
   return new Map(found.rows.map((row) => [row.user_name, row.preferences]));
+}
+
+/** A user's profile as shown to people: null where never set. */
+export interface UserProfile {
+  display_name: string | null;
+  avatar_url: string | null;
+}
+
+export async function readUserProfile(
+  db: Queryable,
+  tenant: string,
+  user: string,
+): Promise<UserProfile> {
+  const found = await db.query<UserProfile>(
+    {
+      name: 'read_user_profile',
+      text: 'select display_name, avatar_url from users where tenant = $1 and user_name = $2',
+    },
+    [tenant, user],
+  );
+  return found.rows[0] ?? { display_name: null, avatar_url: null };
+}
+
+/** Changes the profile fields given (undefined: kept), making the user's row if needed. */
+export async function saveUserProfile(
+  db: Queryable,
+  tenant: string,
+  user: string,
+  change: Partial<UserProfile>,
+): Promise<UserProfile> {
+  const saved = await db.query<UserProfile>(
+    `insert into users (tenant, user_name, display_name, avatar_url)
+     values ($1, $2, $3, $4)
+     on conflict (tenant, user_name) do update
+        set display_name = case when $5 then excluded.display_name else users.display_name end,
+            avatar_url = case when $6 then excluded.avatar_url else users.avatar_url end,
+            updated_at = now()
+     returning display_name, avatar_url`,
+    [
+      tenant,
+      user,
+      change.display_name ?? null,
+      change.avatar_url ?? null,
+      change.display_name !== undefined,
+      change.avatar_url !== undefined,
+    ],
+  );
+  return saved.rows[0] as UserProfile;
 }
