@@ -192,6 +192,8 @@ describe('GET /api/v1/agents and /api/v1/me', () => {
       roles: ['lead'],
       operator: false,
       mode: 'keys',
+      display_name: null,
+      avatar_url: null,
     });
     const wrong = new ParleyClient({ baseUrl: server.url, apiKey: 'not-a-key' });
     await expect(wrong.me()).rejects.toMatchObject({ code: 'unauthorized', status: 401 });
