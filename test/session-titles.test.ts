@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { titleFrom } from '../src/store/admitTurn.js';
+import { titleFrom } from '../src/store/sessionTitle.js';
 import { request, startTestServer, type TestServer } from './support/server.js';
 
 // A session a turn creates is titled from its first message (docs/PROTOCOL.md), so a
