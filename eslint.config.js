@@ -12,7 +12,7 @@ const arrows = {
   providers: ['config'],
   config: ['tools'],
   store: ['protocol', 'config'],
-  tools: ['config', 'store'],
+  tools: ['config', 'protocol', 'store'],
   agents: ['config', 'store', 'tools'],
   retention: ['config', 'store'],
   catalog: ['config', 'providers', 'store'],

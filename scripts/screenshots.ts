@@ -13,7 +13,7 @@ const server = await startTestServer(
   {
     auth: {
       keys: [
-        { key_env: 'K_ANN', tenant: 'acme', user: 'ann', roles: ['lead'] },
+        { key_env: 'K_ANN', tenant: 'acme', user: 'ann', roles: ['lead', 'admin'] },
         { key_env: 'K_RAJ', tenant: 'acme', user: 'raj', roles: [] },
       ],
     },
@@ -22,6 +22,36 @@ const server = await startTestServer(
         model: 'demo/echo',
         greeting: 'Hi! I can run the calculator for you, after someone approves it.',
         tools: { calculator: 'approve', clock: 'allow' },
+      },
+    },
+    missions: {
+      digest: {
+        prompt: 'Summarize the week for {{team}}.',
+        loop_prompt: '/decide continue:3',
+        input_schema: {
+          type: 'object',
+          properties: {
+            team: { type: 'string', description: 'Who the digest is for' },
+            days: { type: 'integer', minimum: 1 },
+            format: { enum: ['short', 'long'] },
+            with_charts: { type: 'boolean' },
+          },
+          required: ['team'],
+        },
+      },
+      watch: {
+        prompt: 'Watch the queue.',
+        loop_prompt: '/decide continue:9',
+        loop_delay_seconds: 3600,
+      },
+    },
+    schedules: {
+      weekly: {
+        mission: 'watch',
+        cron: '0 9 * * 1',
+        timezone: 'Europe/Paris',
+        tenant: 'acme',
+        user: 'ann',
       },
     },
   },
@@ -64,6 +94,17 @@ const options = await ann.createSession({ title: 'Pick a launch day' });
 await ann.admitTurn({ sessionId: options.session_id, message: '/options Monday|Tuesday|Thursday' });
 await settle(options.session_id, 'idle');
 
+const missionsPath = (name: string) => `/api/v1/missions/${name}/executions`;
+await ann.http.request('POST', missionsPath('digest'), {
+  body: { execution_id: 'digest_1', input: { team: 'support' } },
+});
+await ann.http.request('POST', missionsPath('watch'), { body: { execution_id: 'watch_1' } });
+for (let tries = 0; tries < 400; tries++) {
+  const digest = await ann.http.request<{ status: string }>('GET', '/api/v1/executions/digest_1');
+  if (digest.status === 'success') break;
+  await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
 const browser = await launchBrowser();
 async function shoot(
   name: string,
@@ -96,6 +137,15 @@ for (const scheme of ['light', 'dark'] as const) {
   await shoot('sessions-phone', '/', phone, scheme, async (page) => {
     await page.getByRole('link', { name: /Quarterly budget/ }).waitFor();
   });
+  const desktop = async (page: Page) => {
+    await page.getByRole('figure', { name: 'Usage per day' }).locator('svg').first().waitFor();
+    await page
+      .getByRole('article', { name: 'Execution digest_1' })
+      .getByText('succeeded')
+      .waitFor();
+  };
+  await shoot('desktop-wide', '/desktop', wide, scheme, desktop);
+  await shoot('desktop-phone', '/desktop', phone, scheme, desktop);
   await shoot('options-wide', `/s/${options.session_id}`, wide, scheme, async (page) => {
     await page.getByRole('group', { name: 'Options' }).waitFor();
   });

@@ -13,6 +13,8 @@ export const errorCodes = {
   invalid_cursor: 400,
   invalid_input: 400,
   invalid_definition: 400,
+  invalid_panel: 400,
+  invalid_form: 400,
   // A2A (docs/protocols.md): a JSON-RPC method this server does not have; an operation
   // of the protocol it does not offer; a protocol version it does not speak.
   method_not_found: 400,
@@ -35,6 +37,8 @@ export const errorCodes = {
   checkpoint_not_found: 404,
   personal_session_not_found: 404,
   budget_not_found: 404,
+  panel_not_found: 404,
+  workspace_not_found: 404,
   turn_conflict: 409,
   agent_mismatch: 409,
   agent_revision_mismatch: 409,
@@ -49,6 +53,7 @@ export const errorCodes = {
   execution_not_blocked: 409,
   session_busy: 409,
   not_customized: 409,
+  workspace_name_taken: 409,
   request_timeout: 408,
   resync_required: 410,
   payload_too_large: 413,

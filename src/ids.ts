@@ -50,9 +50,18 @@ export function newAttachmentId(): string {
   return `att_${nextUlid()}`;
 }
 
+export function newWorkspaceId(): string {
+  return `ws_${nextUlid()}`;
+}
+
 /** A memory's id is made when a turn buffers it, so the model can cite it before commit. */
 export function newMemoryId(): string {
   return `mem_${nextUlid()}`;
+}
+
+/** A panel's id is made when it is shown (by a person, or by a tool before its turn commits). */
+export function newPanelId(): string {
+  return `pnl_${nextUlid()}`;
 }
 
 /** Identifies one buffered effect: applying it twice is a no-op (applyMemoryEffects). */

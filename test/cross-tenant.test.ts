@@ -49,6 +49,8 @@ interface Ids {
   agent: string;
   mission: string;
   budget: string;
+  panel: string;
+  workspace: string;
 }
 
 interface Answer {
@@ -212,6 +214,17 @@ beforeAll(async () => {
     "A's checkpoints",
   );
   checkpoint = checkpoints.items[0].sequence;
+  const panel = await must(
+    call(aUser, 'POST', '/api/v1/panels', {
+      title: secret,
+      scope: 'session',
+      session_id: a.session,
+      document: { type: 'form', name: 'f', fields: [{ name: 'x' }] },
+    }),
+    201,
+    "A's panel",
+  );
+  a.panel = panel.id;
   // A pending approval in a second session.
   const waiting = await turn(aUser, 'acme_t3', '/tool calculator {"expression": "6*7"}');
   const projection = await must(
@@ -244,6 +257,16 @@ beforeAll(async () => {
     200,
     "A's mission",
   );
+  a.workspace = (
+    await must(
+      call(aAdmin, 'POST', '/api/v1/workspaces', {
+        name: secret,
+        members: { users: ['acme-ann'] },
+      }),
+      201,
+      "A's workspace",
+    )
+  ).workspace_id;
   a.budget = 'acmebudget';
   await must(
     call(aAdmin, 'PUT', '/api/v1/budgets/acmebudget', {
@@ -273,6 +296,8 @@ beforeAll(async () => {
     agent: 'default',
     mission: 'blocking',
     budget: 'none',
+    panel: 'none',
+    workspace: 'none',
   });
 }, 180_000);
 afterAll(async () => {
@@ -294,6 +319,8 @@ function missingIds(): Ids {
     agent: `missing_agent_${made}`,
     mission: `missing_mission_${made}`,
     budget: `missing_budget_${made}`,
+    panel: id('pnl_'),
+    workspace: id('ws_'),
   };
 }
 
@@ -308,6 +335,16 @@ interface Probe {
  * the first test.
  */
 const byRoute: Record<string, Probe> = {
+  'GET /api/v1/panels/{panel_id}': { path: (ids) => `/api/v1/panels/${ids.panel}` },
+  'PUT /api/v1/panels/{panel_id}': {
+    path: (ids) => `/api/v1/panels/${ids.panel}`,
+    body: () => ({ title: 'taken', document: { type: 'markdown', text: 'x' } }),
+  },
+  'DELETE /api/v1/panels/{panel_id}': { path: (ids) => `/api/v1/panels/${ids.panel}` },
+  'POST /api/v1/panels/{panel_id}/submit': {
+    path: (ids) => `/api/v1/panels/${ids.panel}/submit`,
+    body: () => ({ turn_id: `bp_${made}`, form: 'f', values: { x: 'y' } }),
+  },
   // The OpenAI-compatible API: a response is a turn (`resp_` + its id).
   'GET /openai/v1/responses/{response_id}': {
     path: (ids) => `/openai/v1/responses/resp_${ids.turn}`,
@@ -415,6 +452,16 @@ const byRoute: Record<string, Probe> = {
   },
   'DELETE /api/v1/missions/{name}': { path: (ids) => `/api/v1/missions/${ids.mission}` },
   'DELETE /api/v1/budgets/{budget_id}': { path: (ids) => `/api/v1/budgets/${ids.budget}` },
+  'GET /api/v1/workspaces/{workspace_id}': {
+    path: (ids) => `/api/v1/workspaces/${ids.workspace}`,
+  },
+  'PATCH /api/v1/workspaces/{workspace_id}': {
+    path: (ids) => `/api/v1/workspaces/${ids.workspace}`,
+    body: () => ({ name: 'taken over', members: { users: [] } }),
+  },
+  'DELETE /api/v1/workspaces/{workspace_id}': {
+    path: (ids) => `/api/v1/workspaces/${ids.workspace}`,
+  },
   // Last: B's PUT of A's name creates B's own definition of that name (A's stays A's).
   'PUT /api/v1/agents/{name}': {
     path: (ids) => `/api/v1/agents/${ids.agent}`,
@@ -473,6 +520,31 @@ const byBody: Record<string, { method: string; path: string; body: (ids: Ids) =>
     path: '/api/v1/me/preferences',
     body: (ids) => ({ active_agent: ids.agent }),
   },
+  "A's workspace as B's active workspace": {
+    method: 'PUT',
+    path: '/api/v1/me/preferences',
+    body: (ids) => ({ workspace_id: ids.workspace }),
+  },
+  "A's workspace for B's session": {
+    method: 'POST',
+    path: '/api/v1/chat/sessions',
+    body: (ids) => ({ workspace_id: ids.workspace }),
+  },
+  "A's workspace for B's execution": {
+    method: 'POST',
+    path: '/api/v1/missions/blocking/executions',
+    body: (ids) => ({ execution_id: `bw_${made}`, workspace_id: ids.workspace }),
+  },
+  "A's session for B's panel": {
+    method: 'POST',
+    path: '/api/v1/panels',
+    body: (ids) => ({
+      title: 'x',
+      scope: 'session',
+      session_id: ids.session,
+      document: { type: 'markdown', text: 'x' },
+    }),
+  },
   "A's agent for B's session": {
     method: 'POST',
     path: '/api/v1/chat/sessions',
@@ -487,6 +559,10 @@ const byBody: Record<string, { method: string; path: string; body: (ids: Ids) =>
 const listQueries: Record<string, string[]> = {
   'GET /api/v1/chat/sessions': ['', '?limit=200'],
   'GET /api/v1/me/preferences': [''],
+  'GET /api/v1/panels': ['', '?scope=session', '?scope=workspace'],
+  'GET /api/v1/panels/palette': [''],
+  // A stream: what it carries across tenants is test/user-events.test.ts's.
+  'GET /api/v1/me/events': [''],
   'GET /api/v1/inputs': ['', '?state=pending'],
   'GET /api/v1/memories': ['', '?user=*', '?user=acme-ann', '?agent=acmebot&user=*'],
   'GET /api/v1/executions': ['', '?user=acme-ann', '?mission=blocking', '?status=blocked'],
@@ -495,6 +571,7 @@ const listQueries: Record<string, string[]> = {
   'GET /api/v1/schedules': [''],
   'GET /api/v1/usage': ['', '?group_by=tenant', '?group_by=agent', '?group_by=model'],
   'GET /api/v1/budgets': [''],
+  'GET /api/v1/workspaces': [''],
   'GET /api/v1/admin/webhooks': ['', '?dead_limit=500'],
   'GET /api/v1/models': [''],
   'GET /openai/v1/models': [''],
@@ -527,6 +604,7 @@ function aMarkers(): string[] {
     a.agent,
     a.mission,
     a.budget,
+    a.workspace,
     aPersonal,
     'acme-ann',
     'acme-root',

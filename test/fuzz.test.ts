@@ -85,10 +85,14 @@ let requestId = '';
 let expectedSequence = 0;
 let memoryId = '';
 let attachmentId = '';
+let panelId = '';
 /** An MCP session of the API-only process (sessions live in the process that made them). */
 let mcpSessionId = '';
 /** Sessions made for the fuzzer's DELETEs, so that they never take the others' ids. */
 const doomedSessionIds: string[] = [];
+/** A workspace with a session in it; and workspaces made for the fuzzer's DELETEs. */
+let workspaceId = '';
+const doomedWorkspaceIds: string[] = [];
 /** Requests per route (`METHOD /url` as Fastify has it) counted before the run. */
 let reachedBefore = new Map<string, number>();
 
@@ -209,6 +213,15 @@ beforeAll(async () => {
     }),
   ];
   expect(writes.map((answer) => answer.status)).toEqual([200, 201, 200, 200, 200, 200, 200]);
+  // A panel with a form, beside the conversation.
+  const panel = await request(full.url, 'POST', '/api/v1/panels', {
+    title: 'Fuzz',
+    scope: 'session',
+    session_id: chatId,
+    document: { type: 'form', name: 'f', fields: [{ name: 'x', required: true }] },
+  });
+  expect(panel.status, 'the panel').toBe(201);
+  panelId = panel.body.id;
   // A provider circuit's change of state, as a worker reports it (providers/circuit.ts).
   await recordCircuit(full.db, { provider: 'demo', state: 'closed', failures: 0 });
   // A credential reference, by the statement an external_auth answer runs (no tool of the
@@ -253,6 +266,23 @@ beforeAll(async () => {
   for (let index = 0; index < 3; index++) {
     const doomed = await request(full.url, 'POST', '/api/v1/chat/sessions', { title: 'doomed' });
     doomedSessionIds.push(doomed.body.session_id as string);
+  }
+  const workspace = await request(full.url, 'POST', '/api/v1/workspaces', {
+    name: 'Fuzz space',
+    members: { roles: ['admin'], users: ['local'] },
+  });
+  expect(workspace.status, 'the workspace').toBe(201);
+  workspaceId = workspace.body.workspace_id;
+  const grouped = await request(full.url, 'POST', '/api/v1/chat/sessions', {
+    title: 'grouped',
+    workspace_id: workspaceId,
+  });
+  expect(grouped.status, 'a session in the workspace').toBe(201);
+  for (let index = 0; index < 2; index++) {
+    const doomed = await request(full.url, 'POST', '/api/v1/workspaces', {
+      name: `doomed ${index}`,
+    });
+    doomedWorkspaceIds.push(doomed.body.workspace_id as string);
   }
   turnId = 'fuzz_base';
   const pending = await until(
@@ -438,9 +468,15 @@ function generator(random: () => number) {
    */
   const routes: Record<string, () => FuzzRequest> = {
     'POST /api/v1/chat/sessions': () =>
-      json('POST', '/api/v1/chat/sessions', { agent: 'default', title: 't' }),
+      json('POST', '/api/v1/chat/sessions', {
+        agent: 'default',
+        title: 't',
+        workspace_id: pick([undefined, workspaceId, value()]),
+      }),
     'GET /api/v1/chat/sessions': () =>
-      get(`/api/v1/chat/sessions?${query({ limit: '5', cursor: queryValue() })}`),
+      get(
+        `/api/v1/chat/sessions?${query({ limit: '5', cursor: queryValue(), workspace_id: pick([workspaceId, queryValue()]) })}`,
+      ),
     'GET /api/v1/chat/sessions/{session_id}': () => get(`/api/v1/chat/sessions/${segment()}`),
     'GET /api/v1/chat/sessions/{session_id}/messages': () =>
       get(
@@ -450,6 +486,7 @@ function generator(random: () => number) {
       json('PATCH', `/api/v1/chat/sessions/${segment()}`, {
         visibility: pick(['private', 'tenant', 'room', 'public', '']),
         members: pick([['ann'], [], ['a'.repeat(300)], 'ann', [7]]),
+        workspace_id: pick([undefined, null, workspaceId, value()]),
       }),
     'DELETE /api/v1/chat/sessions/{session_id}': () =>
       bare(
@@ -568,6 +605,52 @@ function generator(random: () => number) {
     'POST /api/v1/agents/{name}/personal/archive': () =>
       json('POST', `/api/v1/agents/${segment()}/personal/archive`, {}),
     'GET /api/v1/me/preferences': () => get('/api/v1/me/preferences'),
+    'GET /api/v1/panels/palette': () => get('/api/v1/panels/palette'),
+    'GET /api/v1/me/events': () => {
+      const base = get('/api/v1/me/events');
+      if (random() < 0.7)
+        base.headers['last-event-id'] = pick([
+          '0',
+          'x',
+          '-1',
+          '1e3',
+          '99999999999999999999',
+          String(Date.now()),
+          segment(),
+        ]);
+      return base;
+    },
+    'GET /api/v1/panels': () =>
+      get(
+        `/api/v1/panels?${query({ scope: pick(['session', 'workspace', 'x']), session_id: pick([sessionId, queryValue()]), cursor: queryValue(), limit: queryValue() })}`,
+      ),
+    'POST /api/v1/panels': () =>
+      json('POST', '/api/v1/panels', {
+        title: pick(['Fuzz', '', value()]),
+        scope: pick(['session', 'workspace', 'ephemeral', value()]),
+        session_id: pick([undefined, sessionId, value()]),
+        document: pick([
+          { type: 'markdown', text: value() },
+          { type: 'stack', children: [{ type: 'table', columns: ['a'], rows: [[value()]] }] },
+          { type: value() },
+          value(),
+        ]),
+        ...(random() < 0.2 ? { [segment()]: value() } : {}),
+      }),
+    'GET /api/v1/panels/{panel_id}': () => get(`/api/v1/panels/${pick([panelId, segment()])}`),
+    'PUT /api/v1/panels/{panel_id}': () =>
+      json('PUT', `/api/v1/panels/${pick([panelId, segment()])}`, {
+        title: pick(['Fuzz', value()]),
+        document: pick([{ type: 'progress', value: 1 }, { type: 'progress', value: -1 }, value()]),
+      }),
+    'DELETE /api/v1/panels/{panel_id}': () =>
+      bare('DELETE', `/api/v1/panels/${pick([panelId, segment()])}`),
+    'POST /api/v1/panels/{panel_id}/submit': () =>
+      json('POST', `/api/v1/panels/${pick([panelId, segment()])}/submit`, {
+        turn_id: pick([`x_${Math.floor(random() * 1e9)}`, value()]),
+        form: pick(['f', value()]),
+        values: pick([{ x: value() }, { x: null }, { y: 1 }, value()]),
+      }),
     'PATCH /api/v1/me': () =>
       json('PATCH', '/api/v1/me', {
         display_name: pick([undefined, null, 'Ada', value()]),
@@ -580,6 +663,7 @@ function generator(random: () => number) {
         timezone: pick([undefined, null, 'Europe/Zurich', value()]),
         active_agent: pick([undefined, null, 'default', value()]),
         active_session_id: pick([undefined, null, sessionId, value()]),
+        workspace_id: pick([undefined, null, workspaceId, value()]),
         desktop: pick([undefined, {}, { panes: [value()] }, value()]),
         ...(random() < 0.2 ? { [segment()]: value() } : {}),
       }),
@@ -594,6 +678,26 @@ function generator(random: () => number) {
     'PUT /api/v1/missions/{name}': () =>
       json('PUT', `/api/v1/missions/${agentOrMission()}`, { prompt: 'Do it.', namespace: 'fuzz' }),
     'DELETE /api/v1/missions/{name}': () => bare('DELETE', `/api/v1/missions/${agentOrMission()}`),
+    'GET /api/v1/workspaces': () => get('/api/v1/workspaces'),
+    'POST /api/v1/workspaces': () =>
+      json('POST', '/api/v1/workspaces', {
+        name: pick(['Fuzz space', `fuzz ${Math.floor(random() * 1e9)}`, value()]),
+        description: pick([undefined, null, 'made by the fuzzer', value()]),
+        members: pick([undefined, { roles: ['admin'] }, { users: [value()] }, value()]),
+      }),
+    'GET /api/v1/workspaces/{workspace_id}': () =>
+      get(`/api/v1/workspaces/${pick([workspaceId, segment()])}`),
+    'PATCH /api/v1/workspaces/{workspace_id}': () =>
+      json('PATCH', `/api/v1/workspaces/${pick([workspaceId, segment()])}`, {
+        name: pick(['Fuzz space', 'doomed 0', value()]),
+        description: pick([undefined, null, 'renamed by the fuzzer', value()]),
+        members: pick([undefined, { roles: ['admin'], users: ['local'] }, value()]),
+      }),
+    'DELETE /api/v1/workspaces/{workspace_id}': () =>
+      bare(
+        'DELETE',
+        `/api/v1/workspaces/${pick([...doomedWorkspaceIds, 'ws_01NOSUCHWORKSPACE000000000', '%00'])}`,
+      ),
     'GET /api/v1/budgets': () => get('/api/v1/budgets'),
     // Limits far above what the fuzzer's turns use: a budget never stops them.
     'PUT /api/v1/budgets/{budget_id}': () =>

@@ -81,6 +81,7 @@ describe('executions', () => {
         'agent',
         'user',
         'session_id',
+        'workspace_id',
         'status',
         'loop_status',
         'iteration',
@@ -448,7 +449,7 @@ describe('executions', () => {
     ]) {
       expect(document.paths[path], path).toBeDefined();
     }
-    expect(document.components.schemas.Execution.required).toHaveLength(14);
+    expect(document.components.schemas.Execution.required).toHaveLength(15);
     expect(document.components.schemas.Error.properties.error.enum).toContain('execution_conflict');
   });
 });

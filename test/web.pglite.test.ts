@@ -31,7 +31,7 @@ beforeAll(async () => {
       agents: {
         default: {
           model: 'demo/echo',
-          tools: { calculator: 'approve', clock: 'allow', ask_user: 'allow' },
+          tools: { calculator: 'approve', clock: 'allow', ask_user: 'allow', show_panel: 'allow' },
         },
       },
     },
@@ -218,6 +218,42 @@ describe('the web app', () => {
     await reviewer.context.close();
   });
 
+  it('keeps the inbox and the list live from the user stream, without polling', async () => {
+    const reviewer = await signedIn(browser, bob);
+    await reviewer.page.goto(`${server.url}/inbox`);
+    const inbox = reviewer.page.getByRole('region', { name: 'Approvals inbox' });
+    await inbox.waitFor();
+    await reviewer.page.getByRole('status', { name: 'Updates: live' }).waitFor();
+    const asked: string[] = [];
+    reviewer.page.on('request', (sent) => {
+      const path = new URL(sent.url()).pathname;
+      if (path === '/api/v1/inputs' || path === '/api/v1/chat/sessions') asked.push(path);
+    });
+    // Absence over time is the claim: while nothing changes, nothing is asked for, for
+    // longer than the slowest poll the app would make without the stream (4 s).
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    asked.length = 0;
+    await new Promise((resolve) => setTimeout(resolve, 4500));
+    expect(asked).toEqual([]);
+    // Someone else asks for an approval: it appears here without a reload.
+    const admitted = await fetch(`${server.url}/api/v1/chat/turns`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        turn_id: 'live-inbox-1',
+        message: '/tool calculator {"expression": "7*6"}',
+      }),
+    });
+    expect(admitted.status).toBe(202);
+    await inbox
+      .getByRole('region', { name: 'Approval needed: calculator' })
+      .getByText('"expression": "7*6"')
+      .first()
+      .waitFor();
+    expect(asked).toContain('/api/v1/inputs');
+    await reviewer.context.close();
+  });
+
   it('drops a request from the inbox when it is answered in the conversation', async () => {
     const asker = await signedIn(browser, alice);
     await startConversation(
@@ -391,6 +427,90 @@ describe('the web app', () => {
     await nav.getByRole('link', { name: 'Inbox' }).waitFor();
     expect(await nav.getByRole('link', { name: 'Budgets' }).count()).toBe(0);
     await other.context.close();
+  });
+
+  it('shows panels beside the conversation: each palette component, a form that answers back', async () => {
+    const { context, page } = await signedIn(browser, alice);
+    const sessionId = await startConversation(page, 'Panels', 'hello panels');
+    await replies(page).filter({ hasText: 'You said: hello panels' }).waitFor();
+    const document = {
+      type: 'stack',
+      children: [
+        { type: 'markdown', text: '## Orders today' },
+        { type: 'key_value', items: [{ key: 'Open', value: 2 }] },
+        {
+          type: 'table',
+          columns: ['id', 'qty'],
+          rows: [
+            ['A17', 3],
+            ['B2', 10],
+            ['C9', 1],
+          ],
+        },
+        {
+          type: 'chart',
+          kind: 'bar',
+          labels: ['Mon', 'Tue'],
+          series: [{ name: 'orders', values: [4, 7] }],
+        },
+        { type: 'progress', label: 'Shipped', value: 1, max: 4 },
+        { type: 'link_list', links: [{ label: 'Tracking', href: 'https://example.com/track' }] },
+        { type: 'image', src: '/favicon.svg', alt: 'Parley logo' },
+        {
+          type: 'form',
+          name: 'refund',
+          title: 'Refund',
+          fields: [
+            { name: 'order', label: 'Order', required: true },
+            { name: 'reason', label: 'Reason', kind: 'select', options: ['damaged', 'late'] },
+          ],
+        },
+      ],
+    };
+    const made = await fetch(`${server.url}/api/v1/panels`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ title: 'Orders', scope: 'session', session_id: sessionId, document }),
+    });
+    expect(made.status).toBe(201);
+    // It appears without a reload: the journal's `panel` event brings it.
+    const panel = page.getByRole('region', { name: 'Panel: Orders' });
+    await panel.getByRole('heading', { name: 'Orders today' }).waitFor();
+    await panel.getByText('Open').waitFor();
+    const firstColumn = () => panel.locator('tbody tr td:first-child').allTextContents();
+    expect(await firstColumn()).toEqual(['A17', 'B2', 'C9']);
+    await panel.getByRole('button', { name: 'qty' }).click();
+    expect(await firstColumn()).toEqual(['C9', 'A17', 'B2']);
+    await panel.getByRole('button', { name: /qty/ }).click();
+    expect(await firstColumn()).toEqual(['B2', 'A17', 'C9']);
+    await panel.locator('.panel-chart svg.recharts-surface').first().waitFor();
+    expect(await panel.locator('.recharts-bar-rectangle').count()).toBe(2);
+    expect(await panel.locator('progress').getAttribute('value')).toBe('1');
+    expect(await panel.getByRole('link', { name: 'Tracking' }).getAttribute('href')).toBe(
+      'https://example.com/track',
+    );
+    await panel.getByRole('img', { name: 'Parley logo' }).waitFor();
+
+    const form = panel.getByRole('form', { name: 'Refund' });
+    await form.getByLabel('Order').fill('A17');
+    await form.getByLabel('Reason').selectOption('late');
+    await form.getByRole('button', { name: 'Submit' }).click();
+    await form.getByText('Sent to the conversation').waitFor();
+    await replies(page).filter({ hasText: '"reason": "late"' }).waitFor();
+
+    // An agent's ephemeral panel shows while the page is open, and is gone after a reload.
+    const ephemeral = {
+      title: 'Right now',
+      scope: 'ephemeral',
+      document: { type: 'markdown', text: 'only live' },
+    };
+    await send(page, `/panel ${JSON.stringify(ephemeral)}`);
+    await page.getByRole('region', { name: 'Panel: Right now' }).getByText('only live').waitFor();
+    await page.reload();
+    await page.getByRole('region', { name: 'Panel: Orders' }).waitFor();
+    await replies(page).filter({ hasText: 'Tool show_panel returned' }).waitFor();
+    expect(await page.getByRole('region', { name: 'Panel: Right now' }).count()).toBe(0);
+    await context.close();
   });
 
   it('fits a phone: the list, then one conversation with a way back', async () => {

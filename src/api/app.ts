@@ -31,6 +31,8 @@ import { healthRoutes } from './health.js';
 import { adminModelRoutes, modelRoutes } from './models.js';
 import { openapiRoutes } from './openapi.js';
 import { personalRoutes } from './personal.js';
+import { panelRoutes } from './panels.js';
+import { userEventRoutes } from './userEvents.js';
 import { preferenceRoutes } from './preferences.js';
 import { holdRequestDeadline } from './requestDeadline.js';
 import { scheduleRoutes } from './schedules.js';
@@ -42,6 +44,7 @@ import { turnRoutes } from './turns.js';
 import { usageRoutes } from './usage.js';
 import { webRoutes } from './web.js';
 import { adminWebhookRoutes } from './webhooks.js';
+import { workspaceRoutes } from './workspaces.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -141,6 +144,9 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   checkpointRoutes(app, deps);
   personalRoutes(app, deps);
   preferenceRoutes(app, deps);
+  workspaceRoutes(app, deps);
+  panelRoutes(app, deps);
+  userEventRoutes(app, deps);
   webRoutes(app, deps);
   await app.register(async (admin) => {
     await adminPlugin(admin, deps);

@@ -16,11 +16,17 @@ import { page } from '../protocol/rest.js';
 import { execution, executionCommandAnswer, executionStatus } from '../protocol/missions.js';
 import { route, routeOptions, typed } from './contract.js';
 import { pathId, text } from './validate.js';
+import { requireMemberWorkspace } from './workspaces.js';
 
 const listQuery = z.object({
   mission: text().min(1).max(128).optional(),
   status: executionStatus.optional(),
   user: text().min(1).max(128).optional(),
+  workspace_id: text()
+    .min(1)
+    .max(128)
+    .optional()
+    .meta({ description: 'only those of this workspace (one the caller is a member of)' }),
   limit: z.coerce.number().int().min(1).max(200).default(50),
   cursor: z.string().max(500).optional(),
 });
@@ -46,7 +52,10 @@ export const executionContracts = {
     summary: "The tenant's executions, newest first",
     querystring: listQuery,
     responses: { '200': page(execution) },
-    errors: { '400': 'invalid_request, invalid_cursor' },
+    errors: {
+      '400': 'invalid_request, invalid_cursor',
+      '404': 'workspace_not_found (also one the caller is not a member of)',
+    },
   }),
   detail: route({
     method: 'GET',
@@ -96,7 +105,7 @@ export function isRoutedTo(
 }
 
 /**
- * Executions of the principal's tenant — the listing (filters, cursor), the
+ * Executions of the principal's tenant — the listing (filters, a workspace's too; cursor), the
  * projection, a durable idempotent cancel, and unblocking a loop that the evaluation found
  * blocked (by the person its interruptions go to, its own user, or an admin). An execution
  * is its session's work and is seen as its session is: one whose session the principal
@@ -136,10 +145,14 @@ export function executionRoutes(app: FastifyInstance, deps: ApiDeps): void {
       }
       cursor = { createdAt, executionId: pathId(executionId, 'cursor') };
     }
+    if (query.workspace_id !== undefined) {
+      await requireMemberWorkspace(deps.db, request.principal, query.workspace_id, 'workspace_id');
+    }
     return listExecutions(deps.db, request.principal.tenant, viewerOf(deps, request.principal), {
       mission: query.mission ?? null,
       status: query.status ?? null,
       user: query.user ?? null,
+      workspaceId: query.workspace_id ?? null,
       limit: query.limit,
       cursor,
     });

@@ -14,7 +14,8 @@ import {
   priority,
 } from '../protocol/missions.js';
 import { route, routeOptions, typed } from './contract.js';
-import { pathId, storableJson } from './validate.js';
+import { pathId, storableJson, text } from './validate.js';
+import { requireMemberWorkspace } from './workspaces.js';
 
 const inputObject = z
   .record(z.string(), z.unknown())
@@ -38,6 +39,10 @@ const dispatchBody = z
       .optional(),
     priority: priority.optional(),
     timeout_seconds: z.number().positive().max(31_536_000).optional(),
+    workspace_id: text().min(1).max(128).optional().meta({
+      description:
+        'a workspace the caller is a member of: the execution and its sessions are in it',
+    }),
   })
   .strict();
 
@@ -60,7 +65,8 @@ export const missionContracts = {
     responses: { '202': executionSchema },
     errors: {
       '400': 'invalid_request, invalid_input',
-      '404': 'mission_not_found, unknown_agent',
+      '404':
+        'mission_not_found, unknown_agent, workspace_not_found (also one the caller is not a member of)',
       '409': 'execution_conflict',
     },
   }),
@@ -137,9 +143,12 @@ export function missionRoutes(app: FastifyInstance, deps: ApiDeps): void {
         agent: known(thread.agent ?? agent, `threads.${index}.agent`),
         input: checked(thread.input ?? input, `threads.${index}.input`),
       })) ?? null;
-    const { execution } = await createExecution(
-      deps.db,
-      dispatchOf(
+    const workspaceId = body.workspace_id ?? null;
+    if (workspaceId !== null) {
+      await requireMemberWorkspace(deps.db, principal, workspaceId, 'workspace_id');
+    }
+    const { execution } = await createExecution(deps.db, {
+      ...dispatchOf(
         mission,
         {
           tenant: principal.tenant,
@@ -154,7 +163,8 @@ export function missionRoutes(app: FastifyInstance, deps: ApiDeps): void {
         },
         (name) => agents.get(principal.tenant, name)?.visibility ?? 'tenant',
       ),
-    );
+      workspaceId,
+    });
     // A retry of a known dispatch answers like the first one did (202, same execution).
     return reply.status(202).send(toExecutionProjection(execution));
   });

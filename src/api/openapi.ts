@@ -20,7 +20,10 @@ import { executionContracts } from './executions.js';
 import { scheduleContracts } from './schedules.js';
 import { checkpointContracts } from './checkpoints.js';
 import { personalContracts } from './personal.js';
+import { panelContracts } from './panels.js';
+import { userEventContracts } from './userEvents.js';
 import { preferenceContracts } from './preferences.js';
+import { workspaceContracts } from './workspaces.js';
 import { definitionContracts } from './definitions.js';
 import { budgetContracts } from './budgets.js';
 import { webhookContracts } from './webhooks.js';
@@ -62,6 +65,9 @@ const contracts: RouteContract[] = [
   checkpointContracts,
   personalContracts,
   preferenceContracts,
+  workspaceContracts,
+  panelContracts,
+  userEventContracts,
   definitionContracts.agent,
   definitionContracts.mission,
   budgetContracts,

@@ -5,10 +5,12 @@ import { ParleyError } from '../errors.js';
 import { preferences, type Preferences } from '../protocol/rest.js';
 import { findVisibleSession } from '../store/findVisibleSession.js';
 import { readUserPreferences, saveUserPreferences } from '../store/users.js';
+import { findMemberWorkspace } from '../store/workspaces.js';
 import { route, routeOptions, typed } from './contract.js';
 import { agentsOf, type ApiDeps } from './deps.js';
 import { viewerOf } from './sessionAccess.js';
 import { storableJson, text } from './validate.js';
+import { requireMemberWorkspace } from './workspaces.js';
 
 /** The largest `desktop` layout a user may keep, in bytes of JSON. */
 export const maxDesktopBytes = 64 * 1024;
@@ -48,7 +50,9 @@ const desktop = z
 
 const preferencesBody = z
   .object({
-    workspace_id: z.null().optional().meta({ description: 'no workspaces yet: always null' }),
+    workspace_id: text().min(1).max(128).nullable().optional().meta({
+      description: 'the active workspace: one the caller is a member of',
+    }),
     active_agent: text().max(128).nullable().optional(),
     active_session_id: text().max(128).nullable().optional(),
     system_voice: text().max(128).nullable().optional(),
@@ -84,7 +88,8 @@ export const preferenceContracts = {
     responses: { '200': preferences },
     errors: {
       '400': 'invalid_request (a language tag, a time zone, a desktop over 64 KiB…)',
-      '404': 'unknown_agent, session_not_found (also a session the caller may not see)',
+      '404':
+        'unknown_agent, session_not_found (also a session the caller may not see), workspace_not_found (also one the caller is not a member of)',
     },
   }),
 };
@@ -92,7 +97,8 @@ export const preferenceContracts = {
 /**
  * A user's preferences (docs/web.md, "Preferences"): what the web app opens on, and the
  * language and time zone the user's agents are told (runtime/userContext.ts). Checked
- * whole on every save — the agent and the session must be ones the caller may use now —
+ * whole on every save — the agent, the session and the workspace must be ones the caller
+ * may use now —
  * and stored whole; the user's row is made on the first save.
  */
 export function preferenceRoutes(app: FastifyInstance, deps: ApiDeps): void {
@@ -107,6 +113,13 @@ export function preferenceRoutes(app: FastifyInstance, deps: ApiDeps): void {
     ) {
       saved.active_session_id = null;
     }
+    // Likewise a workspace deleted, or the caller no longer a member of it.
+    if (
+      saved.workspace_id !== null &&
+      !(await findMemberWorkspace(deps.db, request.principal, saved.workspace_id))
+    ) {
+      saved.workspace_id = null;
+    }
     return saved;
   });
 
@@ -116,7 +129,6 @@ export function preferenceRoutes(app: FastifyInstance, deps: ApiDeps): void {
     const next: Preferences = {
       ...defaults,
       ...body,
-      workspace_id: null,
       language: body.language ? canonicalLanguage(body.language) : null,
     };
     if (next.active_agent !== null && !agentsOf(deps).get(principal.tenant, next.active_agent)) {
@@ -131,6 +143,9 @@ export function preferenceRoutes(app: FastifyInstance, deps: ApiDeps): void {
       throw new ParleyError('session_not_found', 'active_session_id: no such session', {
         field: 'active_session_id',
       });
+    }
+    if (next.workspace_id !== null) {
+      await requireMemberWorkspace(deps.db, principal, next.workspace_id, 'workspace_id');
     }
     await saveUserPreferences(deps.db, principal.tenant, principal.user, next);
     return next;

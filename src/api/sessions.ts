@@ -13,14 +13,17 @@ import { editSessionData } from '../store/editSessionData.js';
 import type { SessionAccess } from '../store/findVisibleSession.js';
 import type { Principal } from '../config/types.js';
 import { workspaceDir } from '../tools/shell/workspace.js';
+import { holdWorkspace, setSessionWorkspace } from '../store/workspaces.js';
 import { page, session, transcriptMessage } from '../protocol/rest.js';
 import { route, routeOptions, typed } from './contract.js';
 import { agentsOf, type ApiDeps } from './deps.js';
 import { hasRole } from './principal.js';
 import { mayManage, viewerOf } from './sessionAccess.js';
 import { pathId, text } from './validate.js';
+import { requireMemberWorkspace } from './workspaces.js';
 
 const visibility = z.enum(['private', 'tenant', 'room']);
+const workspaceId = text().min(1).max(128);
 /** A room's members: user names, each listed once. */
 const members = z
   .array(text().min(1).max(128))
@@ -36,6 +39,9 @@ const createBody = z
     title: text().max(500).optional(),
     visibility: visibility.optional().meta({ description: "Default: the agent's `visibility`." }),
     members: members.optional(),
+    workspace_id: workspaceId
+      .optional()
+      .meta({ description: 'a workspace the caller is a member of, to group it in' }),
   })
   .strict();
 const updateBody = z
@@ -46,15 +52,27 @@ const updateBody = z
       description:
         "(admins) The session's new domain state, whole; must satisfy its agent's `state.schema`.",
     }),
+    workspace_id: workspaceId.nullable().optional().meta({
+      description: 'the workspace to group it in (one the caller is a member of); null: none',
+    }),
   })
   .strict()
   .refine(
     (body) =>
-      body.visibility !== undefined || body.members !== undefined || body.data !== undefined,
-    { message: 'give visibility, members or data' },
+      body.visibility !== undefined ||
+      body.members !== undefined ||
+      body.data !== undefined ||
+      body.workspace_id !== undefined,
+    { message: 'give visibility, members, data or workspace_id' },
   );
 const limit = z.coerce.number().int().min(1).max(200).default(50);
-const listQuery = z.object({ limit, cursor: text().max(500).optional() });
+const listQuery = z.object({
+  limit,
+  cursor: text().max(500).optional(),
+  workspace_id: workspaceId
+    .optional()
+    .meta({ description: 'only the sessions of this workspace (one the caller is a member of)' }),
+});
 const transcriptQuery = z.object({ before: text().max(500).optional(), limit });
 const hidden = 'session_not_found (also a session the principal may not see)';
 const notManager = 'forbidden: visible, but neither its owner nor an admin';
@@ -67,7 +85,10 @@ export const sessionContracts = {
     body: createBody,
     bodyOptional: true,
     responses: { '201': session },
-    errors: { '400': 'invalid_request', '404': 'unknown_agent' },
+    errors: {
+      '400': 'invalid_request',
+      '404': 'unknown_agent, workspace_not_found (also one the caller is not a member of)',
+    },
   }),
   list: route({
     method: 'GET',
@@ -75,7 +96,10 @@ export const sessionContracts = {
     summary: 'List sessions, newest activity first',
     querystring: listQuery,
     responses: { '200': page(session) },
-    errors: { '400': 'invalid_cursor' },
+    errors: {
+      '400': 'invalid_request, invalid_cursor',
+      '404': 'workspace_not_found (also one the caller is not a member of)',
+    },
   }),
   detail: route({
     method: 'GET',
@@ -87,13 +111,14 @@ export const sessionContracts = {
   update: route({
     method: 'PATCH',
     url: '/api/v1/chat/sessions/:sessionId',
-    summary: "Change who sees the session (its owner or an admin), or its state's data (an admin)",
+    summary:
+      "Change who sees the session or its workspace (its owner or an admin), or its state's data (an admin)",
     body: updateBody,
     responses: { '200': session },
     errors: {
       '400': 'invalid_request (also data its agent has no state for, or its schema refuses)',
       '403': `${notManager}; data: not an admin`,
-      '404': hidden,
+      '404': `${hidden}; workspace_not_found (also one the caller is not a member of)`,
       '409': 'session_busy: data while a turn is in flight',
     },
   }),
@@ -134,9 +159,19 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
     const agent = body.agent ?? agents.defaultName(tenant);
     const agentConfig = agents.get(tenant, agent);
     if (!agentConfig) throw new ParleyError('unknown_agent', `no agent named "${agent}"`);
+    const workspace = body.workspace_id ?? null;
+    if (workspace !== null) {
+      await requireMemberWorkspace(deps.db, request.principal, workspace, 'workspace_id');
+    }
     const sessionId = newSessionId();
-    await deps.db.transaction((tx) =>
-      createSession(tx, {
+    await deps.db.transaction(async (tx) => {
+      // Held until the session is in it: a concurrent delete then clears it too.
+      if (workspace !== null && !(await holdWorkspace(tx, tenant, workspace))) {
+        throw new ParleyError('workspace_not_found', 'workspace_id: no such workspace', {
+          field: 'workspace_id',
+        });
+      }
+      await createSession(tx, {
         tenant,
         sessionId,
         agent,
@@ -145,8 +180,9 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
         owner: user,
         visibility: body.visibility ?? agentConfig.visibility,
         members: body.members ?? [],
-      }),
-    );
+        workspaceId: workspace,
+      });
+    });
     const created = await getSession(deps.db, tenant, sessionId);
     if (!created) throw new ParleyError('session_not_found', 'no such session');
     return reply.status(201).send(created);
@@ -169,9 +205,13 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
       cursor = { updatedAt, sessionId: pathId(sessionId, 'cursor') };
     }
     const principal = request.principal;
+    if (query.workspace_id !== undefined) {
+      await requireMemberWorkspace(deps.db, principal, query.workspace_id, 'workspace_id');
+    }
     const listed = await listSessions(deps.db, principal.tenant, viewerOf(deps, principal), {
       limit: query.limit,
       cursor,
+      workspaceId: query.workspace_id ?? null,
     });
     return { items: listed.items, next_cursor: listed.next_cursor };
   });
@@ -188,12 +228,24 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
     if (!mayManage(request.principal, request.session)) {
       throw new ParleyError(
         'forbidden',
-        "only the session's owner or an admin may change who sees it",
+        "only the session's owner or an admin may change who sees it or its workspace",
       );
     }
     const sessionId = request.session.session_id;
+    // Checked before anything changes: a refused workspace leaves the session as it was.
+    if (body.workspace_id) {
+      await requireMemberWorkspace(deps.db, request.principal, body.workspace_id, 'workspace_id');
+    }
     if (body.data !== undefined)
       await editData(deps, request.principal, request.session, body.data);
+    if (body.workspace_id !== undefined) {
+      const moved = await setSessionWorkspace(deps.db, tenant, sessionId, body.workspace_id);
+      if (moved === 'missing_workspace') {
+        throw new ParleyError('workspace_not_found', 'workspace_id: no such workspace', {
+          field: 'workspace_id',
+        });
+      }
+    }
     const updated =
       body.visibility === undefined && body.members === undefined
         ? true

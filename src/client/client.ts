@@ -1,6 +1,7 @@
 import { HttpTransport, type HttpOptions } from './http.js';
 import { newClientKey } from './ids.js';
 import { Subscription, type SubscribeOptions } from './subscription.js';
+import { UserStream, type UserStreamOptions } from './userStream.js';
 import type {
   Admission,
   AgentInfo,
@@ -10,10 +11,12 @@ import type {
   InputAnswer,
   Me,
   Page,
+  PanelView,
   Preferences,
   SessionProjection,
   TranscriptMessage,
   Visibility,
+  WorkspaceInfo,
 } from './types.js';
 
 export type ParleyClientOptions = HttpOptions;
@@ -72,6 +75,8 @@ export class ParleyClient {
       title?: string;
       visibility?: Visibility;
       members?: string[];
+      /** A workspace the caller is a member of, to group it in. */
+      workspaceId?: string;
       signal?: AbortSignal;
     } = {},
   ): Promise<SessionProjection> {
@@ -80,6 +85,7 @@ export class ParleyClient {
     if (options.title !== undefined) body.title = options.title;
     if (options.visibility !== undefined) body.visibility = options.visibility;
     if (options.members !== undefined) body.members = options.members;
+    if (options.workspaceId !== undefined) body.workspace_id = options.workspaceId;
     return this.http.request('POST', '/api/v1/chat/sessions', {
       body,
       idempotent: false,
@@ -87,12 +93,20 @@ export class ParleyClient {
     });
   }
 
-  /** §1: newest activity first; pass `next_cursor` back as `cursor` for the next page. */
+  /**
+   * §1: newest activity first; pass `next_cursor` back as `cursor` for the next page.
+   * `workspaceId`: only the sessions of that workspace.
+   */
   listSessions(
-    options: { limit?: number; cursor?: string | null; signal?: AbortSignal } = {},
+    options: {
+      limit?: number;
+      cursor?: string | null;
+      workspaceId?: string;
+      signal?: AbortSignal;
+    } = {},
   ): Promise<Page<SessionProjection>> {
     return this.http.request('GET', '/api/v1/chat/sessions', {
-      query: { limit: options.limit, cursor: options.cursor },
+      query: { limit: options.limit, cursor: options.cursor, workspace_id: options.workspaceId },
       signal: options.signal,
     });
   }
@@ -106,15 +120,22 @@ export class ParleyClient {
 
   /**
    * Changes who sees a session (its owner or an admin): its visibility, its room's members
-   * (the list is replaced). Idempotent: the same change twice is the same state.
+   * (the list is replaced); or its workspace (null: none). Idempotent: the same change
+   * twice is the same state.
    */
   updateSession(
     sessionId: string,
-    change: { visibility?: Visibility; members?: string[]; signal?: AbortSignal },
+    change: {
+      visibility?: Visibility;
+      members?: string[];
+      workspaceId?: string | null;
+      signal?: AbortSignal;
+    },
   ): Promise<SessionProjection> {
     const body: Record<string, unknown> = {};
     if (change.visibility !== undefined) body.visibility = change.visibility;
     if (change.members !== undefined) body.members = change.members;
+    if (change.workspaceId !== undefined) body.workspace_id = change.workspaceId;
     return this.http.request('PATCH', sessionPath(sessionId), {
       body,
       idempotent: true,
@@ -243,11 +264,129 @@ export class ParleyClient {
 
   /** Extension: replaces the caller's preferences (a key left out goes back to its default). */
   savePreferences(
-    preferences: Partial<Omit<Preferences, 'workspace_id'>>,
+    preferences: Partial<Preferences>,
     options: { signal?: AbortSignal } = {},
   ): Promise<Preferences> {
     return this.http.request('PUT', '/api/v1/me/preferences', {
       body: preferences,
+      idempotent: true,
+      signal: options.signal,
+    });
+  }
+
+  /** Extension: the workspaces of the caller's tenant it is a member of, by name. */
+  listWorkspaces(options: { signal?: AbortSignal } = {}): Promise<{ items: WorkspaceInfo[] }> {
+    return this.http.request('GET', '/api/v1/workspaces', { signal: options.signal });
+  }
+
+  /** Extension: a workspace the caller is a member of (404 `workspace_not_found` else). */
+  getWorkspace(
+    workspaceId: string,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<WorkspaceInfo> {
+    return this.http.request('GET', workspacePath(workspaceId), { signal: options.signal });
+  }
+
+  /**
+   * Extension (admins): creates a workspace. Not retried: a retry after a lost answer would
+   * read 409 `workspace_name_taken`. No members: the whole tenant's.
+   */
+  createWorkspace(
+    workspace: {
+      name: string;
+      description?: string | null;
+      members?: { roles?: string[]; users?: string[] };
+    },
+    options: { signal?: AbortSignal } = {},
+  ): Promise<WorkspaceInfo> {
+    return this.http.request('POST', '/api/v1/workspaces', {
+      body: workspace,
+      idempotent: false,
+      signal: options.signal,
+    });
+  }
+
+  /** Extension (admins): renames, describes, or changes a workspace's members (a list given replaces it). */
+  updateWorkspace(
+    workspaceId: string,
+    change: {
+      name?: string;
+      description?: string | null;
+      members?: { roles?: string[]; users?: string[] };
+    },
+    options: { signal?: AbortSignal } = {},
+  ): Promise<WorkspaceInfo> {
+    return this.http.request('PATCH', workspacePath(workspaceId), {
+      body: change,
+      idempotent: true,
+      signal: options.signal,
+    });
+  }
+
+  /** Extension (admins): deletes a workspace; its sessions and executions stay, in none. */
+  deleteWorkspace(workspaceId: string, options: { signal?: AbortSignal } = {}): Promise<void> {
+    return this.http.request('DELETE', workspacePath(workspaceId), {
+      idempotent: false,
+      signal: options.signal,
+    });
+  }
+
+  /**
+   * Extension: the caller's user stream (`GET /api/v1/me/events`): what its screens show,
+   * across sessions, live; reconnects by itself and resumes with `Last-Event-ID`.
+   */
+  subscribeUser(options: UserStreamOptions): UserStream {
+    return new UserStream(
+      (lastEventId, signal) =>
+        this.http.stream(
+          '/api/v1/me/events',
+          {
+            accept: 'text/event-stream',
+            ...(lastEventId === null ? {} : { 'last-event-id': lastEventId }),
+          },
+          signal,
+        ),
+      options,
+    );
+  }
+
+  /**
+   * Extension: panels, newest first — a session's (`sessionId`), a workspace's
+   * (`workspaceId`), else the caller's own (`scope`).
+   */
+  listPanels(
+    options: {
+      sessionId?: string;
+      workspaceId?: string;
+      scope?: 'session' | 'workspace';
+      limit?: number;
+      cursor?: string;
+      signal?: AbortSignal;
+    } = {},
+  ): Promise<Page<PanelView>> {
+    return this.http.request('GET', '/api/v1/panels', {
+      query: {
+        session_id: options.sessionId,
+        workspace_id: options.workspaceId,
+        scope: options.scope,
+        limit: options.limit,
+        cursor: options.cursor,
+      },
+      signal: options.signal,
+    });
+  }
+
+  /**
+   * Extension: submits a form of a panel; the values reach the panel's conversation as a
+   * turn (202 once durable). Idempotent by `turnId`, made once and kept across retries.
+   */
+  submitPanelForm(
+    panelId: string,
+    submission: { form: string; values: Record<string, string | number | boolean | null> },
+    options: { turnId?: string; signal?: AbortSignal } = {},
+  ): Promise<Admission> {
+    return this.http.request('POST', `/api/v1/panels/${encodeURIComponent(panelId)}/submit`, {
+      body: { turn_id: options.turnId ?? newClientKey('form'), ...submission },
       idempotent: true,
       signal: options.signal,
     });
@@ -273,4 +412,8 @@ export class ParleyClient {
 
 function sessionPath(sessionId: string): string {
   return `/api/v1/chat/sessions/${encodeURIComponent(sessionId)}`;
+}
+
+function workspacePath(workspaceId: string): string {
+  return `/api/v1/workspaces/${encodeURIComponent(workspaceId)}`;
 }

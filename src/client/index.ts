@@ -15,6 +15,8 @@ export type {
   SubscribeOptions,
   SubscriptionIo,
 } from './subscription.js';
+export { UserStream } from './userStream.js';
+export type { UserStreamFrame, UserStreamOptions, UserStreamState } from './userStream.js';
 export { SseParser, readSse } from './sse.js';
 export type { SseComment, SseFrame, SseMessage } from './sse.js';
 export { backoffDelay, defaultBackoff } from './backoff.js';

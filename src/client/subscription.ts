@@ -309,7 +309,7 @@ export class Subscription {
 }
 
 /** Aborts a connection that received nothing for `ms`; paused while a handler runs. */
-class Watchdog {
+export class Watchdog {
   fired = false;
   private timer: ReturnType<typeof setTimeout> | null = null;
   constructor(
@@ -337,11 +337,11 @@ function isResync(error: ParleyClientError): boolean {
 }
 
 /** Network trouble, time-outs, 5xx (and 429) pass; every other answer would repeat. */
-function isRetryable(error: unknown): boolean {
+export function isRetryable(error: unknown): boolean {
   return error instanceof ParleyClientError && (error.retryable || error.status === 429);
 }
 
-function parseData(data: string): unknown {
+export function parseData(data: string): unknown {
   try {
     return JSON.parse(data);
   } catch {
@@ -353,6 +353,6 @@ function idleError(ms: number): ParleyClientError {
   return new ParleyClientError('timeout', `no data on the stream for ${ms} ms`);
 }
 
-function toError(error: unknown): Error {
+export function toError(error: unknown): Error {
   return error instanceof Error ? error : new Error(String(error));
 }

@@ -18,6 +18,7 @@ export type {
   SessionState,
   TranscriptMessage,
   Visibility,
+  WorkspaceInfo,
 } from '../protocol/rest.js';
 export type {
   Checkpoint,
@@ -28,3 +29,4 @@ export type {
   Schedule,
 } from '../protocol/missions.js';
 export type { InboxItem } from '../protocol/inbox.js';
+export type { PanelComponent, PanelForm, PanelView } from '../protocol/panels.js';

@@ -111,6 +111,7 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
       host: file.server.host,
       port: file.server.port,
       keepaliveMs: file.server.keepalive_ms,
+      userStreamOverlapMs: file.server.user_stream_overlap_ms,
       blockingWaitMs: file.server.blocking_wait_ms,
       bodyLimitBytes: file.server.body_limit_bytes,
       maxMessageBytes: file.server.max_message_bytes,

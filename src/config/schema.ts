@@ -254,6 +254,9 @@ export const fileSchema = z
         host: z.string().default('127.0.0.1'),
         port: z.number().int().min(0).max(65535).default(8080),
         keepalive_ms: durationMs.default(15000),
+        // How far back each read of a user stream (GET /api/v1/me/events) looks past the
+        // last one: longer than any transaction that journals events takes to commit.
+        user_stream_overlap_ms: durationMs.default(10000),
         // How long a blocking request of a protocol adapter (OpenAI `responses.create`
         // without stream or background) waits for its turn before answering it as it stands.
         blocking_wait_ms: durationMs.default(600_000),

@@ -287,6 +287,8 @@ export interface Config {
     host: string;
     port: number;
     keepaliveMs: number;
+    /** How far back each read of a user stream looks past the last one (`user_stream_overlap_ms`). */
+    userStreamOverlapMs: number;
     /** A blocking request of a protocol adapter waits this long for its turn. */
     blockingWaitMs: number;
     bodyLimitBytes: number;

@@ -4,8 +4,9 @@
  * every event is built by `newEvent`, whose `data` is type-checked against this union, so
  * the server cannot write a shape the client's types do not describe.
  *
- * This module imports nothing: the client runs in browsers.
+ * This module imports nothing at run time (types only): the client runs in browsers.
  */
+import type { PanelComponent } from './panels.js';
 
 export interface Actor {
   user: string;
@@ -360,6 +361,24 @@ export interface StateChangedEvent extends EventBase {
   by: 'tool' | 'option' | 'admin';
 }
 
+/**
+ * A panel of the session was shown, changed or deleted (docs/web.md, "Panels"): by the
+ * turn's tools (`show_panel`, `update_panel`, journaled with the reply) or by a person
+ * through the API. `shown` carries the whole panel; `updated` what changed (a document
+ * whole, never a patch); `deleted` only the id. An `ephemeral` panel is in no store: it
+ * lives in the streams that show this event.
+ */
+export interface PanelEvent extends EventBase {
+  type: 'panel';
+  action: 'shown' | 'updated' | 'deleted';
+  panel_id: string;
+  scope?: 'session' | 'workspace' | 'ephemeral';
+  title?: string;
+  channel?: string;
+  document?: PanelComponent;
+  by: 'tool' | 'user';
+}
+
 export type ParleyEvent =
   | MessageEvent
   | TurnStartedEvent
@@ -381,7 +400,8 @@ export type ParleyEvent =
   | ExecutionStatusEvent
   | RewoundEvent
   | ForkedEvent
-  | StateChangedEvent;
+  | StateChangedEvent
+  | PanelEvent;
 
 export type ParleyEventType = ParleyEvent['type'];
 

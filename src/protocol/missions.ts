@@ -47,6 +47,10 @@ export const execution = z
     agent: z.string(),
     user: z.string(),
     session_id: z.string().meta({ description: 'its events stream over this session' }),
+    workspace_id: z
+      .string()
+      .nullable()
+      .meta({ description: 'the workspace it was dispatched in (its session is in it too)' }),
     status: executionStatus,
     loop_status: loopStatus.nullable(),
     iteration: z.number().int(),

@@ -61,6 +61,9 @@ export const session = z
     }),
     visibility,
     members: z.array(z.string()).meta({ description: 'Users who see a room besides its owner.' }),
+    workspace_id: z.string().nullable().meta({
+      description: 'The workspace it is grouped in (null: none); not who may see it.',
+    }),
     state: sessionState,
     latest_sequence: z.number().int(),
     earliest_sequence: z.number().int(),
@@ -180,7 +183,9 @@ export const me = z.object({
 /** The caller's preferences (GET | PUT /api/v1/me/preferences, an extension). */
 export const preferences = z
   .object({
-    workspace_id: z.null().meta({ description: 'no workspaces yet: always null' }),
+    workspace_id: z.string().nullable().meta({
+      description: 'the active workspace (one the caller is a member of): it filters the desktop',
+    }),
     active_agent: z.string().nullable(),
     active_session_id: z.string().nullable(),
     system_voice: z.string().nullable(),
@@ -193,6 +198,23 @@ export const preferences = z
 export type AgentInfo = z.infer<typeof agentInfo>;
 export type Me = z.infer<typeof me>;
 export type Preferences = z.infer<typeof preferences>;
+
+/** A workspace as its members see it (GET /api/v1/workspaces, an extension). */
+export const workspaceView = z
+  .object({
+    workspace_id: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    members: z.object({ roles: z.array(z.string()), users: z.array(z.string()) }).meta({
+      description:
+        'who is a member: a principal with one of the roles, or the user; both empty: the whole tenant (admins are members of every workspace)',
+    }),
+    created_by: z.string(),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .meta({ id: 'Workspace' });
+export type WorkspaceInfo = z.infer<typeof workspaceView>;
 
 export const budgetScope = z.enum(['tenant', 'user', 'agent', 'session', 'execution']);
 export const budgetMetric = z.enum(['cost_usd', 'tokens', 'tool_calls', 'wall_ms']);

@@ -22,6 +22,8 @@ import { gateToolName } from './gate.js';
  * - `/options a|b|c`: the reply offers those options (the built-in `offer_options` call).
  * - `/tool NAME {json}` (one per line): proposes calls of those tools; once the prompt
  *   ends with their results, it replies quoting each result.
+ * - `/panel {json}` (one per line): proposes a `show_panel` call of that document (or of
+ *   that whole call, when the JSON has a `document`).
  * - `/stall`: like a provider that sends two chunks and then nothing: the first two words
  *   of its reply, then silence until the call is aborted (timeouts, the watchdog).
  * - `/keepalive`: like a provider that sends two chunks and then only keep-alives: the
@@ -295,8 +297,26 @@ function proposedCalls(contents: string[]): { tool: string; input: string }[] {
       const raw = (match[2] ?? '').trim() || '{}';
       calls.push({ tool: match[1] as string, input: raw });
     }
+    for (const match of content.matchAll(/^\s*\/panel\s+(.*)$/gm)) {
+      calls.push({ tool: 'show_panel', input: panelCall((match[1] ?? '').trim()) });
+    }
   }
   return calls;
+}
+
+/**
+ * `/panel {json}`: a `show_panel` call — the JSON is the whole call when it has a
+ * `document`, else the document itself (titled "Panel"). Not JSON: passed on as it is, so
+ * the call fails like a model's malformed one.
+ */
+function panelCall(raw: string): string {
+  try {
+    const parsed = JSON.parse(raw) as unknown;
+    const whole = typeof parsed === 'object' && parsed !== null && 'document' in parsed;
+    return JSON.stringify(whole ? parsed : { title: 'Panel', document: parsed });
+  } catch {
+    return raw;
+  }
 }
 
 function quoteResults(content: unknown): string {

@@ -24,8 +24,9 @@ export async function applyMemoryEffects(
   let remembered = 0;
   let forgotten = 0;
   for (const effect of effects) {
-    // State changes are applied by applyStateChange.ts (the last one of the turn wins).
-    if (effect.kind === 'state') continue;
+    // State changes are applied by applyStateChange.ts (the last one of the turn wins),
+    // panels by applyPanelEffects.ts.
+    if (effect.kind !== 'remember' && effect.kind !== 'forget') continue;
     const fresh = await tx.query(
       `insert into memory_effects (effect_id, tenant) values ($1, $2)
        on conflict (effect_id) do nothing`,

@@ -1,5 +1,6 @@
 import { newEvent, type NewEvent, type OptionsOffer } from '../protocol/events.js';
 import type { BufferedEffect } from './types.js';
+import { applyPanelEffects, panelEvents } from './applyPanelEffects.js';
 import { applyMemoryEffects, type MemoryOwner } from './applyMemoryEffects.js';
 import { applyStateChange, foldStateEffects } from './applyStateChange.js';
 import type { Db, Queryable, Statement } from './db.js';
@@ -118,6 +119,7 @@ export async function commitTurn(
       }),
     );
   }
+  events.push(...panelEvents(lead, burst.effects?.list ?? []));
   events.push(...usageEvents(lead, burst.usage));
   events.push(
     newEvent('done', lead, {
@@ -170,6 +172,11 @@ export async function commitTurn(
             await applyMemoryEffects(
               tx,
               { ...effects.owner, sessionId: lease.sessionId },
+              effects.list,
+            );
+            await applyPanelEffects(
+              tx,
+              { tenant: lease.tenant, user: effects.owner.user, sessionId: lease.sessionId },
               effects.list,
             );
             if (stateChange) {

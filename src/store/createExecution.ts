@@ -8,6 +8,7 @@ import { createSession } from './createSession.js';
 import { jsonbOrder } from './eventRows.js';
 import { executionStatusEvent, type ExecutionRow, type ExecutionSpec } from './getExecution.js';
 import { notifyWakeup } from './wakeups.js';
+import { holdWorkspace } from './workspaces.js';
 
 export interface DispatchThread {
   agent: string;
@@ -39,6 +40,11 @@ export interface DispatchInput {
   schedule?: { name: string; fireTime: Date } | null;
   /** overlap: queue — start once that execution has ended. */
   afterExecutionId?: string | null;
+  /**
+   * The workspace it is dispatched in (its sessions too): the caller checked the user is
+   * a member; it is held here, in the dispatch's transaction (holdWorkspace).
+   */
+  workspaceId?: string | null;
 }
 
 /**
@@ -75,6 +81,8 @@ export async function createExecutionIn(
     input.threads?.map((thread) => [thread.agent, thread.input]) ?? null,
     input.priority,
     input.timeoutSeconds,
+    // Only when given: a dispatch without one keeps the fingerprint it always had.
+    ...(input.workspaceId ? [input.workspaceId] : []),
   ];
   const fingerprint = sha256(JSON.stringify(jsonbOrder(dispatched)));
   const existing = (
@@ -96,6 +104,11 @@ export async function createExecutionIn(
       );
     }
     return { execution: existing, created: false };
+  }
+  if (input.workspaceId && !(await holdWorkspace(tx, input.tenant, input.workspaceId))) {
+    throw new ParleyError('workspace_not_found', 'workspace_id: no such workspace', {
+      field: 'workspace_id',
+    });
   }
   const parent = await insertExecution(tx, input, {
     executionId: input.executionId,
@@ -145,16 +158,18 @@ async function insertExecution(
     greeting: null,
     owner: input.user,
     visibility: row.visibility,
+    workspaceId: input.workspaceId ?? null,
   });
   const inserted = await tx.query<ExecutionRow>(
     `insert into executions (tenant, execution_id, mission, agent, user_name, session_id,
                              parent_execution_id, schedule, fire_time, after_execution_id,
                              fingerprint, input, spec, interrupt_to, priority, status, loop_status,
-                             max_iterations, next_run_at, timeout_at, mission_revision)
+                             max_iterations, next_run_at, timeout_at, mission_revision,
+                             workspace_id)
      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 'starting',
              case when $16::text is null then null else 'idle' end, $17,
              now(),
-             now() + $18::double precision * interval '1 second', $19)
+             now() + $18::double precision * interval '1 second', $19, $20)
      returning *`,
     [
       input.tenant,
@@ -176,6 +191,7 @@ async function insertExecution(
       input.maxIterations,
       input.timeoutSeconds,
       input.missionRevision ?? null,
+      input.workspaceId ?? null,
     ],
   );
   const execution = inserted.rows[0] as ExecutionRow;

@@ -16,6 +16,11 @@ export interface CreateSessionInput {
   visibility: Visibility;
   /** Users who see a `room` besides its owner. */
   members?: string[];
+  /**
+   * The workspace it is grouped in: the caller checked the owner is a member, and holds
+   * the workspace in this transaction (holdWorkspace).
+   */
+  workspaceId?: string | null;
 }
 
 /**
@@ -24,8 +29,9 @@ export interface CreateSessionInput {
  */
 export async function createSession(tx: Queryable, input: CreateSessionInput): Promise<SessionRow> {
   const created = await tx.query<SessionRow>(
-    `insert into sessions (session_id, tenant, agent, title, owner, visibility, members)
-     values ($1, $2, $3, $4, $5, $6, $7) returning *`,
+    `insert into sessions (session_id, tenant, agent, title, owner, visibility, members,
+                           workspace_id)
+     values ($1, $2, $3, $4, $5, $6, $7, $8) returning *`,
     [
       input.sessionId,
       input.tenant,
@@ -34,6 +40,7 @@ export async function createSession(tx: Queryable, input: CreateSessionInput): P
       input.owner,
       input.visibility,
       input.members ?? [],
+      input.workspaceId ?? null,
     ],
   );
   const session = created.rows[0] as SessionRow;

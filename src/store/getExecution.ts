@@ -39,6 +39,8 @@ export interface ExecutionRow {
   agent: string;
   user_name: string;
   session_id: string;
+  /** The workspace it was dispatched in (null: none). */
+  workspace_id: string | null;
   parent_execution_id: string | null;
   schedule: string | null;
   fire_time: Date | null;
@@ -92,6 +94,7 @@ export function toExecutionProjection(row: ExecutionRow): Execution {
     agent: row.agent,
     user: row.user_name,
     session_id: row.session_id,
+    workspace_id: row.workspace_id,
     status: row.status,
     loop_status: row.loop_status,
     iteration: row.iteration,

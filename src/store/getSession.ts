@@ -12,6 +12,8 @@ export interface SessionProjection {
   visibility: Visibility;
   /** Users who see a `room` besides its owner (kept, but unused, in other visibilities). */
   members: string[];
+  /** The workspace it is grouped in (null: none); not who may see it. */
+  workspace_id: string | null;
   state: SessionState;
   latest_sequence: number;
   earliest_sequence: number;
@@ -84,6 +86,7 @@ export function toProjection(row: ProjectionRow): SessionProjection {
     owner: row.owner,
     visibility: row.visibility,
     members: row.members,
+    workspace_id: row.workspace_id,
     state: effectiveState(row),
     latest_sequence: row.last_sequence,
     earliest_sequence: row.earliest_sequence,

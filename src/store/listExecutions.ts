@@ -6,8 +6,8 @@ import { viewerParams, visibleSql, type Viewer } from './visibility.js';
 
 /**
  * A tenant's executions whose session the viewer may see (an execution is its session's
- * work: it follows the session's visibility), newest first, filtered by mission, status
- * and user. The cursor is
+ * work: it follows the session's visibility), newest first, filtered by mission, status,
+ * user and workspace. The cursor is
  * the (created_at, execution_id) of the last item, so a page boundary is stable while
  * executions keep being dispatched.
  */
@@ -19,6 +19,7 @@ export async function listExecutions(
     mission: string | null;
     status: string | null;
     user: string | null;
+    workspaceId?: string | null;
     limit: number;
     cursor: { createdAt: string; executionId: string } | null;
   },
@@ -30,11 +31,12 @@ export async function listExecutions(
     options.user,
     options.limit + 1,
     ...viewerParams(viewer),
+    options.workspaceId ?? null,
   ];
   let after = '';
   if (options.cursor) {
     params.push(options.cursor.createdAt, options.cursor.executionId);
-    after = 'and (e.created_at, e.execution_id) < ($10::timestamptz, $11)';
+    after = 'and (e.created_at, e.execution_id) < ($11::timestamptz, $12)';
   }
   const found = await db.query<ExecutionRow>(
     `select e.* from executions e join sessions s on s.session_id = e.session_id
@@ -42,6 +44,7 @@ export async function listExecutions(
         and ($2::text is null or e.mission = $2)
         and ($3::text is null or e.status = $3)
         and ($4::text is null or e.user_name = $4)
+        and ($10::text is null or e.workspace_id = $10)
         and ${visibleSql('s', 6)} ${after}
       order by e.created_at desc, e.execution_id desc
       limit $5`,

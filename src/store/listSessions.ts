@@ -8,7 +8,8 @@ export interface SessionPage {
 }
 
 /**
- * The sessions of the tenant that the viewer may see, newest activity first. The cursor
+ * The sessions of the tenant that the viewer may see (those of one workspace, when
+ * `workspaceId` is given), newest activity first. The cursor
  * is the (updated_at, session_id) of the last item, so a page boundary is stable while
  * sessions keep changing.
  */
@@ -16,17 +17,27 @@ export async function listSessions(
   db: Queryable,
   tenant: string,
   viewer: Viewer,
-  options: { limit: number; cursor: { updatedAt: string; sessionId: string } | null },
+  options: {
+    limit: number;
+    cursor: { updatedAt: string; sessionId: string } | null;
+    workspaceId?: string | null;
+  },
 ): Promise<SessionPage> {
-  const params: unknown[] = [tenant, options.limit + 1, ...viewerParams(viewer)];
+  const params: unknown[] = [
+    tenant,
+    options.limit + 1,
+    ...viewerParams(viewer),
+    options.workspaceId ?? null,
+  ];
   let after = '';
   if (options.cursor) {
     params.push(options.cursor.updatedAt, options.cursor.sessionId);
-    after = 'and (s.updated_at, s.session_id) < ($7::timestamptz, $8)';
+    after = 'and (s.updated_at, s.session_id) < ($8::timestamptz, $9)';
   }
   const found = await db.query<Parameters<typeof toProjection>[0]>(
     `${projectionSelect}
-      where s.tenant = $1 and ${visibleSql('s', 3)} ${after}
+      where s.tenant = $1 and ${visibleSql('s', 3)}
+        and ($7::text is null or s.workspace_id = $7) ${after}
       order by s.updated_at desc, s.session_id desc
       limit $2`,
     params,

@@ -1,3 +1,4 @@
+import type { PanelComponent } from '../protocol/panels.js';
 /**
  * Glossary — the core types, named as in PROTOCOL.md and RUNTIME.md.
  *
@@ -44,6 +45,8 @@ export interface SessionRow {
   owner: string | null;
   visibility: Visibility;
   members: string[];
+  /** The workspace it is grouped in (null: none). */
+  workspace_id: string | null;
   /** The domain state and result (null until first written). */
   data: Record<string, unknown> | null;
   result: unknown;
@@ -97,8 +100,31 @@ export interface StateEffect {
   complete: boolean;
 }
 
+/**
+ * A panel shown or changed by a turn's tools (`show_panel`, `update_panel`; docs/web.md,
+ * "Panels"): stored with the commit (an ephemeral panel never is) and journaled as a
+ * `panel` event by the same statement. The document is already checked.
+ */
+export type PanelEffect =
+  | {
+      kind: 'panel_show';
+      effect_id: string;
+      panel_id: string;
+      scope: 'session' | 'workspace' | 'ephemeral';
+      title: string;
+      channel: string;
+      document: PanelComponent;
+    }
+  | {
+      kind: 'panel_update';
+      effect_id: string;
+      panel_id: string;
+      title?: string;
+      document?: PanelComponent;
+    };
+
 /** Every effect a turn's tools may buffer. */
-export type BufferedEffect = MemoryEffect | StateEffect;
+export type BufferedEffect = MemoryEffect | StateEffect | PanelEffect;
 
 /** The turns a closing statement finishes. */
 export interface BurstRef {

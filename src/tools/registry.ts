@@ -11,6 +11,7 @@ import { remember } from './memory/remember.js';
 import { createShell } from './shell/index.js';
 import type { SkillCatalog } from './skills/catalog.js';
 import { createLoadSkill } from './skills/loadSkill.js';
+import { createShowPanel, createUpdatePanel } from './panels.js';
 import { createUpdateState, updateStateTool } from './state/updateState.js';
 import { reconcileCall, runTool, type ToolOutcome } from './run.js';
 import {
@@ -61,6 +62,8 @@ export function builtInTools(io: ToolIo = {}): Map<string, Tool> {
     createForget(db),
     createLoadSkill(io.skills ?? { skills: new Map(), broken: new Map() }),
     createUpdateState(db),
+    createShowPanel(),
+    createUpdatePanel(db),
     createA2a(io.env),
   ];
   return new Map(tools.map((tool) => [tool.name, tool]));

@@ -24,9 +24,18 @@ export class SseClient {
     sessionId: string,
     options: { lastEventId?: string; after?: number; headers?: Record<string, string> } = {},
   ): Promise<SseClient> {
-    const client = new SseClient();
     const query = options.after === undefined ? '' : `?after=${options.after}`;
-    const response = await fetch(`${url}/api/v1/chat/sessions/${sessionId}/events${query}`, {
+    return SseClient.openPath(url, `/api/v1/chat/sessions/${sessionId}/events${query}`, options);
+  }
+
+  /** Any SSE route of the server (the user stream, say). */
+  static async openPath(
+    url: string,
+    path: string,
+    options: { lastEventId?: string; headers?: Record<string, string> } = {},
+  ): Promise<SseClient> {
+    const client = new SseClient();
+    const response = await fetch(`${url}${path}`, {
       headers: {
         accept: 'text/event-stream',
         'parley-protocol-version': '1',

@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useMemo, useState } from 'react';
+import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from 'react';
 import type { AgentInfo, Me, ParleyClient, SessionProjection } from 'parley/client';
 import { makeClient, storedKey, storeKey } from './api';
 import { Conversation } from './components/Conversation';
@@ -8,8 +8,14 @@ import { NewSession } from './components/NewSession';
 import { SessionList } from './components/SessionList';
 import { Settings } from './components/Settings';
 import { SignIn } from './components/SignIn';
+import { inboxEvents, LiveIndicator, LiveProvider, sessionEventOf, useLiveRefresh } from './live';
 import { onLinkClick, useRoute } from './router';
 import { explainRequestError, setDisplay } from './words';
+
+// The desktop (and its charting library) loads when first opened.
+const Desktop = lazy(() =>
+  import('./components/desktop/Desktop').then((module) => ({ default: module.Desktop })),
+);
 
 type Auth =
   { status: 'checking' } | { status: 'needs-key'; error: string | null } | { status: 'in'; me: Me };
@@ -65,15 +71,17 @@ export function App() {
     );
   }
   return (
-    <Shell
-      client={client}
-      me={auth.me}
-      onSignOut={() => {
-        storeKey(null);
-        setApiKey(null);
-        setAuth({ status: 'checking' });
-      }}
-    />
+    <LiveProvider client={client}>
+      <Shell
+        client={client}
+        me={auth.me}
+        onSignOut={() => {
+          storeKey(null);
+          setApiKey(null);
+          setAuth({ status: 'checking' });
+        }}
+      />
+    </LiveProvider>
   );
 }
 
@@ -108,22 +116,18 @@ function Shell(props: { client: ParleyClient; me: Me; onSignOut: () => void }) {
     }
   }, [client]);
 
-  useEffect(() => {
-    void loadSessions();
-    const timer = setInterval(() => void loadSessions(), sessionsPollMs);
-    return () => clearInterval(timer);
-  }, [loadSessions]);
+  // Fresh from the user stream: any event of a session the user sees may change the list.
+  useLiveRefresh(loadSessions, sessionEventOf(), { fallbackMs: sessionsPollMs });
 
-  useEffect(() => {
-    const count = () =>
+  const countInbox = useCallback(
+    () =>
       client.listInputs({ limit: 200 }).then(
         (page) => setInboxCount(page.items.length),
         () => {},
-      );
-    void count();
-    const timer = setInterval(() => void count(), 5000);
-    return () => clearInterval(timer);
-  }, [client]);
+      ),
+    [client],
+  );
+  useLiveRefresh(countInbox, inboxEvents, { fallbackMs: 5000 });
 
   const loadOlder = async () => {
     if (!nextCursor) return;
@@ -166,6 +170,13 @@ function Shell(props: { client: ParleyClient; me: Me; onSignOut: () => void }) {
             </a>
           ) : null}
           <a
+            href="/desktop"
+            onClick={onLinkClick}
+            aria-current={route.name === 'desktop' ? 'page' : undefined}
+          >
+            Desktop
+          </a>
+          <a
             href="/settings"
             onClick={onLinkClick}
             aria-current={route.name === 'settings' ? 'page' : undefined}
@@ -173,6 +184,7 @@ function Shell(props: { client: ParleyClient; me: Me; onSignOut: () => void }) {
             Settings
           </a>
         </nav>
+        <LiveIndicator />
         <span className="whoami small muted" title={`tenant ${me.tenant}`}>
           {me.user}
         </span>
@@ -206,6 +218,16 @@ function Shell(props: { client: ParleyClient; me: Me; onSignOut: () => void }) {
           <Inbox client={client} agents={agents} onCount={setInboxCount} />
         ) : route.name === 'budgets' ? (
           <Budgets client={client} />
+        ) : route.name === 'desktop' ? (
+          <Suspense
+            fallback={
+              <p className="splash" aria-busy="true">
+                Loading the desktop…
+              </p>
+            }
+          >
+            <Desktop client={client} me={me} />
+          </Suspense>
         ) : route.name === 'settings' ? (
           <Settings client={client} />
         ) : (

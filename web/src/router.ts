@@ -7,6 +7,7 @@ export type Route =
   | { name: 'new' }
   | { name: 'inbox' }
   | { name: 'budgets' }
+  | { name: 'desktop' }
   | { name: 'settings' };
 
 export function parseRoute(path: string): Route {
@@ -15,6 +16,7 @@ export function parseRoute(path: string): Route {
   if (path === '/new') return { name: 'new' };
   if (path === '/inbox') return { name: 'inbox' };
   if (path === '/budgets') return { name: 'budgets' };
+  if (path === '/desktop') return { name: 'desktop' };
   if (path === '/settings') return { name: 'settings' };
   return { name: 'home' };
 }
@@ -29,6 +31,8 @@ export function hrefOf(route: Route): string {
       return '/inbox';
     case 'budgets':
       return '/budgets';
+    case 'desktop':
+      return '/desktop';
     case 'settings':
       return '/settings';
     default:

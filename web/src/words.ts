@@ -119,3 +119,25 @@ export function timeAgo(iso: string, now = Date.now()): string {
   if (hours < 24) return `${hours} h ago`;
   return formatDate(iso);
 }
+
+/** An execution's `status` (docs/missions.md), for a person. */
+export const executionStatusLabels: Record<string, string> = {
+  starting: 'starting',
+  running: 'running',
+  interrupted: 'waiting for a person',
+  waiting: 'waiting for its next run',
+  blocked: 'blocked',
+  success: 'succeeded',
+  error: 'failed',
+  timeout: 'timed out',
+  cancelled: 'cancelled',
+  limit_reached: 'reached its iteration limit',
+  cancelling: 'cancelling',
+};
+
+/** A number of tokens, short ("12.3k"). */
+export function formatTokens(tokens: number): string {
+  if (tokens < 1000) return String(Math.round(tokens));
+  if (tokens < 1_000_000) return `${(tokens / 1000).toFixed(tokens < 10_000 ? 1 : 0)}k`;
+  return `${(tokens / 1_000_000).toFixed(1)}M`;
+}

@@ -1,6 +1,8 @@
 import { newEffectId, newMemoryId } from '../../ids.js';
 import { foldStateEffects, type FoldedStateChange } from '../../store/applyStateChange.js';
-import type { BufferedEffect } from '../../store/types.js';
+import type { BufferedEffect, PanelEffect } from '../../store/types.js';
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 /** The longest memory a turn may store, in characters. */
 export const MAX_MEMORY_CHARS = 2000;
@@ -64,6 +66,27 @@ export class MemoryEffects {
    */
   state(): FoldedStateChange | null {
     return foldStateEffects(this.effects);
+  }
+
+  /** Buffers a panel shown or changed (checked by the caller). */
+  panel(effect: DistributiveOmit<PanelEffect, 'effect_id'>): void {
+    this.effects.push({ ...effect, effect_id: newEffectId() });
+  }
+
+  /** The panel this turn showed under `panelId`, as its later updates left it; null: none. */
+  shownPanel(panelId: string): Extract<PanelEffect, { kind: 'panel_show' }> | null {
+    let shown: Extract<PanelEffect, { kind: 'panel_show' }> | null = null;
+    for (const effect of this.effects) {
+      if (effect.kind === 'panel_show' && effect.panel_id === panelId) shown = { ...effect };
+      if (effect.kind === 'panel_update' && effect.panel_id === panelId && shown) {
+        shown = {
+          ...shown,
+          ...(effect.title !== undefined ? { title: effect.title } : {}),
+          ...(effect.document !== undefined ? { document: effect.document } : {}),
+        };
+      }
+    }
+    return shown;
   }
 
   /** Every effect in the order the turn made them: what to save and what to apply. */

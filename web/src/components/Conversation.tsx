@@ -3,6 +3,8 @@ import { newClientKey, type AgentInfo, type ParleyClient } from 'parley/client';
 import { useConversation, type Connection } from '../conversation/useConversation';
 import { onLinkClick } from '../router';
 import { explainRequestError, formatCost, stateLabels } from '../words';
+import { Checkpoints } from './Checkpoints';
+import { SessionPanels } from './panels/SessionPanels';
 import { Thread } from './Thread';
 
 const connectionLabels: Record<Connection, string> = {
@@ -26,11 +28,18 @@ export function Conversation(props: {
   const [text, setText] = useState('');
   const [notice, setNotice] = useState<string | null>(null);
   const [showUsage, setShowUsage] = useState(false);
+  const [showCheckpoints, setShowCheckpoints] = useState(false);
   const cancelIds = useRef(new Map<string, string>());
   const bottom = useRef<HTMLDivElement>(null);
   const input = useRef<HTMLTextAreaElement>(null);
   const agentName = projection?.agent ?? '';
   const agent = props.agents.find((candidate) => candidate.name === agentName);
+  // Where the journal stood when this page opened the conversation: ephemeral panels
+  // shown before it are not shown again.
+  const opened = useRef<{ sessionId: string; sequence: number } | null>(null);
+  if (projection?.session_id === sessionId && opened.current?.sessionId !== sessionId) {
+    opened.current = { sessionId, sequence: projection.latest_sequence };
+  }
 
   // Follow the newest content.
   useEffect(() => {
@@ -132,7 +141,21 @@ export function Conversation(props: {
         >
           Usage
         </button>
+        <button
+          type="button"
+          aria-expanded={showCheckpoints}
+          onClick={() => setShowCheckpoints((shown) => !shown)}
+        >
+          Checkpoints
+        </button>
       </header>
+      {showCheckpoints ? (
+        <Checkpoints
+          client={client}
+          sessionId={sessionId}
+          latest={projection?.latest_sequence ?? 0}
+        />
+      ) : null}
       {showUsage && projection ? (
         <div className="usage-panel" role="region" aria-label="Session usage">
           This conversation so far: {projection.usage.input_tokens} tokens in ·{' '}
@@ -153,6 +176,13 @@ export function Conversation(props: {
           ) : null}
         </details>
       ) : null}
+      <SessionPanels
+        client={client}
+        sessionId={sessionId}
+        changedAt={state.panelsChangedAt}
+        ephemeral={state.ephemeralPanels}
+        openedAt={opened.current?.sessionId === sessionId ? opened.current.sequence : null}
+      />
       {closed ? (
         <p className="banner" role="note">
           This conversation is completed: it takes no more messages.

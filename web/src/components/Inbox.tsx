@@ -1,10 +1,14 @@
-import { useCallback, useEffect, useRef, useState } from 'react';
+import { useCallback, useRef, useState } from 'react';
 import type { AgentInfo, InboxItem, ParleyClient } from 'parley/client';
+import { inboxEvents, useLiveRefresh } from '../live';
 import { onLinkClick } from '../router';
 import { explainRequestError, timeAgo } from '../words';
 import { InputCard } from './InputCard';
 
-/** How often the inbox asks for pending requests: one answered elsewhere goes within this. */
+/**
+ * How often the inbox asks for pending requests while the live stream is down (live, a
+ * request made or answered elsewhere shows at once).
+ */
 export const inboxPollMs = 2000;
 
 /**
@@ -40,11 +44,7 @@ export function Inbox(props: {
     }
   }, [client, onCount]);
 
-  useEffect(() => {
-    void load();
-    const timer = setInterval(() => void load(), inboxPollMs);
-    return () => clearInterval(timer);
-  }, [load]);
+  useLiveRefresh(load, inboxEvents, { fallbackMs: inboxPollMs });
 
   const remove = (requestId: string) => {
     answered.current.add(requestId);

@@ -4,7 +4,7 @@
  * *sealed* when the step ends in a tool call or a usage record (the runtime keeps that
  * text across attempts).
  */
-import type { InputKind } from 'parley/client';
+import type { InputKind, PanelComponent } from 'parley/client';
 
 export interface Usage {
   input_tokens: number;
@@ -115,6 +115,18 @@ export interface ConversationState {
   chosen: Record<string, string>;
   /** Whether the burst waits for a person. */
   waiting: boolean;
+  /** Sequence of the newest `panel` event: the stored panels changed since it was 0. */
+  panelsChangedAt: number;
+  /** Ephemeral panels the journal showed (stored nowhere else), by when they were shown. */
+  ephemeralPanels: EphemeralPanel[];
+}
+
+/** A panel that lives only in the stream (`scope: ephemeral`). */
+export interface EphemeralPanel {
+  id: string;
+  title: string;
+  document: PanelComponent;
+  sequence: number;
 }
 
 export const emptyConversation: ConversationState = {
@@ -125,4 +137,6 @@ export const emptyConversation: ConversationState = {
   activeTurn: null,
   chosen: {},
   waiting: false,
+  panelsChangedAt: 0,
+  ephemeralPanels: [],
 };

@@ -269,6 +269,32 @@ export function reduce(state: ConversationState, event: ParleyEvent): Conversati
         },
       ];
       return next;
+    case 'panel': {
+      next.panelsChangedAt = event.sequence;
+      const ephemeral = state.ephemeralPanels;
+      if (event.action === 'shown' && event.scope === 'ephemeral' && event.document) {
+        next.ephemeralPanels = [
+          ...ephemeral,
+          {
+            id: event.panel_id,
+            title: event.title ?? '',
+            document: event.document,
+            sequence: event.sequence,
+          },
+        ];
+      } else if (event.action === 'updated') {
+        next.ephemeralPanels = ephemeral.map((panel) =>
+          panel.id === event.panel_id
+            ? {
+                ...panel,
+                title: event.title ?? panel.title,
+                document: event.document ?? panel.document,
+              }
+            : panel,
+        );
+      }
+      return next;
+    }
     default:
       return next;
   }

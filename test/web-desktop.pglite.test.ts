@@ -1,0 +1,384 @@
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchBrowser, longMessage, phone, signedIn } from './support/browser.js';
+import { until } from './support/poll.js';
+import { request, startTestServer, type TestServer } from './support/server.js';
+
+// The operator's desktop (/desktop) in Chromium against a real Parley with missions, a
+// schedule, memories and usage. One server and one browser for the file; every wait is for
+// a state on the page or the server, never a fixed delay.
+let server: TestServer;
+let browser: Browser;
+const alice = 'alice-key';
+const bob = 'bob-key';
+const asAlice = { authorization: `Bearer ${alice}` };
+
+const api = (method: string, path: string, body?: unknown) =>
+  request(server.url, method, path, body, asAlice);
+
+beforeAll(async () => {
+  server = await startTestServer(
+    {
+      runtime: { execution_recheck_ms: 300 },
+      auth: {
+        keys: [
+          { key_env: 'K_ALICE', tenant: 'acme', user: 'alice', roles: ['admin'] },
+          { key_env: 'K_BOB', tenant: 'acme', user: 'bob', roles: [] },
+        ],
+      },
+      agents: {
+        default: {
+          model: 'demo/echo',
+          tools: { remember: 'allow', clock: 'allow', calculator: 'approve' },
+        },
+      },
+      missions: {
+        // A long first prompt: the demo model writes one word every 40 ms, so "running"
+        // lasts seconds and the page can see it.
+        tidy: {
+          prompt: `Tidy {{room}} ({{count}}, {{urgent}}, {{size}}, {{extra}}). ${longMessage('w', 80)}`,
+          loop_prompt: '/decide continue:2',
+          input_schema: {
+            type: 'object',
+            properties: {
+              room: { type: 'string', description: 'Which room' },
+              count: { type: 'integer', minimum: 1 },
+              urgent: { type: 'boolean' },
+              size: { enum: ['small', 'large'] },
+              extra: { type: 'object' },
+            },
+            required: ['room'],
+          },
+        },
+        stuck: { prompt: 'Look around.', loop_prompt: '/decide blocked' },
+        wait: { prompt: 'Wait.', loop_prompt: '/decide continue:9', loop_delay_seconds: 3600 },
+      },
+      schedules: {
+        nightly: {
+          mission: 'wait',
+          cron: '0 3 * * *',
+          timezone: 'Europe/Paris',
+          tenant: 'acme',
+          user: 'alice',
+        },
+      },
+    },
+    { K_ALICE: alice, K_BOB: bob, PARLEY_DEMO_DELAY_MS: '40' },
+  );
+  browser = await launchBrowser();
+  // Two memories of alice's (and the usage of the turn that made them).
+  const session = await api('POST', '/api/v1/chat/sessions', { title: 'Memories' });
+  await api('POST', '/api/v1/chat/turns', {
+    turn_id: 'remember_1',
+    session_id: session.body.session_id,
+    message:
+      '/tool remember {"text": "Alice prefers green tea"}\n/tool remember {"text": "Alice lives in Lyon"}',
+  });
+  await until(
+    () => api('GET', '/api/v1/memories'),
+    (answer) => answer.body.items?.length === 2,
+    'the two memories',
+  );
+});
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+const execution = (page: Page, id: string) =>
+  page.getByRole('article', { name: `Execution ${id}` });
+
+async function openDesktop(page: Page): Promise<void> {
+  await page.goto(`${server.url}/desktop`);
+  await page.getByRole('heading', { name: 'Desktop', exact: true }).waitFor();
+}
+
+describe('the desktop', () => {
+  it('is linked from the top bar and shows an execution’s status live as it changes', async () => {
+    const { context, page } = await signedIn(browser, alice);
+    await page.goto(server.url);
+    await page
+      .getByRole('navigation', { name: 'Main' })
+      .getByRole('link', { name: 'Desktop' })
+      .click();
+    await page.waitForURL(/\/desktop$/);
+    await page.getByRole('heading', { name: 'Executions' }).waitFor();
+
+    const dispatched = await api('POST', '/api/v1/missions/tidy/executions', {
+      execution_id: 'live_1',
+      input: { room: 'the attic' },
+    });
+    expect(dispatched.status).toBe(202);
+    const card = execution(page, 'live_1');
+    await card.getByLabel('Status: running').waitFor();
+    await card.getByRole('progressbar', { name: /Iteration \d of 10/ }).waitFor();
+    // The same card changes in place to the end, with the decision and the result.
+    await card.getByLabel('Status: succeeded').waitFor();
+    await card.getByText('complete after iteration 2').waitFor();
+    await card.getByRole('progressbar', { name: 'Iteration 2 of 10' }).waitFor();
+    expect(await card.locator('.desk-result').textContent()).toContain(
+      'Continue the mission. This is iteration 2 of 10.',
+    );
+    // The activity stream has its start and its end.
+    const log = page.getByRole('log', { name: 'Activity stream' });
+    await log.getByText('tidy started (live_1, for alice)').waitFor();
+    await log.locator('li.activity-END').filter({ hasText: 'live_1' }).waitFor();
+    expect(await log.locator('li.activity-EXE').filter({ hasText: 'live_1' }).count()).toBe(1);
+    // The schedule, with its next fire time.
+    const schedule = page.getByRole('listitem', { name: 'Schedule nightly' });
+    await schedule.getByText('runs wait').waitFor();
+    expect(await schedule.locator('time').first().getAttribute('datetime')).toMatch(
+      /T0[12]:00:00\.000Z$/,
+    );
+    await context.close();
+  });
+
+  it('dispatches through the form generated from the input schema, and cancels', async () => {
+    const { context, page } = await signedIn(browser, alice);
+    await openDesktop(page);
+    const missionPicker = page
+      .getByRole('region', { name: 'Dispatch' })
+      .getByRole('combobox', { name: 'Mission' });
+    await missionPicker.selectOption('tidy');
+    const form = page.getByRole('form', { name: 'Dispatch tidy' });
+    await form.getByRole('textbox', { name: /room/ }).fill('the cellar');
+    await form.getByRole('spinbutton', { name: 'count' }).fill('3');
+    await form.getByRole('checkbox', { name: 'urgent' }).check();
+    await form.getByRole('combobox', { name: 'size' }).selectOption('large');
+    await form.getByRole('textbox', { name: 'extra' }).fill('{"note": "mind the stairs"}');
+    await form.getByRole('button', { name: 'Dispatch' }).click();
+    const status = form.getByRole('status').filter({ hasText: /Dispatched web_/ });
+    await status.waitFor();
+    const id = /Dispatched (web_\w+)\./.exec((await status.textContent()) ?? '')?.[1] as string;
+    await execution(page, id).waitFor();
+    // The input the form made reached the mission's prompt.
+    const found = await api('GET', `/api/v1/executions/${id}`);
+    const messages = await api(
+      'GET',
+      `/api/v1/chat/sessions/${found.body.session_id}/messages?limit=50`,
+    );
+    const first = messages.body.items.at(-1).content as string;
+    expect(first).toContain('Tidy the cellar (3, true, large, {"note":"mind the stairs"}).');
+
+    // Bad JSON in a JSON field is refused here; nothing is dispatched.
+    await form.getByRole('textbox', { name: 'extra' }).fill('{nope');
+    await form.getByRole('button', { name: 'Dispatch' }).click();
+    await form.getByRole('alert').filter({ hasText: 'extra is not valid JSON' }).waitFor();
+
+    // Cancel: a loop waiting for its next run ends cancelled.
+    await missionPicker.selectOption('wait');
+    await page
+      .getByRole('form', { name: 'Dispatch wait' })
+      .getByRole('button', { name: 'Dispatch' })
+      .click();
+    const waiting = page
+      .getByRole('form', { name: 'Dispatch wait' })
+      .getByRole('status')
+      .filter({ hasText: /Dispatched web_/ });
+    await waiting.waitFor();
+    const waitId = /Dispatched (web_\w+)\./.exec(
+      (await waiting.textContent()) ?? '',
+    )?.[1] as string;
+    const card = execution(page, waitId);
+    await card.getByLabel('Status: waiting for its next run').waitFor();
+    await card.getByText('Next run', { exact: true }).waitFor();
+    await card.getByRole('button', { name: 'Cancel' }).click();
+    await card.getByLabel('Status: cancelled').waitFor();
+    await card.getByRole('button', { name: 'Cancel' }).waitFor({ state: 'detached' });
+    expect((await api('GET', `/api/v1/executions/${waitId}`)).body.status).toBe('cancelled');
+    await context.close();
+  });
+
+  it('unblocks a blocked loop; the activity stream shows interruptions and approvals', async () => {
+    const { context, page } = await signedIn(browser, alice);
+    await openDesktop(page);
+    await api('POST', '/api/v1/missions/stuck/executions', { execution_id: 'stuck_1' });
+    const card = execution(page, 'stuck_1');
+    await card.getByLabel('Status: blocked').waitFor();
+    const log = page.getByRole('log', { name: 'Activity stream' });
+    await log.locator('li.activity-INT').filter({ hasText: 'stuck is blocked' }).waitFor();
+    await card.getByRole('textbox', { name: 'Note for the next iteration' }).fill('Look closer');
+    await card.getByRole('button', { name: 'Unblock' }).click();
+    await card.getByRole('status').filter({ hasText: 'Unblocked' }).waitFor();
+    await until(
+      () => api('GET', '/api/v1/executions/stuck_1'),
+      (answer) => answer.body.iteration === 2 && answer.body.status === 'blocked',
+      'the next iteration, blocked again',
+    );
+    await card.getByRole('progressbar', { name: 'Iteration 2 of 10' }).waitFor();
+    // A second interruption is a second line; the first stays.
+    await until(
+      () => log.locator('li.activity-INT').filter({ hasText: 'stuck_1' }).count(),
+      (count) => count === 2,
+      'two INT lines',
+    );
+    await card.getByRole('button', { name: 'Cancel' }).click();
+    await card.getByLabel('Status: cancelled').waitFor();
+    await log.locator('li.activity-END').filter({ hasText: 'stuck cancelled' }).waitFor();
+
+    // A pending approval is an APR line.
+    const session = await api('POST', '/api/v1/chat/sessions', { title: 'Budget' });
+    await api('POST', '/api/v1/chat/turns', {
+      turn_id: 'approve_1',
+      session_id: session.body.session_id,
+      message: '/tool calculator {"expression": "2 + 2"}',
+    });
+    await log
+      .locator('li.activity-APR')
+      .filter({ hasText: 'Approval needed: calculator in Budget' })
+      .waitFor();
+    await context.close();
+  });
+
+  it('charts usage per day, agent and model with recharts', async () => {
+    const { context, page } = await signedIn(browser, alice);
+    await openDesktop(page);
+    const usage = page.getByRole('region', { name: 'Usage and cost' });
+    await usage.getByText(/Over the period: .* tokens in/).waitFor();
+    for (const name of ['Usage per day', 'Usage per agent', 'Usage per model']) {
+      const chart = usage.getByRole('figure', { name });
+      await chart.locator('svg.recharts-surface').first().waitFor();
+      await chart.locator('.recharts-bar-rectangle').first().waitFor();
+    }
+    const perAgent = usage.getByRole('figure', { name: 'Usage per agent' });
+    expect(
+      await perAgent.locator('.recharts-cartesian-axis-tick-value').allTextContents(),
+    ).toContain('default');
+    // Bob is no admin: the panel says so instead of failing.
+    const other = await signedIn(browser, bob);
+    await openDesktop(other.page);
+    await other.page.getByText('Usage and cost need the admin role.').waitFor();
+    await other.context.close();
+    await context.close();
+  });
+
+  it('searches memories and deletes one after a confirmation', async () => {
+    const { context, page } = await signedIn(browser, alice);
+    await openDesktop(page);
+    const panel = page.getByRole('region', { name: 'Memories' });
+    const found = panel.getByRole('list', { name: 'Memories found' }).getByRole('listitem');
+    await found.filter({ hasText: 'Alice lives in Lyon' }).waitFor();
+    await panel.getByRole('searchbox', { name: 'Search memories' }).fill('green');
+    await until(
+      () => found.count(),
+      (count) => count === 1,
+      'the search to leave one memory',
+    );
+    const tea = found.filter({ hasText: 'Alice prefers green tea' });
+    await tea.getByRole('button', { name: 'Delete' }).click();
+    await tea.getByRole('button', { name: 'Yes, delete' }).click();
+    await panel.getByRole('status').filter({ hasText: 'Deleted the memory' }).waitFor();
+    await tea.waitFor({ state: 'detached' });
+    const left = await api('GET', '/api/v1/memories');
+    expect(left.body.items.map((memory: { text: string }) => memory.text)).toEqual([
+      'Alice lives in Lyon',
+    ]);
+    await context.close();
+  });
+
+  it("shows an agent's revisions, edits its definition with a diff, and restores the shipped one", async () => {
+    const { context, page } = await signedIn(browser, alice);
+    await openDesktop(page);
+    const panel = page.getByRole('region', { name: 'Agents' });
+    const row = panel.getByRole('listitem', { name: 'Agent default' });
+    await row.getByText(/revision \d+/).waitFor();
+    await row.getByRole('button', { name: 'Definition' }).click();
+    const editor = panel.getByRole('region', { name: 'Definition of default' });
+    const revisions = editor.getByRole('region', { name: 'Revisions' });
+    const first = await revisions.getByText(/Revision \d+ \(current\)/).textContent();
+    const before = Number(/Revision (\d+)/.exec(first ?? '')?.[1]);
+
+    const box = editor.getByRole('textbox', { name: 'Definition (JSON)' });
+    const definition = JSON.parse(await box.inputValue());
+    await box.fill(JSON.stringify({ ...definition, greeting: 'Hello from the desktop' }, null, 2));
+    await editor
+      .getByRole('figure', { name: 'Your changes' })
+      .getByText('Hello from the desktop')
+      .waitFor();
+    await editor.getByRole('button', { name: 'Save' }).click();
+    await editor
+      .getByRole('status')
+      .filter({ hasText: /Saved as revision \d+/ })
+      .waitFor();
+    await revisions.getByText(new RegExp(`Revision (?!${before}\\b)\\d+ \\(current\\)`)).waitFor();
+    await revisions.getByText(`Revision ${before}`, { exact: false }).waitFor();
+    await revisions.getByRole('button', { name: 'Compare with current' }).click();
+    await revisions.getByRole('figure').getByText('Hello from the desktop').waitFor();
+    await row.getByText('customized').waitFor();
+    const customized = await api('GET', '/api/v1/agents/default');
+    expect(customized.body.definition.greeting).toBe('Hello from the desktop');
+
+    await editor.getByRole('button', { name: 'Restore shipped' }).click();
+    await editor
+      .getByRole('status')
+      .filter({ hasText: 'The shipped definition is restored.' })
+      .waitFor();
+    await editor
+      .getByRole('figure', { name: 'Restored: from your definition to the shipped one' })
+      .getByText('Hello from the desktop')
+      .waitFor();
+    const restored = await api('GET', '/api/v1/agents/default');
+    expect(restored.body.is_customized).toBe(false);
+    await context.close();
+  });
+
+  it('fits a 390 px screen and reaches the dispatch button by keyboard', async () => {
+    const { context, page } = await signedIn(browser, alice, {
+      viewport: phone,
+      colorScheme: 'dark',
+    });
+    await openDesktop(page);
+    await page.getByRole('figure', { name: 'Usage per day' }).locator('svg').first().waitFor();
+    await execution(page, 'live_1').waitFor();
+    const widths = await page.evaluate(() => {
+      const doc = (globalThis as any).document;
+      const desk = doc.querySelector('.desktop');
+      return {
+        page: doc.documentElement.scrollWidth,
+        viewport: (globalThis as any).innerWidth,
+        desk: desk.scrollWidth,
+        deskClient: desk.clientWidth,
+      };
+    });
+    expect(widths.page).toBeLessThanOrEqual(widths.viewport);
+    expect(widths.desk).toBeLessThanOrEqual(widths.deskClient);
+
+    // Tab from the top of the page until the dispatch button has the focus.
+    await page.locator('body').focus();
+    let reached = false;
+    for (let presses = 0; presses < 150 && !reached; presses++) {
+      await page.keyboard.press('Tab');
+      reached = await page.evaluate(() => {
+        const active = (globalThis as any).document.activeElement;
+        return active?.tagName === 'BUTTON' && active.textContent === 'Dispatch';
+      });
+    }
+    expect(reached).toBe(true);
+    await context.close();
+  });
+
+  it('lists, forks and rewinds a conversation’s checkpoints', async () => {
+    const { context, page } = await signedIn(browser, alice);
+    const live = await api('GET', '/api/v1/executions/live_1');
+    await page.goto(`${server.url}/s/${live.body.session_id}`);
+    await page.getByRole('button', { name: 'Checkpoints' }).click();
+    const region = page.getByRole('region', { name: 'Checkpoints' });
+    const items = region.getByRole('listitem');
+    await items.first().waitFor();
+    expect(await items.count()).toBeGreaterThanOrEqual(2);
+    // The oldest is last; rewinding to it is journaled.
+    await items.last().getByRole('button', { name: 'Rewind' }).click();
+    await region.getByRole('status').filter({ hasText: 'Rewound' }).waitFor();
+    await until(
+      () => api('GET', `/api/v1/chat/sessions/${live.body.session_id}/checkpoints`),
+      (answer) => answer.body.items.some((item: { rewound: boolean }) => item.rewound),
+      'a checkpoint rewound away',
+    );
+    await items.first().getByRole('button', { name: 'Fork' }).click();
+    await page.waitForURL((url) => !url.pathname.endsWith(live.body.session_id));
+    const forked = page.url().split('/s/')[1] as string;
+    const projection = await api('GET', `/api/v1/chat/sessions/${forked}`);
+    expect(projection.status).toBe(200);
+    await context.close();
+  });
+});

@@ -1,0 +1,62 @@
+import { useCallback, useState } from 'react';
+import type { Me, ParleyClient } from 'parley/client';
+import { Activity } from './Activity';
+import { Agents } from './Agents';
+import { Dispatch } from './DispatchForm';
+import { Executions } from './Executions';
+import { Memories } from './Memories';
+import { Schedules } from './Schedules';
+import { UsageCharts } from './UsageCharts';
+import './desktop.css';
+
+const sections = [
+  ['executions', 'Executions'],
+  ['dispatch', 'Dispatch'],
+  ['activity', 'Activity'],
+  ['usage', 'Usage'],
+  ['schedules', 'Schedules'],
+  ['memories', 'Memories'],
+  ['agents', 'Agents'],
+] as const;
+
+/**
+ * The operator's desktop: missions and executions live, dispatching, the activity stream,
+ * schedules, usage and cost, agents' definitions and memories — each panel reads its own
+ * API and keeps itself fresh (docs/web.md, "Desktop").
+ */
+export function Desktop(props: { client: ParleyClient; me: Me }) {
+  const { client, me } = props;
+  const admin = me.roles.includes('admin') || me.roles.includes('*');
+  const [refresh, setRefresh] = useState(0);
+  const [missions, setMissions] = useState<string[]>([]);
+  const onMissions = useCallback(
+    (names: string[]) =>
+      setMissions((current) => (current.join('\n') === names.join('\n') ? current : names)),
+    [],
+  );
+  const onDispatched = useCallback(() => setRefresh((count) => count + 1), []);
+
+  return (
+    <section className="desktop" aria-label="Operator's desktop">
+      <header className="desk-header">
+        <h2>Desktop</h2>
+        <nav aria-label="Desktop sections" className="desk-nav">
+          {sections.map(([id, label]) => (
+            <a key={id} href={`#${id}`}>
+              {label}
+            </a>
+          ))}
+        </nav>
+      </header>
+      <div className="desk-grid">
+        <Executions client={client} missions={missions} refresh={refresh} />
+        <Dispatch client={client} onDispatched={onDispatched} onMissions={onMissions} />
+        <Activity client={client} />
+        <UsageCharts client={client} admin={admin} />
+        <Schedules client={client} />
+        <Memories client={client} admin={admin} />
+        <Agents client={client} admin={admin} />
+      </div>
+    </section>
+  );
+}
