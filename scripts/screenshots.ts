@@ -6,9 +6,12 @@ import type { Page } from 'playwright-core';
 import { ParleyClient } from '../src/client/index.js';
 import { launchBrowser, phone, signedIn, wide } from '../test/support/browser.js';
 import { startTestServer } from '../test/support/server.js';
+import { ensurePgliteTemplate } from '../test/support/template.js';
 
 const out = 'docs/screenshots';
 mkdirSync(out, { recursive: true });
+// The migrated database every test server copies (the test suite's global setup makes it).
+await ensurePgliteTemplate();
 const server = await startTestServer(
   {
     auth: {
@@ -94,6 +97,53 @@ const options = await ann.createSession({ title: 'Pick a launch day' });
 await ann.admitTurn({ sessionId: options.session_id, message: '/options Monday|Tuesday|Thursday' });
 await settle(options.session_id, 'idle');
 
+const orders = await ann.createSession({ title: 'Orders this week' });
+await ann.admitTurn({ sessionId: orders.session_id, message: 'How are the orders doing?' });
+await settle(orders.session_id, 'idle');
+await ann.http.request('POST', '/api/v1/panels', {
+  body: {
+    title: 'Orders',
+    scope: 'session',
+    session_id: orders.session_id,
+    document: {
+      type: 'stack',
+      children: [
+        {
+          type: 'stack',
+          direction: 'horizontal',
+          children: [
+            {
+              type: 'table',
+              columns: ['order', 'state', 'items'],
+              rows: [
+                ['A17', 'shipped', 3],
+                ['B02', 'packing', 1],
+                ['C09', 'late', 4],
+              ],
+            },
+            {
+              type: 'chart',
+              kind: 'bar',
+              labels: ['Mon', 'Tue', 'Wed', 'Thu', 'Fri'],
+              series: [{ name: 'orders', values: [12, 18, 9, 21, 15] }],
+            },
+          ],
+        },
+        { type: 'progress', label: 'Shipped this week', value: 61, max: 75 },
+        {
+          type: 'form',
+          name: 'expedite',
+          title: 'Expedite an order',
+          fields: [
+            { name: 'order', label: 'Order', required: true },
+            { name: 'reason', label: 'Reason', kind: 'select', options: ['late', 'VIP'] },
+          ],
+        },
+      ],
+    },
+  },
+});
+
 const missionsPath = (name: string) => `/api/v1/missions/${name}/executions`;
 await ann.http.request('POST', missionsPath('digest'), {
   body: { execution_id: 'digest_1', input: { team: 'support' } },
@@ -146,6 +196,9 @@ for (const scheme of ['light', 'dark'] as const) {
   };
   await shoot('desktop-wide', '/desktop', wide, scheme, desktop);
   await shoot('desktop-phone', '/desktop', phone, scheme, desktop);
+  await shoot('panels-wide', `/s/${orders.session_id}`, wide, scheme, async (page) => {
+    await page.getByRole('region', { name: 'Panel: Orders' }).locator('svg').first().waitFor();
+  });
   await shoot('options-wide', `/s/${options.session_id}`, wide, scheme, async (page) => {
     await page.getByRole('group', { name: 'Options' }).waitFor();
   });

@@ -39,6 +39,10 @@ export const errorCodes = {
   budget_not_found: 404,
   panel_not_found: 404,
   workspace_not_found: 404,
+  schedule_not_found: 404,
+  // A definition's revision this tenant never had; an agent or mission nothing shipped.
+  revision_not_found: 404,
+  not_shipped: 404,
   turn_conflict: 409,
   agent_mismatch: 409,
   agent_revision_mismatch: 409,

@@ -139,7 +139,11 @@ beforeAll(async () => {
       },
       agents: {
         default: { model: 'demo/echo', visibility: 'private' },
-        helper: { model: 'demo/echo', visibility: 'private', tools: { calculator: 'allow' } },
+        helper: {
+          model: 'demo/echo',
+          visibility: 'private',
+          tools: { calculator: 'allow', show_panel: 'allow' },
+        },
         careful: { model: 'demo/echo', visibility: 'private', tools: { calculator: 'approve' } },
         curious: { model: 'demo/echo', visibility: 'private', tools: { ask_user: 'allow' } },
         keeper: {
@@ -217,6 +221,28 @@ describe('AG-UI with the official HttpAgent', () => {
     expect(result.toolCallId).toBe(start.toolCallId);
     expect(result.content).toContain('42');
     expect(agent.messages.at(-1)?.content).toContain('42');
+  });
+
+  it("shows the panels a run's agent makes as parley.panel custom events", async () => {
+    const agent = agentFor('helper', keys.alice);
+    say(agent, '/panel {"type": "progress", "label": "Shipped", "value": 3, "max": 4}');
+    const { events } = await run(agent);
+    const panels = events.filter(
+      (event) =>
+        event.type === EventType.CUSTOM && (event as { name?: string }).name === 'parley.panel',
+    );
+    expect(panels).toHaveLength(1);
+    expect((panels[0] as unknown as { value: unknown }).value).toMatchObject({
+      action: 'shown',
+      scope: 'session',
+      title: 'Panel',
+      document: { type: 'progress', value: 3, max: 4 },
+      by: 'tool',
+    });
+    // Inside the run: after RUN_STARTED, before its end.
+    const order = types(events);
+    expect(order.indexOf('CUSTOM')).toBeGreaterThan(order.indexOf('RUN_STARTED'));
+    expect(order.indexOf('CUSTOM')).toBeLessThan(order.lastIndexOf('RUN_FINISHED'));
   });
 
   it('ends a run waiting for approval with an interrupt, and the next run resumes it', async () => {

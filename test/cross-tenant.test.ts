@@ -51,6 +51,7 @@ interface Ids {
   budget: string;
   panel: string;
   workspace: string;
+  schedule: string;
 }
 
 interface Answer {
@@ -66,6 +67,8 @@ const a = {} as Ids;
 const b = {} as Ids;
 let aPersonal = '';
 let aNote = '';
+/** A kept revision of A's agent and of A's mission (a number: not an id to normalize). */
+const aRevisions = { agent: 0, mission: 0 };
 
 async function call(
   headers: Record<string, string>,
@@ -257,6 +260,14 @@ beforeAll(async () => {
     200,
     "A's mission",
   );
+  for (const kind of ['agent', 'mission'] as const) {
+    const revisions = await must(
+      call(aAdmin, 'GET', `/api/v1/${kind}s/acme${kind === 'agent' ? 'bot' : kind}/revisions`),
+      200,
+      `A's ${kind} revisions`,
+    );
+    aRevisions[kind] = revisions.items[0].revision;
+  }
   a.workspace = (
     await must(
       call(aAdmin, 'POST', '/api/v1/workspaces', {
@@ -268,6 +279,13 @@ beforeAll(async () => {
     )
   ).workspace_id;
   a.budget = 'acmebudget';
+  // A's schedule, from the configuration, switched by A's admin (a row of A's to keep).
+  a.schedule = 'acme_nightly';
+  await must(
+    call(aAdmin, 'PATCH', '/api/v1/schedules/acme_nightly', { enabled: true }),
+    200,
+    "A's schedule switch",
+  );
   await must(
     call(aAdmin, 'PUT', '/api/v1/budgets/acmebudget', {
       metric: 'cost_usd',
@@ -298,6 +316,7 @@ beforeAll(async () => {
     budget: 'none',
     panel: 'none',
     workspace: 'none',
+    schedule: 'none',
   });
 }, 180_000);
 afterAll(async () => {
@@ -321,6 +340,7 @@ function missingIds(): Ids {
     budget: `missing_budget_${made}`,
     panel: id('pnl_'),
     workspace: id('ws_'),
+    schedule: `missing_schedule_${made}`,
   };
 }
 
@@ -451,7 +471,31 @@ const byRoute: Record<string, Probe> = {
     body: () => ({ execution_id: `x_${made}` }),
   },
   'DELETE /api/v1/missions/{name}': { path: (ids) => `/api/v1/missions/${ids.mission}` },
+  'GET /api/v1/agents/{name}/revisions': {
+    path: (ids) => `/api/v1/agents/${ids.agent}/revisions`,
+  },
+  'GET /api/v1/agents/{name}/shipped': { path: (ids) => `/api/v1/agents/${ids.agent}/shipped` },
+  // A's revision number through an agent every tenant has; a missing one is a number
+  // no definition ever had.
+  'GET /api/v1/agents/{name}/revisions/{revision}': {
+    path: (ids) =>
+      `/api/v1/agents/default/revisions/${ids.agent === a.agent ? aRevisions.agent : 999_999_999}`,
+  },
+  'GET /api/v1/missions/{name}/revisions': {
+    path: (ids) => `/api/v1/missions/${ids.mission}/revisions`,
+  },
+  'GET /api/v1/missions/{name}/shipped': {
+    path: (ids) => `/api/v1/missions/${ids.mission}/shipped`,
+  },
+  'GET /api/v1/missions/{name}/revisions/{revision}': {
+    path: (ids) =>
+      `/api/v1/missions/blocking/revisions/${ids.mission === a.mission ? aRevisions.mission : 999_999_999}`,
+  },
   'DELETE /api/v1/budgets/{budget_id}': { path: (ids) => `/api/v1/budgets/${ids.budget}` },
+  'PATCH /api/v1/schedules/{name}': {
+    path: (ids) => `/api/v1/schedules/${ids.schedule}`,
+    body: () => ({ enabled: false }),
+  },
   'GET /api/v1/workspaces/{workspace_id}': {
     path: (ids) => `/api/v1/workspaces/${ids.workspace}`,
   },
@@ -569,7 +613,14 @@ const listQueries: Record<string, string[]> = {
   'GET /api/v1/missions': ['', '?namespace=default'],
   'GET /api/v1/agents': ['', '?namespace=default'],
   'GET /api/v1/schedules': [''],
-  'GET /api/v1/usage': ['', '?group_by=tenant', '?group_by=agent', '?group_by=model'],
+  'GET /api/v1/usage': [
+    '',
+    '?group_by=tenant',
+    '?group_by=agent',
+    '?group_by=model',
+    '?group_by=user',
+    '?group_by=day',
+  ],
   'GET /api/v1/budgets': [''],
   'GET /api/v1/workspaces': [''],
   'GET /api/v1/admin/webhooks': ['', '?dead_limit=500'],
@@ -605,6 +656,7 @@ function aMarkers(): string[] {
     a.mission,
     a.budget,
     a.workspace,
+    a.schedule,
     aPersonal,
     'acme-ann',
     'acme-root',
@@ -772,6 +824,9 @@ describe('the cross-tenant matrix', () => {
         'usage',
       );
       expect(JSON.stringify(usage)).not.toContain('acme');
+      // A's own report per user names A's users (what B's must never show).
+      const aByUser = await must(call(aAdmin, 'GET', '/api/v1/usage?group_by=user'), 200, 'usage');
+      expect(aByUser.items.map((item: any) => item.key)).toContain('acme-ann');
     });
   });
 });

@@ -208,11 +208,13 @@ beforeAll(async () => {
       limit: 1e10,
     }),
     await request(full.url, 'POST', '/api/v1/executions/fuzz_exec/cancel', { command_id: 'c_1' }),
+    // The schedule's switch: off (its blocked execution and fires are there already).
+    await request(full.url, 'PATCH', '/api/v1/schedules/each_second', { enabled: false }),
     await request(full.url, 'POST', `/api/v1/chat/sessions/${chatId}/turns/fuzz_memory/cancel`, {
       command_id: 'c_2',
     }),
   ];
-  expect(writes.map((answer) => answer.status)).toEqual([200, 201, 200, 200, 200, 200, 200]);
+  expect(writes.map((answer) => answer.status)).toEqual([200, 201, 200, 200, 200, 200, 200, 200]);
   // A panel with a form, beside the conversation.
   const panel = await request(full.url, 'POST', '/api/v1/panels', {
     title: 'Fuzz',
@@ -544,7 +546,7 @@ function generator(random: () => number) {
       json('POST', '/api/v1/admin/models/sync', { provider: 'demo' }),
     'GET /api/v1/usage': () =>
       get(
-        `/api/v1/usage?${query({ group_by: pick(['model', 'agent', 'tenant', 'x']), from: queryValue(), to: queryValue() })}`,
+        `/api/v1/usage?${query({ group_by: pick(['model', 'agent', 'tenant', 'user', 'day', 'x']), from: queryValue(), to: queryValue() })}`,
       ),
     'POST /api/v1/chat/sessions/{session_id}/attachments': () => ({
       method: 'POST',
@@ -589,6 +591,11 @@ function generator(random: () => number) {
         note: 'go on',
       }),
     'GET /api/v1/schedules': () => get('/api/v1/schedules'),
+    'PATCH /api/v1/schedules/{name}': () =>
+      json('PATCH', `/api/v1/schedules/${pick(['each_second', segment()])}`, {
+        enabled: pick([true, false, 'false', null, value()]),
+        ...(random() < 0.2 ? { [segment()]: value() } : {}),
+      }),
     'GET /api/v1/chat/sessions/{session_id}/checkpoints': () =>
       get(
         `/api/v1/chat/sessions/${segment()}/checkpoints?${query({ limit: queryValue(), cursor: queryValue() })}`,
@@ -678,6 +685,21 @@ function generator(random: () => number) {
     'PUT /api/v1/missions/{name}': () =>
       json('PUT', `/api/v1/missions/${agentOrMission()}`, { prompt: 'Do it.', namespace: 'fuzz' }),
     'DELETE /api/v1/missions/{name}': () => bare('DELETE', `/api/v1/missions/${agentOrMission()}`),
+    'GET /api/v1/agents/{name}/revisions': () =>
+      get(
+        `/api/v1/agents/${agentOrMission()}/revisions?${query({ limit: queryValue(), cursor: queryValue() })}`,
+      ),
+    'GET /api/v1/agents/{name}/revisions/{revision}': () =>
+      get(`/api/v1/agents/${agentOrMission()}/revisions/${pick(['1', '2', queryValue()])}`),
+    'GET /api/v1/agents/{name}/shipped': () => get(`/api/v1/agents/${agentOrMission()}/shipped`),
+    'GET /api/v1/missions/{name}/revisions': () =>
+      get(
+        `/api/v1/missions/${agentOrMission()}/revisions?${query({ limit: queryValue(), cursor: queryValue() })}`,
+      ),
+    'GET /api/v1/missions/{name}/revisions/{revision}': () =>
+      get(`/api/v1/missions/${agentOrMission()}/revisions/${pick(['1', '2', queryValue()])}`),
+    'GET /api/v1/missions/{name}/shipped': () =>
+      get(`/api/v1/missions/${agentOrMission()}/shipped`),
     'GET /api/v1/workspaces': () => get('/api/v1/workspaces'),
     'POST /api/v1/workspaces': () =>
       json('POST', '/api/v1/workspaces', {

@@ -39,13 +39,23 @@ async function start(
   storage: { url: string | null; dataDir: string },
   schedules: Record<string, unknown>,
   clock: Clock,
+  more: { runtime?: Record<string, unknown>; auth?: unknown } = {},
+  env: Record<string, string> = {},
 ): Promise<{ running: Running; config: Config }> {
-  const config = testConfig(storage, {
-    runtime: { execution_recheck_ms: 300 },
-    missions,
-    schedules,
+  const config = testConfig(
+    storage,
+    {
+      ...more,
+      runtime: { execution_recheck_ms: 300, ...more.runtime },
+      missions,
+      schedules,
+    },
+    env,
+  );
+  const running = await startProcess(config, { api: true, worker: true }, log, {
+    now: clock.now,
+    env: { ...process.env, ...env },
   });
-  const running = await startProcess(config, { api: true, worker: true }, log, { now: clock.now });
   return { running, config };
 }
 
@@ -168,6 +178,7 @@ describe('schedules', () => {
         timezone: 'UTC',
         overlap: 'queue',
         catch_up: 'all',
+        enabled: true,
         next_fire_at: '2026-01-05T13:00:00.000Z',
         last_fire_at: '2026-01-05T12:00:00.000Z',
         last_execution_id: `sched.hourly.${epoch('2026-01-05T12:00:00Z')}`,
@@ -327,5 +338,160 @@ describe('schedules', () => {
     });
     await untilStatus(second('queue'), 'waiting');
     expect(await status(first('queue'))).toBe('cancelled');
+  });
+});
+
+describe('switching a schedule off and on', () => {
+  const keys = { K_ADMIN: 'sched-admin-key', K_USER: 'sched-user-key', K_OTHER: 'sched-other-key' };
+  const auth = {
+    keys: [
+      { key_env: 'K_ADMIN', tenant: 'acme', user: 'ops', roles: ['admin'] },
+      { key_env: 'K_USER', tenant: 'acme', user: 'ann', roles: [] },
+      { key_env: 'K_OTHER', tenant: 'globex', user: 'gus', roles: ['admin'] },
+    ],
+  };
+  const as = (key: string) => ({ authorization: `Bearer ${key}` });
+  const schedules = {
+    none: { mission: 'quick', cron: '0 * * * *', catch_up: 'none', tenant: 'acme' },
+    one: { mission: 'quick', cron: '0 * * * *', catch_up: 'one', tenant: 'acme' },
+    all: { mission: 'quick', cron: '0 * * * *', catch_up: 'all', overlap: 'queue', tenant: 'acme' },
+  };
+  const switches = (db: Db) =>
+    db.query<{ name: string; tenant: string; enabled: boolean; updated_by: string }>(
+      'select name, tenant, enabled, updated_by from schedule_switches order by name',
+    );
+
+  it('does not fire while off; on again, the fire times it passed follow catch_up', async () => {
+    const clock = new Clock(new Date('2026-01-05T09:59:00Z'));
+    const fresh = await freshStorage();
+    cleanup.push(() => fresh.drop());
+    // At most three catch-up fires: `all` fires the newest three of those it passed.
+    const more = { auth, runtime: { max_catch_up_fires: 3 } };
+    const first = await start(fresh.storage, schedules, clock, more, keys);
+    let running = first.running;
+    cleanup.push(() => running.stop());
+    const url = () => running.url as string;
+    const patch = (name: string, body: unknown, key = keys.K_ADMIN) =>
+      request(url(), 'PATCH', `/api/v1/schedules/${name}`, body, as(key));
+
+    for (const name of ['none', 'one', 'all']) {
+      const off = await patch(name, { enabled: false });
+      expect(off.status).toBe(200);
+      expect(off.body).toMatchObject({
+        name,
+        enabled: false,
+        next_fire_at: '2026-01-05T10:00:00.000Z',
+      });
+    }
+    // Off across six fire times (10:00 … 15:00): nothing fires, the timers stay.
+    for (const at of ['10:00:00', '12:00:30', '15:30:00']) {
+      clock.set(`2026-01-05T${at}Z`);
+      expect(await running.scheduler?.tick()).toBe(0);
+    }
+    for (const name of ['none', 'one', 'all']) expect(await fires(running.db, name)).toEqual([]);
+    const listed = await request(url(), 'GET', '/api/v1/schedules', undefined, as(keys.K_USER));
+    expect(
+      listed.body.items.map((item: any) => [item.name, item.enabled, item.next_fire_at]),
+    ).toEqual([
+      ['all', false, '2026-01-05T10:00:00.000Z'],
+      ['none', false, '2026-01-05T10:00:00.000Z'],
+      ['one', false, '2026-01-05T10:00:00.000Z'],
+    ]);
+
+    // The switch is durable: a restart (which seeds the schedules again) keeps it.
+    await running.stop();
+    running = (await start(fresh.storage, schedules, clock, more, keys)).running;
+    expect(await running.scheduler?.tick()).toBe(0);
+    expect((await switches(running.db)).rows).toEqual([
+      { name: 'all', tenant: 'acme', enabled: false, updated_by: 'ops' },
+      { name: 'none', tenant: 'acme', enabled: false, updated_by: 'ops' },
+      { name: 'one', tenant: 'acme', enabled: false, updated_by: 'ops' },
+    ]);
+
+    // On again at 15:30: the six passed fire times are missed ones, as after downtime.
+    for (const name of ['none', 'one', 'all']) {
+      const on = await patch(name, { enabled: true });
+      expect(on.status).toBe(200);
+      expect(on.body.enabled).toBe(true);
+    }
+    await running.scheduler?.tick();
+    const db = running.db;
+    await until(
+      () => fires(db, 'all'),
+      (found) => found.length === 3,
+      'the catch-up fires',
+    );
+    await until(
+      () => fires(db, 'one'),
+      (found) => found.length === 1,
+      'the one catch-up fire',
+    );
+    await running.scheduler?.tick();
+    expect(await fires(db, 'none')).toEqual([]);
+    expect((await fires(db, 'one')).map((fire) => fire.at)).toEqual(['15:00']);
+    expect((await fires(db, 'all')).map((fire) => fire.at)).toEqual(['13:00', '14:00', '15:00']);
+    expect(await executionsOf(db, 'all')).toHaveLength(3);
+    const after = await request(url(), 'GET', '/api/v1/schedules', undefined, as(keys.K_ADMIN));
+    expect(
+      after.body.items.map((item: any) => [item.name, item.enabled, item.next_fire_at]),
+    ).toEqual([
+      ['all', true, '2026-01-05T16:00:00.000Z'],
+      ['none', true, '2026-01-05T16:00:00.000Z'],
+      ['one', true, '2026-01-05T16:00:00.000Z'],
+    ]);
+
+    // Switched off again, a fire time on time does not fire either; the others do.
+    await patch('none', { enabled: false });
+    clock.set('2026-01-05T16:00:05Z');
+    await running.scheduler?.tick();
+    await until(
+      async () => [(await fires(db, 'one')).length, (await fires(db, 'all')).length],
+      ([one, all]) => one === 2 && all === 4,
+      'the on-time fires',
+    );
+    expect(await fires(db, 'none')).toEqual([]);
+    expect(await running.scheduler?.tick()).toBe(0);
+
+    // A schedule no longer configured loses its switch: configured again, it starts on.
+    await running.stop();
+    const kept = { one: schedules.one, all: schedules.all };
+    running = (await start(fresh.storage, kept, clock, more, keys)).running;
+    expect((await switches(running.db)).rows.map((row) => row.name)).toEqual(['all', 'one']);
+  });
+
+  it('is for the schedule tenant’s admins; bad input and unknown names write nothing', async () => {
+    const clock = new Clock(new Date('2026-01-05T09:59:00Z'));
+    const fresh = await freshStorage();
+    cleanup.push(() => fresh.drop());
+    const { running } = await start(fresh.storage, schedules, clock, { auth }, keys);
+    cleanup.push(() => running.stop());
+    const url = running.url as string;
+    const patch = (path: string, body: unknown, key = keys.K_ADMIN) =>
+      request(url, 'PATCH', `/api/v1/schedules/${path}`, body, as(key));
+
+    const user = await patch('one', { enabled: false }, keys.K_USER);
+    expect(user.status).toBe(403);
+    expect(user.body.error).toBe('forbidden');
+    // Another tenant's admin: the same answer as for a schedule nobody has.
+    const foreign = await patch('one', { enabled: false }, keys.K_OTHER);
+    const missing = await patch('nothing', { enabled: false }, keys.K_OTHER);
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error).toBe('schedule_not_found');
+    expect(foreign.body).toEqual({ error: 'schedule_not_found', message: 'no schedule "one"' });
+    expect(missing.body).toEqual({
+      error: 'schedule_not_found',
+      message: 'no schedule "nothing"',
+    });
+    for (const body of [{}, { enabled: 'false' }, { enabled: null }, { enabled: true, x: 1 }, []]) {
+      const bad = await patch('one', body);
+      expect(bad.status, JSON.stringify(body)).toBe(400);
+      expect(bad.body.error).toBe('invalid_request');
+    }
+    const unknown = await patch('nothing', { enabled: false });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error).toBe('schedule_not_found');
+    expect((await switches(running.db)).rows).toEqual([]);
+    const listed = await request(url, 'GET', '/api/v1/schedules', undefined, as(keys.K_OTHER));
+    expect(listed.body.items).toEqual([]);
   });
 });

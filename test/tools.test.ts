@@ -81,6 +81,8 @@ describe('validateArguments and builtInTools', () => {
       'recall',
       'remember',
       'shell',
+      'show_panel',
+      'update_panel',
       'update_state',
     ]);
     for (const tool of tools.values()) expect(tool.inputSchema.additionalProperties).toBe(false);

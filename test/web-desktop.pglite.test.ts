@@ -79,6 +79,27 @@ beforeAll(async () => {
     (answer) => answer.body.items?.length === 2,
     'the two memories',
   );
+  // A turn of Bob's: usage of a second user.
+  const asBob = { authorization: `Bearer ${bob}` };
+  const bobs = await request(
+    server.url,
+    'POST',
+    '/api/v1/chat/turns',
+    { turn_id: 'bob_1', message: 'Hello from Bob' },
+    asBob,
+  );
+  await until(
+    () =>
+      request(
+        server.url,
+        'GET',
+        `/api/v1/chat/sessions/${bobs.body.session_id}/messages`,
+        undefined,
+        asBob,
+      ),
+    (answer) => answer.body.items?.some((item: { role: string }) => item.role === 'assistant'),
+    "Bob's reply",
+  );
 });
 afterAll(async () => {
   await browser?.close();
@@ -230,12 +251,19 @@ describe('the desktop', () => {
     await context.close();
   });
 
-  it('charts usage per day, agent and model with recharts', async () => {
+  it('charts usage per day, agent, model and user with recharts', async () => {
     const { context, page } = await signedIn(browser, alice);
+    // One report per grouping over the whole period (no report per day).
+    const groupings = new Set<string>();
+    page.on('request', (sent) => {
+      const url = new URL(sent.url());
+      if (url.pathname === '/api/v1/usage') groupings.add(url.searchParams.get('group_by') ?? '');
+    });
     await openDesktop(page);
     const usage = page.getByRole('region', { name: 'Usage and cost' });
     await usage.getByText(/Over the period: .* tokens in/).waitFor();
-    for (const name of ['Usage per day', 'Usage per agent', 'Usage per model']) {
+    expect([...groupings].sort()).toEqual(['agent', 'day', 'model', 'user']);
+    for (const name of ['Usage per day', 'Usage per agent', 'Usage per model', 'Usage per user']) {
       const chart = usage.getByRole('figure', { name });
       await chart.locator('svg.recharts-surface').first().waitFor();
       await chart.locator('.recharts-bar-rectangle').first().waitFor();
@@ -244,11 +272,59 @@ describe('the desktop', () => {
     expect(
       await perAgent.locator('.recharts-cartesian-axis-tick-value').allTextContents(),
     ).toContain('default');
+    // Per user: Alice's turns and executions, and Bob's turn, each as its author's.
+    const perUser = usage.getByRole('figure', { name: 'Usage per user' });
+    const users = await perUser.locator('.recharts-cartesian-axis-tick-value').allTextContents();
+    expect(users).toEqual(expect.arrayContaining(['alice', 'bob']));
+    const byUser = await api('GET', '/api/v1/usage?group_by=user');
+    expect(byUser.body.items.map((item: { key: string }) => item.key).sort()).toEqual([
+      'alice',
+      'bob',
+    ]);
+    expect(byUser.body.items.find((item: { key: string }) => item.key === 'bob').calls).toBe(1);
     // Bob is no admin: the panel says so instead of failing.
     const other = await signedIn(browser, bob);
     await openDesktop(other.page);
     await other.page.getByText('Usage and cost need the admin role.').waitFor();
     await other.context.close();
+    await context.close();
+  });
+
+  it('switches a schedule off and on again (admins only)', async () => {
+    const { context, page } = await signedIn(browser, alice);
+    await openDesktop(page);
+    const schedule = page.getByRole('listitem', { name: 'Schedule nightly' });
+    const toggle = schedule.getByRole('switch', { name: 'Enabled' });
+    expect(await toggle.isChecked()).toBe(true);
+    await toggle.click();
+    const panel = page.getByRole('region', { name: 'Schedules' });
+    await panel
+      .getByRole('status')
+      .filter({ hasText: 'nightly is off: it does not fire until it is switched on.' })
+      .waitFor();
+    await schedule.getByText('off', { exact: true }).waitFor();
+    await schedule.getByText('none while off').waitFor();
+    expect(await toggle.isChecked()).toBe(false);
+    const off = await api('GET', '/api/v1/schedules');
+    expect(off.body.items).toEqual([expect.objectContaining({ name: 'nightly', enabled: false })]);
+
+    // Bob is no admin: he sees that it is off, and no switch.
+    const other = await signedIn(browser, bob);
+    await openDesktop(other.page);
+    const his = other.page.getByRole('listitem', { name: 'Schedule nightly' });
+    await his.getByText('off', { exact: true }).waitFor();
+    expect(await his.getByRole('switch').count()).toBe(0);
+    await other.context.close();
+
+    await toggle.click();
+    await panel
+      .getByRole('status')
+      .filter({ hasText: 'nightly is on again: one execution makes up for the fire times' })
+      .waitFor();
+    await schedule.locator('time').first().waitFor();
+    expect(await toggle.isChecked()).toBe(true);
+    const on = await api('GET', '/api/v1/schedules');
+    expect(on.body.items).toEqual([expect.objectContaining({ name: 'nightly', enabled: true })]);
     await context.close();
   });
 
@@ -285,8 +361,11 @@ describe('the desktop', () => {
     await row.getByRole('button', { name: 'Definition' }).click();
     const editor = panel.getByRole('region', { name: 'Definition of default' });
     const revisions = editor.getByRole('region', { name: 'Revisions' });
-    const first = await revisions.getByText(/Revision \d+ \(current\)/).textContent();
+    // The revisions come from the server: the shipped one, current.
+    const first = await revisions.getByText(/Revision \d+ \(current\) · shipped/).textContent();
     const before = Number(/Revision (\d+)/.exec(first ?? '')?.[1]);
+    const listed = await api('GET', '/api/v1/agents/default/revisions');
+    expect(listed.body.items.map((item: any) => item.revision)).toEqual([before]);
 
     const box = editor.getByRole('textbox', { name: 'Definition (JSON)' });
     const definition = JSON.parse(await box.inputValue());
@@ -296,29 +375,62 @@ describe('the desktop', () => {
       .getByText('Hello from the desktop')
       .waitFor();
     await editor.getByRole('button', { name: 'Save' }).click();
-    await editor
+    const saved = await editor
       .getByRole('status')
       .filter({ hasText: /Saved as revision \d+/ })
+      .textContent();
+    const edited = Number(/revision (\d+)/.exec(saved ?? '')?.[1]);
+    expect(edited).toBeGreaterThan(before);
+    await revisions.getByText(`Revision ${edited} (current) · edited`).waitFor();
+    const shippedItem = revisions.getByRole('listitem', {
+      name: `Revision ${before}`,
+      exact: true,
+    });
+    await shippedItem.getByText(/shipped/).waitFor();
+    // A past revision against the current one, and shown whole.
+    await shippedItem.getByRole('button', { name: 'Compare with current' }).click();
+    await editor
+      .getByRole('figure', { name: `Revision ${before} → current` })
+      .getByText('Hello from the desktop')
       .waitFor();
-    await revisions.getByText(new RegExp(`Revision (?!${before}\\b)\\d+ \\(current\\)`)).waitFor();
-    await revisions.getByText(`Revision ${before}`, { exact: false }).waitFor();
-    await revisions.getByRole('button', { name: 'Compare with current' }).click();
-    await revisions.getByRole('figure').getByText('Hello from the desktop').waitFor();
+    await shippedItem.getByRole('button', { name: 'Show' }).click();
+    const shownShipped = revisions.getByRole('figure', { name: `Revision ${before}`, exact: true });
+    await shownShipped.getByText('"model": "demo/echo"').waitFor();
+    expect(await shownShipped.textContent()).not.toContain('Hello from the desktop');
+    // The current definition against the shipped one.
+    await editor.getByRole('button', { name: 'Compare with shipped' }).click();
+    await editor
+      .getByRole('figure', { name: 'Shipped → current' })
+      .getByText('Hello from the desktop')
+      .waitFor();
     await row.getByText('customized').waitFor();
     const customized = await api('GET', '/api/v1/agents/default');
     expect(customized.body.definition.greeting).toBe('Hello from the desktop');
 
-    await editor.getByRole('button', { name: 'Restore shipped' }).click();
+    // Restoring shows what goes first, and restores only once confirmed.
+    await editor.getByRole('button', { name: 'Restore shipped…' }).click();
+    const confirm = editor.getByRole('group', { name: 'Restore the shipped definition' });
+    await confirm
+      .getByRole('figure', { name: 'Restoring: from your definition to the shipped one' })
+      .getByText('Hello from the desktop')
+      .waitFor();
+    expect((await api('GET', '/api/v1/agents/default')).body.is_customized).toBe(true);
+    await confirm.getByRole('button', { name: 'Confirm restore' }).click();
     await editor
       .getByRole('status')
       .filter({ hasText: 'The shipped definition is restored.' })
       .waitFor();
-    await editor
-      .getByRole('figure', { name: 'Restored: from your definition to the shipped one' })
-      .getByText('Hello from the desktop')
-      .waitFor();
     const restored = await api('GET', '/api/v1/agents/default');
     expect(restored.body.is_customized).toBe(false);
+    // The restore is a revision of its own; the shipped revision is current again.
+    await revisions.getByText(/Revision \d+ · restored to shipped/).waitFor();
+    await revisions.getByText(`Revision ${before} (current) · shipped`).waitFor();
+    const editedItem = revisions.getByRole('listitem', { name: `Revision ${edited}`, exact: true });
+    await editedItem.getByRole('button', { name: 'Show' }).click();
+    await revisions
+      .getByRole('figure', { name: `Revision ${edited}`, exact: true })
+      .getByText('Hello from the desktop')
+      .waitFor();
     await context.close();
   });
 
@@ -379,6 +491,50 @@ describe('the desktop', () => {
     const forked = page.url().split('/s/')[1] as string;
     const projection = await api('GET', `/api/v1/chat/sessions/${forked}`);
     expect(projection.status).toBe(200);
+    await context.close();
+  });
+  it('filters by the active workspace, and shows its panels as they change', async () => {
+    const ops = await api('POST', '/api/v1/workspaces', { name: 'Ops' });
+    expect(ops.status).toBe(201);
+    const workspaceId = ops.body.workspace_id as string;
+    for (const [id, inWorkspace] of [
+      ['ws_in_1', true],
+      ['ws_out_1', false],
+    ] as const) {
+      const dispatched = await api('POST', '/api/v1/missions/stuck/executions', {
+        execution_id: id,
+        ...(inWorkspace ? { workspace_id: workspaceId } : {}),
+      });
+      expect(dispatched.status).toBe(202);
+    }
+    const made = await api('POST', '/api/v1/panels', {
+      title: 'Ops board',
+      scope: 'workspace',
+      workspace_id: workspaceId,
+      document: { type: 'markdown', text: 'All quiet' },
+    });
+    expect(made.status).toBe(201);
+
+    const { context, page } = await signedIn(browser, alice);
+    await openDesktop(page);
+    await execution(page, 'ws_out_1').waitFor();
+    await page.getByLabel('Workspace').selectOption({ label: 'Ops' });
+    await execution(page, 'ws_in_1').waitFor();
+    await execution(page, 'ws_out_1').waitFor({ state: 'detached' });
+    const board = page.getByRole('region', { name: 'Panel: Ops board' });
+    await board.getByText('All quiet').waitFor();
+    const saved = await api('GET', '/api/v1/me/preferences');
+    expect(saved.body.workspace_id).toBe(workspaceId);
+    // A change to the panel reaches the open page through the user stream.
+    const changed = await api('PUT', `/api/v1/panels/${made.body.id}`, {
+      title: 'Ops board',
+      document: { type: 'markdown', text: 'Paged: disk full' },
+    });
+    expect(changed.status).toBe(200);
+    await board.getByText('Paged: disk full').waitFor();
+    // Back to all: both executions again.
+    await page.getByLabel('Workspace').selectOption({ label: 'All' });
+    await execution(page, 'ws_out_1').waitFor();
     await context.close();
   });
 });

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { namespaceOf, type Directory } from '../agents/directory.js';
 import { ConfigError } from '../config/errors.js';
-import { missionName } from '../config/schema.js';
 import { OperatorOnlyKeyError } from '../config/tenancy.js';
 import { ParleyError } from '../errors.js';
 import type { DefinitionKind } from '../store/definitions.js';
@@ -13,7 +12,9 @@ import { timestamp } from '../protocol/rest.js';
 import { route, routeOptions, typed } from './contract.js';
 import type { ApiDeps } from './deps.js';
 import { hasRole } from './principal.js';
-import { pathId, storableJson } from './validate.js';
+import { nameOf, notFound } from './definitionNames.js';
+import { definitionRevisionRoutes, revisionContracts } from './definitionRevisions.js';
+import { storableJson } from './validate.js';
 
 /** A definition as an admin sees it: where it comes from, and the definition itself. */
 const definitionView = z
@@ -84,18 +85,20 @@ function definitionContractsOf<const Url extends string>(
 }
 
 export const definitionContracts = {
-  agent: definitionContractsOf('agent', '/api/v1/agents/:name', 'unknown_agent'),
-  mission: definitionContractsOf('mission', '/api/v1/missions/:name', 'mission_not_found'),
-};
-
-const notFound = {
-  agent: (name: string) => new ParleyError('unknown_agent', `no agent named "${name}"`),
-  mission: (name: string) => new ParleyError('mission_not_found', `no mission named "${name}"`),
+  agent: {
+    ...definitionContractsOf('agent', '/api/v1/agents/:name', 'unknown_agent'),
+    ...revisionContracts.agent,
+  },
+  mission: {
+    ...definitionContractsOf('mission', '/api/v1/missions/:name', 'mission_not_found'),
+    ...revisionContracts.mission,
+  },
 };
 
 /**
  * Agents and missions at runtime, admin only: read a definition, PUT one (the tenant's
- * own: customized, or created), DELETE it (the shipped one is restored). A PUT is always a
+ * own: customized, or created), DELETE it (the shipped one is restored), and read its kept
+ * revisions and the shipped one (definitionRevisions.ts). A PUT is always a
  * tenant's edit — the operator edits the file — dev mode included: it passes the privilege
  * layer (config/tenancy.ts: `403 operator_only_key` naming the key) and then the checks
  * start-up applies to the file (`400 invalid_definition` naming the key); nothing is
@@ -116,6 +119,7 @@ export async function definitionsPlugin(app: FastifyInstance, deps: ApiDeps): Pr
   });
   const api = typed(app);
   for (const kind of ['agent', 'mission'] as const) {
+    definitionRevisionRoutes(app, { db: deps.db, directory }, kind);
     const contracts = definitionContracts[kind];
     api.get(contracts.get.url, routeOptions(contracts.get), async (request) => {
       const name = nameOf(kind, request.params.name);
@@ -161,8 +165,8 @@ export async function definitionsPlugin(app: FastifyInstance, deps: ApiDeps): Pr
     });
     api.delete(contracts.delete.url, routeOptions(contracts.delete), async (request) => {
       const name = nameOf(kind, request.params.name);
-      const tenant = request.principal.tenant;
-      const outcome = await deleteDefinition(deps.db, { kind, tenant, name });
+      const { tenant, user } = request.principal;
+      const outcome = await deleteDefinition(deps.db, { kind, tenant, name, updatedBy: user });
       if (typeof outcome !== 'string') {
         if (!outcome.shipped) throw notFound[kind](name);
         throw new ParleyError(
@@ -177,16 +181,6 @@ export async function definitionsPlugin(app: FastifyInstance, deps: ApiDeps): Pr
       return { ...view, restored: true as const };
     });
   }
-}
-
-function nameOf(kind: DefinitionKind, raw: string): string {
-  const name = pathId(raw, 'name');
-  if (kind === 'mission' && !missionName.safeParse(name).success) {
-    throw new ParleyError('invalid_request', 'name: letters, digits, _ and - (at most 64)', {
-      field: 'name',
-    });
-  }
-  return name;
 }
 
 /** A definition as an admin sees it: where it comes from, and the definition itself. */

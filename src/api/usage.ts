@@ -7,9 +7,14 @@ import type { ApiDeps } from './deps.js';
 import { hasRole } from './principal.js';
 import { validate } from './validate.js';
 
+const groupBy = z.enum(['tenant', 'agent', 'model', 'user', 'day']).meta({
+  description:
+    'user: whom each call was for (the author of the turn it answered, else the session owner; key null when unknown); day: the UTC date of each call (key YYYY-MM-DD, oldest first, days without usage left out)',
+});
+
 const usageQuery = z
   .object({
-    group_by: z.enum(['tenant', 'agent', 'model']).default('model'),
+    group_by: groupBy.default('model'),
     from: z.iso.datetime({ offset: true }).optional(),
     to: z.iso.datetime({ offset: true }).optional(),
   })
@@ -38,10 +43,10 @@ export const usageContracts = {
     handlerValidates: true,
     responses: {
       '200': z.object({
-        group_by: z.enum(['tenant', 'agent', 'model']),
+        group_by: groupBy,
         from: z.string().nullable(),
         to: z.string().nullable(),
-        items: z.array(z.object({ key: z.string(), ...totals })),
+        items: z.array(z.object({ key: z.string().nullable(), ...totals })),
         total: z.object(totals),
       }),
     },
@@ -50,9 +55,11 @@ export const usageContracts = {
 };
 
 /**
- * `GET /api/v1/usage?group_by=tenant|agent|model&from=&to=`: token and cost attribution.
- * Needs the `admin` role and sees the principal's own tenant only (so `group_by=tenant`
- * gives one row); `from` is inclusive, `to` exclusive, both ISO 8601 with an offset.
+ * `GET /api/v1/usage?group_by=tenant|agent|model|user|day&from=&to=`: token and cost
+ * attribution. Needs the `admin` role and sees the principal's own tenant only (so
+ * `group_by=tenant` gives one row); `from` is inclusive, `to` exclusive, both ISO 8601
+ * with an offset. `day` groups by the UTC date (a day the window cuts counts only its part
+ * inside it).
  */
 export function usageRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const report = usageContracts.report;

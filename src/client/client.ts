@@ -7,6 +7,8 @@ import type {
   AgentInfo,
   BudgetInfo,
   CancelResult,
+  DefinitionRevision,
+  DefinitionRevisionView,
   InboxItem,
   InputAnswer,
   Me,
@@ -245,6 +247,42 @@ export class ParleyClient {
   }
 
   /**
+   * Extension (admins): the revisions an agent's definition has had in the caller's
+   * tenant, newest first (shipped, edited, restored); `next_cursor` points further back.
+   */
+  listAgentRevisions(
+    name: string,
+    options: { limit?: number; cursor?: string | null; signal?: AbortSignal } = {},
+  ): Promise<Page<DefinitionRevision>> {
+    return this.http.request('GET', `${agentPath(name)}/revisions`, {
+      query: { limit: options.limit, cursor: options.cursor ?? undefined },
+      signal: options.signal,
+    });
+  }
+
+  /** Extension (admins): one revision of an agent's definition, whole. */
+  getAgentRevision(
+    name: string,
+    revision: number,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<DefinitionRevisionView> {
+    return this.http.request('GET', `${agentPath(name)}/revisions/${revision}`, {
+      signal: options.signal,
+    });
+  }
+
+  /**
+   * Extension (admins): the agent's shipped definition, what a DELETE of the tenant's own
+   * restores (404 `not_shipped` for an agent the tenant created).
+   */
+  getShippedAgent(
+    name: string,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<DefinitionRevisionView> {
+    return this.http.request('GET', `${agentPath(name)}/shipped`, { signal: options.signal });
+  }
+
+  /**
    * Extension: the tenant's spending budgets, with what each used and holds reserved
    * (admins only: 403 otherwise).
    */
@@ -416,4 +454,8 @@ function sessionPath(sessionId: string): string {
 
 function workspacePath(workspaceId: string): string {
   return `/api/v1/workspaces/${encodeURIComponent(workspaceId)}`;
+}
+
+function agentPath(name: string): string {
+  return `/api/v1/agents/${encodeURIComponent(name)}`;
 }

@@ -28,5 +28,10 @@ export type {
   RewindAnswer,
   Schedule,
 } from '../protocol/missions.js';
+export type {
+  DefinitionRevision,
+  DefinitionRevisionView,
+  RevisionSource,
+} from '../protocol/definitions.js';
 export type { InboxItem } from '../protocol/inbox.js';
 export type { PanelComponent, PanelForm, PanelView } from '../protocol/panels.js';

@@ -118,6 +118,10 @@ export const schedule = z
     timezone: z.string(),
     overlap: z.string(),
     catch_up: z.string(),
+    enabled: z.boolean().meta({
+      description:
+        'false while an admin has switched it off (PATCH /api/v1/schedules/{name}): it does not fire',
+    }),
     next_fire_at: timestamp.nullable(),
     last_fire_at: timestamp.nullable(),
     last_execution_id: z.string().nullable(),

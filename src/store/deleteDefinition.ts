@@ -4,12 +4,15 @@ import { notifyWakeup } from './wakeups.js';
 
 /**
  * DELETE on a tenant's definition: removes its customized row, which restores the shipped
- * one (or, for one created through the API, removes it). `none`: the tenant has no row of
- * its own — `shipped` says whether there is a shipped definition to speak of.
+ * one (or, for one created through the API, removes it). A restore is kept in
+ * `definition_history` as a revision of the tenant's own (`restored`, by `updatedBy`: the
+ * shipped definition it went back to), so the tenant's revisions show when it happened.
+ * `none`: the tenant has no row of its own — `shipped` says whether there is a shipped
+ * definition to speak of.
  */
 export async function deleteDefinition(
   db: Db,
-  input: { kind: DefinitionKind; tenant: string; name: string },
+  input: { kind: DefinitionKind; tenant: string; name: string; updatedBy: string },
 ): Promise<'restored' | 'deleted' | { none: true; shipped: boolean }> {
   return db.transaction(async (tx) => {
     const deleted = await tx.query<{ shipped: boolean }>(
@@ -25,6 +28,16 @@ export async function deleteDefinition(
         [input.kind, input.name],
       );
       return { none: true, shipped: shipped.rowCount > 0 };
+    }
+    if (row.shipped) {
+      await tx.query(
+        `insert into definition_history (kind, tenant, name, revision, definition, content_hash,
+                                         source, created_by)
+         select kind, $2, name, nextval('definition_revisions'), definition, content_hash,
+                'restored', $4
+           from definitions where kind = $1 and tenant = '' and name = $3`,
+        [input.kind, input.tenant, input.name, input.updatedBy],
+      );
     }
     await notifyWakeup(tx, { kind: 'definitions', sessionId: '-', sequence: 0 });
     return row.shipped ? 'restored' : 'deleted';

@@ -2,13 +2,15 @@ import type { Queryable } from './db.js';
 import type { DefinitionRow } from './definitions.js';
 
 /**
- * Keeps a definition row's revision loadable after later writes replace it: a turn that
- * started with it runs every later step with it. Called in the transaction that wrote it.
+ * Keeps a tenant's definition row's revision loadable after later writes replace it: a
+ * turn that started with it runs every later step with it, and its admin lists it
+ * (`edited`, by whoever wrote it). Called in the transaction that wrote it.
  */
 export async function recordRevision(tx: Queryable, row: DefinitionRow): Promise<void> {
   await tx.query(
-    `insert into definition_history (kind, tenant, name, revision, definition, content_hash)
-     values ($1, $2, $3, $4, $5, $6) on conflict do nothing`,
+    `insert into definition_history (kind, tenant, name, revision, definition, content_hash,
+                                     source, created_by)
+     values ($1, $2, $3, $4, $5, $6, 'edited', $7) on conflict do nothing`,
     [
       row.kind,
       row.tenant,
@@ -16,6 +18,7 @@ export async function recordRevision(tx: Queryable, row: DefinitionRow): Promise
       row.revision,
       JSON.stringify(row.definition),
       row.content_hash,
+      row.updated_by,
     ],
   );
 }

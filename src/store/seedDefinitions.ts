@@ -30,8 +30,9 @@ export async function seedDefinitions(
                 revision = nextval('definition_revisions'), updated_at = now()
           where definitions.content_hash <> excluded.content_hash
          returning kind, tenant, name, revision, definition, content_hash)
-         insert into definition_history (kind, tenant, name, revision, definition, content_hash)
-         select kind, tenant, name, revision, definition, content_hash from written`,
+         insert into definition_history (kind, tenant, name, revision, definition, content_hash,
+                                         source)
+         select kind, tenant, name, revision, definition, content_hash, 'shipped' from written`,
         [kind, entry.name, entry.namespace, JSON.stringify(entry.definition), hash],
       );
       changed += written.rowCount;

@@ -7,7 +7,8 @@ import { jsonbOrder } from './eventRows.js';
  * Makes the `schedules` table what the configuration says, at start: new schedules get
  * their first fire time, a schedule whose definition changed (cron, time zone, mission…)
  * starts over from its next fire time after `now`, an unchanged one keeps its timer (so a
- * restart after downtime still sees the fires it missed), and removed ones are deleted.
+ * restart after downtime still sees the fires it missed), and removed ones are deleted
+ * with their switches (an operator's on/off, kept across a changed definition).
  * Every process seeds the same way, so concurrent starts agree.
  */
 export async function seedSchedules(
@@ -29,8 +30,9 @@ export async function seedSchedules(
         [config.name, config.tenant, JSON.stringify(definition), hash, firstFireAt],
       );
     }
-    await tx.query('delete from schedules where not (name = any($1::text[]))', [
-      schedules.map((schedule) => schedule.config.name),
-    ]);
+    const names = schedules.map((schedule) => schedule.config.name);
+    await tx.query('delete from schedules where not (name = any($1::text[]))', [names]);
+    // A switch goes with its schedule: one configured again later starts enabled.
+    await tx.query('delete from schedule_switches where not (name = any($1::text[]))', [names]);
   });
 }

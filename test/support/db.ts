@@ -3,7 +3,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { expect } from 'vitest';
 import type { Db } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
 import { openPglite } from '../../src/store/pglite.js';
@@ -32,7 +31,10 @@ export async function freshStorage(options: { empty?: boolean } = {}): Promise<{
   storage: { url: string | null; dataDir: string };
   drop: () => Promise<void>;
 }> {
-  const testPath = expect.getState().testPath ?? '';
+  // Inside Vitest, the test file asking (a script such as scripts/screenshots.ts has none).
+  const testPath = process.env.VITEST
+    ? ((await import('vitest')).expect.getState().testPath ?? '')
+    : '';
   if (isEngineFree(testPath))
     throw new Error(`${testPath} opens a database: remove it from test/support/engineFree.ts`);
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-test-'));

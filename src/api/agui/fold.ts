@@ -195,6 +195,15 @@ export class AgUiFold {
         });
         return;
       }
+      case 'panel': {
+        // A panel the run's agent showed or changed (docs/web.md, "Panels"): for a frontend
+        // that renders panels beside the chat. Outside a run (a person's edit): not shown.
+        const run = this.run;
+        if (!run || run.turnId !== event.turn_id) return;
+        const { type: _type, sequence: _sequence, at: _at, turn_id: _turn, ...panel } = event;
+        this.emit(event.sequence, { type: EventType.CUSTOM, name: 'parley.panel', value: panel });
+        return;
+      }
       case 'state_changed':
         if (this.run) {
           this.showState(event.sequence, event.data);

@@ -1,8 +1,17 @@
-import { useEffect, useState } from 'react';
+import { useCallback, useState } from 'react';
 import type { BudgetInfo, ParleyClient } from 'parley/client';
+import { sessionEventOf, useLiveRefresh } from '../live';
 import { explainRequestError, formatCost } from '../words';
 
+/** How often the page reads the budgets while the live stream is down. */
 const pollMs = 5000;
+const spendingEvents = sessionEventOf(
+  'turn_started',
+  'done',
+  'cancelled',
+  'error',
+  'input_required',
+);
 
 const units = { tokens: 'tokens', tool_calls: 'tool calls', wall_ms: 'ms' } as const;
 
@@ -17,34 +26,27 @@ function scopeOf(budget: BudgetInfo): string {
 
 /**
  * The tenant's spending budgets (GET /api/v1/budgets, admins): each one's limit, what it
- * used in the current period and what model calls in flight hold reserved, refreshed while
- * the page is open. Editing stays with the API and the CLI.
+ * used in the current period and what model calls in flight hold reserved, read again as
+ * turns start and end (the user stream). Editing stays with the API and the CLI.
  */
 export function Budgets(props: { client: ParleyClient }) {
   const { client } = props;
   const [items, setItems] = useState<BudgetInfo[] | null>(null);
   const [error, setError] = useState<string | null>(null);
 
-  useEffect(() => {
-    let live = true;
-    const load = () =>
+  const load = useCallback(
+    () =>
       client.listBudgets().then(
         (answer) => {
-          if (!live) return;
           setItems(answer.items);
           setError(null);
         },
-        (failure: unknown) => {
-          if (live) setError(explainRequestError(failure));
-        },
-      );
-    void load();
-    const timer = setInterval(() => void load(), pollMs);
-    return () => {
-      live = false;
-      clearInterval(timer);
-    };
-  }, [client]);
+        (failure: unknown) => setError(explainRequestError(failure)),
+      ),
+    [client],
+  );
+  // What is used and held changes when a turn starts a model call and when it ends.
+  useLiveRefresh(load, spendingEvents, { fallbackMs: pollMs, gapMs: 500 });
 
   return (
     <section className="budgets" aria-label="Budgets">

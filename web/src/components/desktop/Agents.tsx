@@ -1,5 +1,11 @@
 import { useCallback, useEffect, useMemo, useState } from 'react';
-import type { AgentInfo, ParleyClient } from 'parley/client';
+import {
+  isParleyClientError,
+  type AgentInfo,
+  type DefinitionRevision,
+  type DefinitionRevisionView,
+  type ParleyClient,
+} from 'parley/client';
 import { explainRequestError, formatDateTime, timeAgo } from '../../words';
 import { diffLines, stableJson, type DiffLine } from './diff';
 import {
@@ -12,22 +18,15 @@ import {
 import { usePoll } from './poll';
 
 const pollMs = 10_000;
-
-/** A revision of an agent's definition this page has read. */
-interface SeenRevision {
-  revision: number | null;
-  content_hash: string | null;
-  updated_at: string;
-  updated_by: string | null;
-  text: string;
-}
+/** Revisions listed at a time ("Show older revisions" reads the next page). */
+const revisionPage = 20;
 
 /**
  * The tenant's agents (GET /api/v1/agents: model, revision, customized or shipped) and,
  * for an admin, one agent's definition (GET /api/v1/agents/{name}) to edit (PUT) or
- * restore to the shipped one (DELETE). The server keeps every revision but lists none
- * (no API yet), so the revisions shown are the ones this page read, each comparable with
- * the current one.
+ * restore to the shipped one (DELETE, after the diff from the current definition to the
+ * shipped one, GET …/shipped), with the revisions the server kept (GET …/revisions): any
+ * of them shown whole (GET …/revisions/{revision}) or diffed against the current one.
  */
 export function Agents(props: { client: ParleyClient; admin: boolean }) {
   const { client, admin } = props;
@@ -103,57 +102,70 @@ export function Agents(props: { client: ParleyClient; admin: boolean }) {
   );
 }
 
+/** The shipped definition, or null when the tenant created this agent (nothing shipped). */
+async function shippedOrNone(
+  client: ParleyClient,
+  name: string,
+): Promise<DefinitionRevisionView | null> {
+  try {
+    return await client.getShippedAgent(name);
+  } catch (problem) {
+    if (isParleyClientError(problem) && problem.code === 'not_shipped') return null;
+    throw problem;
+  }
+}
+
+/** What the editor diffs: its title and the two texts, old first. */
+interface Comparison {
+  title: string;
+  lines: DiffLine[];
+}
+
 function AgentEditor(props: { client: ParleyClient; agent: AgentInfo; onChanged: () => void }) {
   const { client, agent, onChanged } = props;
   const [view, setView] = useState<DefinitionView | null>(null);
   const [draft, setDraft] = useState('');
-  const [seen, setSeen] = useState<SeenRevision[]>([]);
-  const [compare, setCompare] = useState<SeenRevision | null>(null);
-  const [restored, setRestored] = useState<DiffLine[] | null>(null);
-  const [busy, setBusy] = useState<'loading' | 'saving' | 'restoring' | null>('loading');
+  const [revisions, setRevisions] = useState<DefinitionRevision[]>([]);
+  const [olderCursor, setOlderCursor] = useState<string | null>(null);
+  const [shipped, setShipped] = useState<DefinitionRevisionView | null>(null);
+  const [shown, setShown] = useState<DefinitionRevisionView | null>(null);
+  const [compare, setCompare] = useState<Comparison | null>(null);
+  const [confirming, setConfirming] = useState(false);
+  const [busy, setBusy] = useState<'loading' | 'saving' | 'restoring' | 'reading' | null>(
+    'loading',
+  );
   const [message, setMessage] = useState<string | null>(null);
   const [failure, setFailure] = useState<string | null>(null);
 
   const saved = view ? stableJson(view.definition) : '';
 
-  const remember = useCallback((found: DefinitionView, revision: number | null) => {
-    const text = stableJson(found.definition);
-    setView(found);
-    setDraft(text);
-    setSeen((current) =>
-      current.some(
-        (entry) => entry.content_hash === found.content_hash && entry.revision === revision,
-      )
-        ? current
-        : [
-            {
-              revision,
-              content_hash: found.content_hash,
-              updated_at: found.updated_at,
-              updated_by: found.updated_by,
-              text,
-            },
-            ...current,
-          ],
-    );
-  }, []);
-
-  /** The definition with the revision the listing gives it (read together). */
+  /** The definition, its newest revisions and the shipped one, read together. */
   const read = useCallback(async () => {
-    const [found, listing] = await Promise.all([
+    const [found, page, shippedView] = await Promise.all([
       getAgentDefinition(client, agent.name),
-      listAgents(client),
+      client.listAgentRevisions(agent.name, { limit: revisionPage }),
+      shippedOrNone(client, agent.name),
     ]);
-    const revision = listing.items.find((item) => item.name === agent.name)?.revision ?? null;
-    return { found, revision };
+    return { found, page, shippedView };
   }, [client, agent.name]);
+
+  const show = useCallback((loaded: Awaited<ReturnType<typeof read>>) => {
+    setView(loaded.found);
+    setDraft(stableJson(loaded.found.definition));
+    setRevisions(loaded.page.items);
+    setOlderCursor(loaded.page.next_cursor);
+    setShipped(loaded.shippedView);
+    setCompare(null);
+    setShown(null);
+    setConfirming(false);
+  }, []);
 
   useEffect(() => {
     let live = true;
     read().then(
-      ({ found, revision }) => {
+      (loaded) => {
         if (!live) return;
-        remember(found, revision);
+        show(loaded);
         setBusy(null);
       },
       (problem: unknown) => {
@@ -165,7 +177,7 @@ function AgentEditor(props: { client: ParleyClient; agent: AgentInfo; onChanged:
     return () => {
       live = false;
     };
-  }, [read, remember]);
+  }, [read, show]);
 
   const changes = useMemo(
     () => (view && draft !== saved ? diffLines(saved, draft) : null),
@@ -187,12 +199,12 @@ function AgentEditor(props: { client: ParleyClient; agent: AgentInfo; onChanged:
     setBusy('saving');
     setFailure(null);
     setMessage(null);
-    setRestored(null);
     try {
       await putAgentDefinition(client, agent.name, definition as Record<string, unknown>);
-      const { found, revision } = await read();
-      remember(found, revision);
-      setMessage(`Saved${revision !== null ? ` as revision ${revision}` : ''}.`);
+      const loaded = await read();
+      show(loaded);
+      const current = loaded.page.items.find((entry) => entry.current);
+      setMessage(`Saved${current ? ` as revision ${current.revision}` : ''}.`);
       onChanged();
     } catch (problem) {
       setFailure(explainRequestError(problem));
@@ -206,15 +218,14 @@ function AgentEditor(props: { client: ParleyClient; agent: AgentInfo; onChanged:
     setFailure(null);
     setMessage(null);
     try {
-      const before = saved;
       const answer = await restoreAgentDefinition(client, agent.name);
       if ('deleted' in answer) {
         setMessage('This agent was created here: it is deleted.');
         setView(null);
+        setRevisions([]);
+        setConfirming(false);
       } else {
-        const { found, revision } = await read();
-        remember(found, revision);
-        setRestored(diffLines(before, stableJson(found.definition)));
+        show(await read());
         setMessage('The shipped definition is restored.');
       }
       onChanged();
@@ -225,7 +236,51 @@ function AgentEditor(props: { client: ParleyClient; agent: AgentInfo; onChanged:
     }
   }
 
-  const current = seen[0];
+  async function readRevision(revision: number): Promise<DefinitionRevisionView | null> {
+    setBusy('reading');
+    setFailure(null);
+    try {
+      return await client.getAgentRevision(agent.name, revision);
+    } catch (problem) {
+      setFailure(explainRequestError(problem));
+      return null;
+    } finally {
+      setBusy(null);
+    }
+  }
+
+  async function showRevision(entry: DefinitionRevision) {
+    if (shown?.revision === entry.revision) return setShown(null);
+    const found = await readRevision(entry.revision);
+    if (found) setShown(found);
+  }
+
+  async function compareRevision(entry: DefinitionRevision) {
+    const title = `Revision ${entry.revision} → current`;
+    if (compare?.title === title) return setCompare(null);
+    const found = await readRevision(entry.revision);
+    if (found) setCompare({ title, lines: diffLines(stableJson(found.definition), saved) });
+  }
+
+  async function showOlder() {
+    if (olderCursor === null) return;
+    setBusy('reading');
+    try {
+      const page = await client.listAgentRevisions(agent.name, {
+        limit: revisionPage,
+        cursor: olderCursor,
+      });
+      setRevisions((current) => [...current, ...page.items]);
+      setOlderCursor(page.next_cursor);
+    } catch (problem) {
+      setFailure(explainRequestError(problem));
+    } finally {
+      setBusy(null);
+    }
+  }
+
+  const shippedText = shipped ? stableJson(shipped.definition) : null;
+  const current = revisions.find((entry) => entry.current);
   return (
     <div
       className="desk-editor"
@@ -240,8 +295,7 @@ function AgentEditor(props: { client: ParleyClient; agent: AgentInfo; onChanged:
         <>
           <p className="small muted">
             {view.is_customized ? 'This tenant’s own definition' : 'The shipped definition'}
-            {agent.revision !== null ? ` · revision ${current?.revision ?? agent.revision}` : ''} ·
-            changed{' '}
+            {current ? ` · revision ${current.revision}` : ''} · changed{' '}
             <time dateTime={view.updated_at} title={formatDateTime(view.updated_at)}>
               {timeAgo(view.updated_at)}
             </time>
@@ -249,11 +303,10 @@ function AgentEditor(props: { client: ParleyClient; agent: AgentInfo; onChanged:
           </p>
           {view.is_customized ? (
             <p className="small muted">
-              {view.shipped_content_hash
-                ? `Customized from the shipped version ${view.shipped_content_hash.slice(0, 12)}`
+              {shipped
+                ? `Customized from the shipped version ${view.shipped_content_hash?.slice(0, 12) ?? ''}`
                 : 'Created by this tenant (nothing shipped to restore)'}
-              {view.shipped_changed ? '; the configuration ships a newer version since' : ''}. The
-              shipped text itself is not available through the API: restoring shows the difference.
+              {view.shipped_changed ? '; the configuration ships a newer version since' : ''}.
             </p>
           ) : null}
           {view.refused ? (
@@ -291,21 +344,57 @@ function AgentEditor(props: { client: ParleyClient; agent: AgentInfo; onChanged:
             >
               Discard changes
             </button>
+            {view.is_customized && shippedText !== null ? (
+              <button
+                type="button"
+                aria-pressed={compare?.title === 'Shipped → current'}
+                onClick={() =>
+                  setCompare((open) =>
+                    open?.title === 'Shipped → current'
+                      ? null
+                      : { title: 'Shipped → current', lines: diffLines(shippedText, saved) },
+                  )
+                }
+              >
+                Compare with shipped
+              </button>
+            ) : null}
             {view.is_customized ? (
               <button
                 type="button"
                 className="danger"
-                disabled={busy !== null}
-                onClick={() => void restore()}
+                disabled={busy !== null || confirming}
+                onClick={() => (shippedText !== null ? setConfirming(true) : void restore())}
               >
                 {busy === 'restoring'
                   ? 'Restoring…'
-                  : view.shipped_content_hash
-                    ? 'Restore shipped'
+                  : shippedText !== null
+                    ? 'Restore shipped…'
                     : 'Delete'}
               </button>
             ) : null}
           </div>
+          {confirming && shippedText !== null ? (
+            <div role="group" aria-label="Restore the shipped definition">
+              <Diff
+                title="Restoring: from your definition to the shipped one"
+                lines={diffLines(saved, shippedText)}
+              />
+              <div className="desk-actions">
+                <button
+                  type="button"
+                  className="danger"
+                  disabled={busy !== null}
+                  onClick={() => void restore()}
+                >
+                  {busy === 'restoring' ? 'Restoring…' : 'Confirm restore'}
+                </button>
+                <button type="button" disabled={busy !== null} onClick={() => setConfirming(false)}>
+                  Keep mine
+                </button>
+              </div>
+            </div>
+          ) : null}
         </>
       ) : null}
       {failure ? (
@@ -318,25 +407,32 @@ function AgentEditor(props: { client: ParleyClient; agent: AgentInfo; onChanged:
           {message}
         </p>
       ) : null}
-      {restored ? (
-        <Diff title="Restored: from your definition to the shipped one" lines={restored} />
-      ) : null}
+      {compare ? <Diff title={compare.title} lines={compare.lines} /> : null}
       <div role="region" aria-label="Revisions">
-        <h5>Revisions read on this page</h5>
+        <h5>Revisions</h5>
         <ol className="desk-revisions small">
-          {seen.map((entry, index) => (
-            <li key={`${entry.revision}-${entry.content_hash}`}>
+          {revisions.map((entry) => (
+            <li key={entry.revision} aria-label={`Revision ${entry.revision}`}>
               <span>
-                {entry.revision !== null ? `Revision ${entry.revision}` : 'Revision'}
-                {index === 0 ? ' (current)' : ''} · {entry.content_hash?.slice(0, 12) ?? 'no hash'}{' '}
-                · {entry.updated_by ?? 'configuration'} ·{' '}
-                <time dateTime={entry.updated_at}>{formatDateTime(entry.updated_at)}</time>
+                Revision {entry.revision}
+                {entry.current ? ' (current)' : ''} · {sourceWords[entry.source]} ·{' '}
+                {entry.content_hash.slice(0, 12)} · {entry.created_by ?? 'configuration'} ·{' '}
+                <time dateTime={entry.created_at}>{formatDateTime(entry.created_at)}</time>
               </span>
-              {index > 0 ? (
+              <button
+                type="button"
+                aria-pressed={shown?.revision === entry.revision}
+                disabled={busy !== null}
+                onClick={() => void showRevision(entry)}
+              >
+                Show
+              </button>
+              {!entry.current && view ? (
                 <button
                   type="button"
-                  aria-pressed={compare === entry}
-                  onClick={() => setCompare((shown) => (shown === entry ? null : entry))}
+                  aria-pressed={compare?.title === `Revision ${entry.revision} → current`}
+                  disabled={busy !== null}
+                  onClick={() => void compareRevision(entry)}
                 >
                   Compare with current
                 </button>
@@ -344,16 +440,29 @@ function AgentEditor(props: { client: ParleyClient; agent: AgentInfo; onChanged:
             </li>
           ))}
         </ol>
-        {compare && current ? (
-          <Diff
-            title={`Revision ${compare.revision ?? ''} → current`}
-            lines={diffLines(compare.text, current.text)}
-          />
+        {olderCursor !== null ? (
+          <button type="button" disabled={busy !== null} onClick={() => void showOlder()}>
+            Show older revisions
+          </button>
+        ) : null}
+        {shown ? (
+          <figure className="desk-diff" aria-label={`Revision ${shown.revision}`}>
+            <figcaption className="small muted">
+              Revision {shown.revision} · {sourceWords[shown.source]}
+            </figcaption>
+            <pre>{stableJson(shown.definition)}</pre>
+          </figure>
         ) : null}
       </div>
     </div>
   );
 }
+
+const sourceWords: Record<DefinitionRevision['source'], string> = {
+  shipped: 'shipped',
+  edited: 'edited',
+  restored: 'restored to shipped',
+};
 
 function Diff(props: { title: string; lines: DiffLine[] }) {
   const changed = props.lines.filter((line) => line.kind !== 'same').length;

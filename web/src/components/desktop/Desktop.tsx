@@ -1,16 +1,19 @@
-import { useCallback, useState } from 'react';
+import { useCallback, useEffect, useState } from 'react';
 import type { Me, ParleyClient } from 'parley/client';
 import { Activity } from './Activity';
 import { Agents } from './Agents';
+import { DesktopPanels } from './DesktopPanels';
 import { Dispatch } from './DispatchForm';
 import { Executions } from './Executions';
 import { Memories } from './Memories';
 import { Schedules } from './Schedules';
 import { UsageCharts } from './UsageCharts';
+import { WorkspacePicker } from './WorkspacePicker';
 import './desktop.css';
 
 const sections = [
   ['executions', 'Executions'],
+  ['panels', 'Panels'],
   ['dispatch', 'Dispatch'],
   ['activity', 'Activity'],
   ['usage', 'Usage'],
@@ -35,6 +38,14 @@ export function Desktop(props: { client: ParleyClient; me: Me }) {
     [],
   );
   const onDispatched = useCallback(() => setRefresh((count) => count + 1), []);
+  // The active workspace (a preference): what the executions and panels are filtered by.
+  const [workspaceId, setWorkspaceId] = useState<string | null>(null);
+  useEffect(() => {
+    client.preferences().then(
+      (saved) => setWorkspaceId(saved.workspace_id),
+      () => {},
+    );
+  }, [client]);
 
   return (
     <section className="desktop" aria-label="Operator's desktop">
@@ -47,13 +58,20 @@ export function Desktop(props: { client: ParleyClient; me: Me }) {
             </a>
           ))}
         </nav>
+        <WorkspacePicker client={client} workspaceId={workspaceId} onChange={setWorkspaceId} />
       </header>
       <div className="desk-grid">
-        <Executions client={client} missions={missions} refresh={refresh} />
+        <Executions
+          client={client}
+          missions={missions}
+          refresh={refresh}
+          workspaceId={workspaceId}
+        />
+        <DesktopPanels client={client} workspaceId={workspaceId} />
         <Dispatch client={client} onDispatched={onDispatched} onMissions={onMissions} />
         <Activity client={client} />
         <UsageCharts client={client} admin={admin} />
-        <Schedules client={client} />
+        <Schedules client={client} admin={admin} />
         <Memories client={client} admin={admin} />
         <Agents client={client} admin={admin} />
       </div>

@@ -36,8 +36,14 @@ const statuses = [
  * status), read again every 1.5 s: status, iteration of max, next run, the last loop
  * decision, the result; cancel and unblock in place.
  */
-export function Executions(props: { client: ParleyClient; missions: string[]; refresh: number }) {
-  const { client, refresh } = props;
+export function Executions(props: {
+  client: ParleyClient;
+  missions: string[];
+  refresh: number;
+  /** The active workspace: only its executions (null: all). */
+  workspaceId: string | null;
+}) {
+  const { client, refresh, workspaceId } = props;
   const [items, setItems] = useState<Execution[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [mission, setMission] = useState('');
@@ -46,7 +52,7 @@ export function Executions(props: { client: ParleyClient; missions: string[]; re
   const load = useCallback(
     async (current: () => boolean) => {
       try {
-        const page = await listExecutions(client, { mission, status, limit: 50 });
+        const page = await listExecutions(client, { mission, status, workspaceId, limit: 50 });
         if (!current()) return;
         setItems(page.items);
         setError(null);
@@ -55,7 +61,7 @@ export function Executions(props: { client: ParleyClient; missions: string[]; re
       }
     },
     // `refresh` changes after a dispatch: the list is read again at once.
-    [client, mission, status, refresh],
+    [client, mission, status, workspaceId, refresh],
   );
   usePoll(load, executionsPollMs);
 

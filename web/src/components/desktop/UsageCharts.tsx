@@ -27,34 +27,56 @@ function rowOf(key: string, totals: UsageTotals): Row {
   };
 }
 
-/** The last `count` local days, oldest first: each one's start and the next day's. */
-function days(count: number, now = new Date()): { label: string; from: Date; to: Date }[] {
-  const today = new Date(now.getFullYear(), now.getMonth(), now.getDate());
-  return Array.from({ length: count }, (_, index) => {
-    const from = new Date(today);
-    from.setDate(today.getDate() - (count - 1 - index));
-    const to = new Date(from);
-    to.setDate(from.getDate() + 1);
-    return {
-      label: from.toLocaleDateString(undefined, { month: 'short', day: 'numeric' }),
-      from,
-      to,
-    };
-  });
+const dayMs = 86_400_000;
+
+/**
+ * The last `count` UTC days, oldest first (the days `group_by=day` reports): each one's
+ * key (`YYYY-MM-DD`) and label, and the period's start and end.
+ */
+function days(
+  count: number,
+  now = new Date(),
+): { days: { key: string; label: string }[]; from: string; to: string } {
+  const tomorrow = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
+  const from = tomorrow - count * dayMs;
+  return {
+    days: Array.from({ length: count }, (_, index) => {
+      const start = new Date(from + index * dayMs);
+      return {
+        key: start.toISOString().slice(0, 10),
+        label: start.toLocaleDateString(undefined, {
+          month: 'short',
+          day: 'numeric',
+          timeZone: 'UTC',
+        }),
+      };
+    }),
+    from: new Date(from).toISOString(),
+    to: new Date(tomorrow).toISOString(),
+  };
 }
 
 interface Loaded {
   perDay: Row[];
   perAgent: Row[];
   perModel: Row[];
+  perUser: Row[];
   total: Row;
 }
 
+const noUsage: UsageTotals = {
+  calls: 0,
+  input_tokens: 0,
+  output_tokens: 0,
+  cached_input_tokens: 0,
+  reasoning_tokens: 0,
+  cost_usd: 0,
+};
+
 /**
- * Tokens, cost and calls as charts (recharts): per day, per agent and per model, over the
- * last 7 or 30 days, from GET /api/v1/usage (admins). The report groups by tenant, agent
- * or model over a time range, so a day is one report over that day; there is no grouping
- * by user yet.
+ * Tokens, cost and calls as charts (recharts): per UTC day, per agent, per model and per
+ * user, over the last 7 or 30 days, from GET /api/v1/usage (admins): one report per
+ * grouping over the whole period (a day without usage is a zero bar).
  */
 export function UsageCharts(props: { client: ParleyClient; admin: boolean }) {
   const { client, admin } = props;
@@ -68,9 +90,8 @@ export function UsageCharts(props: { client: ParleyClient; admin: boolean }) {
     async (current: () => boolean) => {
       if (!admin) return;
       const range = days(span);
-      const from = range[0]?.from.toISOString();
-      const to = range.at(-1)?.to.toISOString();
-      const of = range.length + 2;
+      const { from, to } = range;
+      const of = 4;
       let done = 0;
       const step = <T,>(promise: Promise<T>) =>
         promise.then((value) => {
@@ -80,24 +101,18 @@ export function UsageCharts(props: { client: ParleyClient; admin: boolean }) {
         });
       if (current()) setProgress({ done: 0, of });
       try {
-        const [byAgent, byModel, ...perDay] = await Promise.all([
-          step(usageReport(client, { group_by: 'agent', from, to })),
-          step(usageReport(client, { group_by: 'model', from, to })),
-          ...range.map((day) =>
-            step(
-              usageReport(client, {
-                group_by: 'tenant',
-                from: day.from.toISOString(),
-                to: day.to.toISOString(),
-              }),
-            ),
+        const [byAgent, byModel, byUser, byDay] = await Promise.all(
+          (['agent', 'model', 'user', 'day'] as const).map((group_by) =>
+            step(usageReport(client, { group_by, from, to })),
           ),
-        ]);
-        if (!current() || !byAgent || !byModel) return;
+        );
+        if (!current() || !byAgent || !byModel || !byUser || !byDay) return;
+        const perDay = new Map(byDay.items.map((item) => [item.key, item]));
         setData({
-          perDay: perDay.map((report, index) => rowOf(range[index]?.label ?? '', report.total)),
-          perAgent: byAgent.items.map((item) => rowOf(item.key, item)),
-          perModel: byModel.items.map((item) => rowOf(item.key, item)),
+          perDay: range.days.map((day) => rowOf(day.label, perDay.get(day.key) ?? noUsage)),
+          perAgent: byAgent.items.map((item) => rowOf(item.key ?? '', item)),
+          perModel: byModel.items.map((item) => rowOf(item.key ?? '', item)),
+          perUser: byUser.items.map((item) => rowOf(item.key ?? 'unknown user', item)),
           total: rowOf('total', byAgent.total),
         });
         setError(null);
@@ -163,8 +178,11 @@ export function UsageCharts(props: { client: ParleyClient; admin: boolean }) {
                 <Chart title="Per day" rows={data.perDay} metric={metric} />
                 <Chart title="Per agent" rows={data.perAgent} metric={metric} />
                 <Chart title="Per model" rows={data.perModel} metric={metric} />
+                <Chart title="Per user" rows={data.perUser} metric={metric} />
               </div>
-              <p className="small muted">Per user: the usage API does not group by user yet.</p>
+              <p className="small muted">
+                Days are UTC days. A call counts for the person whose message it answered.
+              </p>
             </>
           ) : null}
         </>

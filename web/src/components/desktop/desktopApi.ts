@@ -42,12 +42,18 @@ export function listMissions(client: ParleyClient): Promise<{ items: Mission[] }
 /** GET /api/v1/executions (newest first) */
 export function listExecutions(
   client: ParleyClient,
-  filter: { mission?: string; status?: string; limit?: number } = {},
+  filter: {
+    mission?: string;
+    status?: string;
+    workspaceId?: string | null;
+    limit?: number;
+  } = {},
 ): Promise<Page<Execution>> {
   return client.http.request('GET', '/api/v1/executions', {
     query: {
       mission: filter.mission || undefined,
       status: filter.status || undefined,
+      workspace_id: filter.workspaceId ?? undefined,
       limit: filter.limit ?? 50,
     },
   });
@@ -105,6 +111,18 @@ export function unblockExecution(
 /** GET /api/v1/schedules */
 export function listSchedules(client: ParleyClient): Promise<{ items: Schedule[] }> {
   return client.http.request('GET', '/api/v1/schedules');
+}
+
+/** PATCH /api/v1/schedules/{name} (admins): on or off. Idempotent: a retry sets the same. */
+export function switchSchedule(
+  client: ParleyClient,
+  name: string,
+  enabled: boolean,
+): Promise<Schedule> {
+  return client.http.request('PATCH', `/api/v1/schedules/${encodeURIComponent(name)}`, {
+    body: { enabled },
+    idempotent: true,
+  });
 }
 
 /** GET /api/v1/agents: the listing carries each agent's revision and origin. */
@@ -190,10 +208,11 @@ export interface UsageTotals {
 }
 
 export interface UsageReport {
-  group_by: 'tenant' | 'agent' | 'model';
+  group_by: 'tenant' | 'agent' | 'model' | 'user' | 'day';
   from: string | null;
   to: string | null;
-  items: (UsageTotals & { key: string })[];
+  /** `key`: null for calls of no known user (`user`); a UTC date `YYYY-MM-DD` (`day`). */
+  items: (UsageTotals & { key: string | null })[];
   total: UsageTotals;
 }
 
