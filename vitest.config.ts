@@ -23,7 +23,10 @@ export default defineConfig({
     // project's modules again for every file cost a quarter of the suite's CPU. Each file
     // still gets fresh databases and servers (test/support), and none mocks a module.
     isolate: false,
-    maxWorkers: 2,
+    // The PGlite leg waits more than it computes (browsers, demo models writing word by
+    // word, killed and restarted servers): a third worker shortens it by about a tenth on
+    // two cores. The PostgreSQL leg shares the cores with its server: two.
+    maxWorkers: engine === 'pglite' ? 3 : 2,
     reporters: ['default'],
     globalSetup: ['test/support/build.ts'],
     // Spawned `parley` processes inherit it: PGlite's page cache at 16 MiB opens 3x faster.

@@ -9,5 +9,7 @@ update usage u
          (select m.author from messages m
            where m.tenant = u.tenant and m.session_id = u.session_id
              and m.turn_id = u.turn_id and m.role = 'user'),
-         (select s.owner from sessions s
+         -- The owner read through the row's JSON, not as a column: a database that does
+         -- not have 0060's `owner` yet (its migrations applied out of order) reads null.
+         (select to_jsonb(s) ->> 'owner' from sessions s
            where s.session_id = u.session_id and s.tenant = u.tenant));
