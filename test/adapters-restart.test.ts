@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { engine, freshStorage } from './support/db.js';
 import { FakeTelegram, telegramMessageUpdate } from './support/platforms/telegram.js';
 import { until } from './support/poll.js';
+import { copyPgliteTemplate } from './support/template.js';
 import { startParley, stopAllProcesses, type StartOptions } from './support/processes.js';
 import { request } from './support/server.js';
 
@@ -33,6 +34,7 @@ describe(`parley serve (${engine}) killed between a reply's commit and its deliv
     let storage: Pick<StartOptions, 'dataDir' | 'databaseUrl'>;
     if (engine === 'pglite') {
       const dataDir = mkdtempSync(join(tmpdir(), 'parley-adapters-restart-'));
+      copyPgliteTemplate(dataDir);
       cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
       storage = { dataDir };
     } else {

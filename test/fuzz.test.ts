@@ -11,6 +11,7 @@ import {
   changedTables,
   fingerprint,
   fingerprintedTables,
+  nextTransactionId,
 } from './support/fingerprint.js';
 import { until } from './support/poll.js';
 import { FakeTelegram, telegramMessageUpdate } from './support/platforms/telegram.js';
@@ -1026,6 +1027,19 @@ describe(`fuzzing every route (seed ${seed})`, () => {
     );
     expect(tables).not.toContain('parley_migrations');
     expect(Object.keys(await fingerprint(server.db)).sort()).toEqual([...tables].sort());
+    // What lets the fuzzer skip a hash: reading leaves the next transaction id alone, a
+    // write (even one rolled back) moves it.
+    const start = await nextTransactionId(server.db);
+    await fingerprint(server.db, tables);
+    expect(await nextTransactionId(server.db)).toBe(start);
+    await server.db
+      .transaction(async (tx) => {
+        await tx.query(`update sessions set title = title where false`);
+        await tx.query(`insert into parley_migrations (id, name) values (-1, 'rolled back')`);
+        throw new Error('roll back');
+      })
+      .catch(() => undefined);
+    expect(await nextTransactionId(server.db)).not.toBe(start);
   });
 
   // Before the fuzzing: its accepted requests may empty tables (a prune, a delete).
@@ -1044,7 +1058,9 @@ describe(`fuzzing every route (seed ${seed})`, () => {
     const codes = new Set<string>();
     // The tables are those of the schema, which requests never change: listed once.
     const tables = await fingerprintedTables(server.db);
+    let assigned = await nextTransactionId(server.db);
     let before = await fingerprint(server.db, tables);
+    let hashed = 0;
     for (let index = 0; index < total; index++) {
       const { fuzzed } = next();
       const where = `seed ${seed}, request ${index}: ${fuzzed.method} ${fuzzed.path} ${fuzzed.body?.slice(0, 200) ?? ''}`;
@@ -1091,13 +1107,22 @@ describe(`fuzzing every route (seed ${seed})`, () => {
         expect(typeof body.message, where).toBe('string');
         codes.add(String(body.code));
       }
+      // No transaction id was assigned since the last hash: nothing was written, `before`
+      // still holds. Otherwise hash again (a refusal that began to write and rolled back
+      // moves the id too, and must hash the same).
+      const current = await nextTransactionId(server.db);
+      if (current === assigned) continue;
+      assigned = current;
       const after = await fingerprint(server.db, tables);
+      hashed++;
       if ((response.status >= 400 && !pending) || fuzzed.method === 'GET') {
         expect(changedTables(before, after), `${where} (${response.status}) wrote to`).toEqual([]);
       }
       before = after;
     }
 
+    // The check ran: requests that wrote, or began to, were followed by a hash.
+    expect(hashed).toBeGreaterThan(0);
     // The mix exercised both sides: accepted requests and many kinds of refusal.
     expect([...statuses.keys()].filter((status) => status < 300).length).toBeGreaterThan(0);
     expect(codes.size, [...codes].join(', ')).toBeGreaterThan(8);

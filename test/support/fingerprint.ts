@@ -51,6 +51,19 @@ export async function fingerprint(
 }
 
 /**
+ * The next transaction id the database will assign. Only a transaction that writes (or
+ * starts to, and rolls back) is given one, so while it stays the same nothing was written
+ * anywhere and a content `fingerprint` taken before still holds: the fuzzer hashes the
+ * tables only after a request that moved it. Both engines run it.
+ */
+export async function nextTransactionId(db: Queryable): Promise<string> {
+  const found = await db.query<{ next: string }>(
+    'select pg_snapshot_xmax(pg_current_snapshot())::text as next',
+  );
+  return found.rows[0]?.next ?? '';
+}
+
+/**
  * The fingerprint of one tenant's rows: every table with a `tenant` column, only the rows
  * of `tenant` (what another tenant's requests must never change, even those that write
  * their own rows). Tables without the column are deployment-wide (the model catalog) or
