@@ -38,8 +38,13 @@ export const errorCodes = {
   personal_session_not_found: 404,
   budget_not_found: 404,
   panel_not_found: 404,
+  photo_not_found: 404,
   workspace_not_found: 404,
   schedule_not_found: 404,
+  // Speech (docs/PROTOCOL.md, "Voices and speech"): a voice not in the catalog; a message
+  // not in the session.
+  voice_not_found: 404,
+  message_not_found: 404,
   // A definition's revision this tenant never had; an agent or mission nothing shipped.
   revision_not_found: 404,
   not_shipped: 404,
@@ -73,6 +78,8 @@ export const errorCodes = {
   // it goes on.
   turn_pending: 504,
   platform_event_failed: 500,
+  // The speech provider failed (its HTTP status, espeak-ng's exit, the deadline, the size).
+  speech_failed: 502,
   // A turn's `error` event code, never an HTTP answer: the progress watchdog ended a turn
   // whose steps kept making no progress (docs/governance.md, "Progress watchdog").
   stalled: 504,

@@ -68,3 +68,8 @@ export function newPanelId(): string {
 export function newEffectId(): string {
   return `eff_${nextUlid()}`;
 }
+
+/** A photo's id (the library: src/store/photos.ts); image generation makes one per image. */
+export function newPhotoId(): string {
+  return `ph_${nextUlid()}`;
+}

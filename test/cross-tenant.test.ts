@@ -50,8 +50,10 @@ interface Ids {
   mission: string;
   budget: string;
   panel: string;
+  photo: string;
   workspace: string;
   schedule: string;
+  message: string;
 }
 
 interface Answer {
@@ -211,6 +213,12 @@ beforeAll(async () => {
     'the upload',
   );
   a.attachment = uploaded.attachment_id;
+  const transcript = await must(
+    call(aUser, 'GET', `/api/v1/chat/sessions/${a.session}/messages`),
+    200,
+    "A's transcript",
+  );
+  a.message = transcript.items[0].id;
   const checkpoints = await must(
     call(aUser, 'GET', `/api/v1/chat/sessions/${a.session}/checkpoints`),
     200,
@@ -228,6 +236,13 @@ beforeAll(async () => {
     "A's panel",
   );
   a.panel = panel.id;
+  // A photo of A's library (the upload above landed one too).
+  const photo = await must(
+    call(aUser, 'POST', `/api/v1/photos?title=${secret}`, png),
+    201,
+    "A's photo",
+  );
+  a.photo = photo.photo_id;
   // A pending approval in a second session.
   const waiting = await turn(aUser, 'acme_t3', '/tool calculator {"expression": "6*7"}');
   const projection = await must(
@@ -315,8 +330,10 @@ beforeAll(async () => {
     mission: 'blocking',
     budget: 'none',
     panel: 'none',
+    photo: 'none',
     workspace: 'none',
     schedule: 'none',
+    message: 'none',
   });
 }, 180_000);
 afterAll(async () => {
@@ -339,8 +356,10 @@ function missingIds(): Ids {
     mission: `missing_mission_${made}`,
     budget: `missing_budget_${made}`,
     panel: id('pnl_'),
+    photo: id('ph_'),
     workspace: id('ws_'),
     schedule: `missing_schedule_${made}`,
+    message: id('msg_'),
   };
 }
 
@@ -361,6 +380,15 @@ const byRoute: Record<string, Probe> = {
     body: () => ({ title: 'taken', document: { type: 'markdown', text: 'x' } }),
   },
   'DELETE /api/v1/panels/{panel_id}': { path: (ids) => `/api/v1/panels/${ids.panel}` },
+  'GET /api/v1/photos/{photo_id}': { path: (ids) => `/api/v1/photos/${ids.photo}` },
+  'GET /api/v1/photos/{photo_id}/content': {
+    path: (ids) => `/api/v1/photos/${ids.photo}/content`,
+  },
+  'PATCH /api/v1/photos/{photo_id}': {
+    path: (ids) => `/api/v1/photos/${ids.photo}`,
+    body: () => ({ title: 'taken' }),
+  },
+  'DELETE /api/v1/photos/{photo_id}': { path: (ids) => `/api/v1/photos/${ids.photo}` },
   'POST /api/v1/panels/{panel_id}/submit': {
     path: (ids) => `/api/v1/panels/${ids.panel}/submit`,
     body: () => ({ turn_id: `bp_${made}`, form: 'f', values: { x: 'y' } }),
@@ -433,6 +461,9 @@ const byRoute: Record<string, Probe> = {
   },
   'GET /api/v1/chat/sessions/{session_id}/attachments/{attachment_id}': {
     path: (ids) => `/api/v1/chat/sessions/${ids.session}/attachments/${ids.attachment}`,
+  },
+  'GET /api/v1/chat/sessions/{session_id}/messages/{message_id}/speech': {
+    path: (ids) => `/api/v1/chat/sessions/${ids.session}/messages/${ids.message}/speech`,
   },
   'GET /api/v1/chat/sessions/{session_id}/files': {
     path: (ids) => `/api/v1/chat/sessions/${ids.session}/files`,
@@ -589,6 +620,11 @@ const byBody: Record<string, { method: string; path: string; body: (ids: Ids) =>
       document: { type: 'markdown', text: 'x' },
     }),
   },
+  "A's attachment copied into B's photo library": {
+    method: 'POST',
+    path: '/api/v1/photos',
+    body: (ids) => ({ attachment_id: ids.attachment }),
+  },
   "A's agent for B's session": {
     method: 'POST',
     path: '/api/v1/chat/sessions',
@@ -603,8 +639,11 @@ const byBody: Record<string, { method: string; path: string; body: (ids: Ids) =>
 const listQueries: Record<string, string[]> = {
   'GET /api/v1/chat/sessions': ['', '?limit=200'],
   'GET /api/v1/me/preferences': [''],
+  // The operator's voices: the same catalog for every tenant.
+  'GET /api/v1/voices': [''],
   'GET /api/v1/panels': ['', '?scope=session', '?scope=workspace'],
   'GET /api/v1/panels/palette': [''],
+  'GET /api/v1/photos': ['', '?origin=upload', '?origin=generated', '?limit=200'],
   // A stream: what it carries across tenants is test/user-events.test.ts's.
   'GET /api/v1/me/events': [''],
   'GET /api/v1/inputs': ['', '?state=pending'],
@@ -650,6 +689,7 @@ function aMarkers(): string[] {
     a.session,
     a.request,
     a.attachment,
+    a.photo,
     a.memory,
     a.execution,
     a.agent,
@@ -774,7 +814,13 @@ describe('the cross-tenant matrix', () => {
           if (method !== 'PUT') expect(status, `B ${name}: ${route}`).toBeGreaterThanOrEqual(400);
           // Routes with two ids: B's own session with A's second id.
           if ((route.match(/\{/g) ?? []).length > 1) {
-            const mixed = { ...b, turn: a.turn, request: a.request, attachment: a.attachment };
+            const mixed = {
+              ...b,
+              turn: a.turn,
+              request: a.request,
+              attachment: a.attachment,
+              message: a.message,
+            };
             await sameAsMissing(
               principal,
               method,

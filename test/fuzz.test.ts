@@ -87,6 +87,10 @@ let expectedSequence = 0;
 let memoryId = '';
 let attachmentId = '';
 let panelId = '';
+/** A photo of the library (a chat upload lands one too). */
+let photoId = '';
+/** A message of `sessionId` read aloud once in setup: its speech is kept (a GET then writes nothing). */
+let spokenMessageId = '';
 /** An MCP session of the API-only process (sessions live in the process that made them). */
 let mcpSessionId = '';
 /** Sessions made for the fuzzer's DELETEs, so that they never take the others' ids. */
@@ -225,6 +229,14 @@ beforeAll(async () => {
   });
   expect(panel.status, 'the panel').toBe(201);
   panelId = panel.body.id;
+  // A photo of the library, uploaded with a title.
+  const photo = await fetch(`${full.url}/api/v1/photos?title=Fuzz`, {
+    method: 'POST',
+    headers: { 'content-type': 'image/png' },
+    body: png,
+  });
+  expect(photo.status, 'the photo').toBe(201);
+  photoId = ((await photo.json()) as { photo_id: string }).photo_id;
   // A provider circuit's change of state, as a worker reports it (providers/circuit.ts).
   await recordCircuit(full.db, { provider: 'demo', state: 'closed', failures: 0 });
   // A credential reference, by the statement an external_auth answer runs (no tool of the
@@ -295,6 +307,15 @@ beforeAll(async () => {
   );
   requestId = pending.pending_input.request_id;
   expectedSequence = pending.pending_input.expected_sequence;
+  // A message read aloud: the speech table's row. The first GET of a message's speech
+  // makes and keeps it; the fuzzer's GETs of it then read what was kept.
+  const transcript = await request(full.url, 'GET', `/api/v1/chat/sessions/${sessionId}/messages`);
+  spokenMessageId = transcript.body.items[0].id;
+  const spoken = await fetch(
+    `${full.url}/api/v1/chat/sessions/${sessionId}/messages/${spokenMessageId}/speech`,
+  );
+  expect(spoken.status, 'the speech of a message').toBe(200);
+  await spoken.arrayBuffer();
   await until(
     async () =>
       (await full.db.query(`select 1 from webhook_deliveries where state = 'delivered'`)).rowCount,
@@ -613,7 +634,44 @@ function generator(random: () => number) {
     'POST /api/v1/agents/{name}/personal/archive': () =>
       json('POST', `/api/v1/agents/${segment()}/personal/archive`, {}),
     'GET /api/v1/me/preferences': () => get('/api/v1/me/preferences'),
+    'GET /api/v1/voices': () => get('/api/v1/voices'),
+    'POST /api/v1/speech': () =>
+      json('POST', '/api/v1/speech', {
+        text: pick(['Hello.', '', ' ', 'x'.repeat(4001), value()]),
+        voice: pick([undefined, 'espeak/en', 'espeak/zz', '', value()]),
+        format: pick([undefined, 'wav', 'mp3', value()]),
+        ...(random() < 0.2 ? { [segment()]: value() } : {}),
+      }),
+    'GET /api/v1/chat/sessions/{session_id}/messages/{message_id}/speech': () =>
+      get(
+        `/api/v1/chat/sessions/${pick([sessionId, segment()])}/messages/${pick([spokenMessageId, segment()])}/speech`,
+      ),
     'GET /api/v1/panels/palette': () => get('/api/v1/panels/palette'),
+    'GET /api/v1/photos': () =>
+      get(
+        `/api/v1/photos?${query({ origin: pick(['upload', 'generated', 'x']), cursor: queryValue(), limit: queryValue() })}`,
+      ),
+    'POST /api/v1/photos': () =>
+      random() < 0.5
+        ? json('POST', `/api/v1/photos?${query({ title: queryValue() })}`, {
+            attachment_id: pick([attachmentId, segment()]),
+            title: 'copy',
+          })
+        : {
+            method: 'POST',
+            path: `/api/v1/photos?${query({ title: queryValue() })}`,
+            headers: {
+              'content-type': pick(['image/png', 'image/gif', 'text/plain', 'image/svg+xml', '']),
+            },
+            body: pick(['', 'not an image', '\u0089PNG\r\n\u001a\n', 'GIF89a', 'x'.repeat(3000)]),
+          },
+    'GET /api/v1/photos/{photo_id}': () => get(`/api/v1/photos/${pick([photoId, segment()])}`),
+    'GET /api/v1/photos/{photo_id}/content': () =>
+      get(`/api/v1/photos/${pick([photoId, segment()])}/content`),
+    'PATCH /api/v1/photos/{photo_id}': () =>
+      json('PATCH', `/api/v1/photos/${pick([photoId, segment()])}`, { title: 'renamed' }),
+    'DELETE /api/v1/photos/{photo_id}': () =>
+      bare('DELETE', `/api/v1/photos/${pick([photoId, segment()])}`),
     'GET /api/v1/me/events': () => {
       const base = get('/api/v1/me/events');
       if (random() < 0.7)
@@ -672,6 +730,7 @@ function generator(random: () => number) {
         active_agent: pick([undefined, null, 'default', value()]),
         active_session_id: pick([undefined, null, sessionId, value()]),
         workspace_id: pick([undefined, null, workspaceId, value()]),
+        system_voice: pick([undefined, null, 'espeak/en', 'espeak/zz', value()]),
         desktop: pick([undefined, {}, { panes: [value()] }, value()]),
         ...(random() < 0.2 ? { [segment()]: value() } : {}),
       }),

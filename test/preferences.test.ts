@@ -86,11 +86,16 @@ describe('preferences', () => {
         desktop: { panes: [{ kind: 'inbox', width: 320 }] },
         language: 'de-ch',
         timezone: 'Europe/Zurich',
+        system_voice: 'espeak/en',
       },
       auth(keys.bob),
     );
     expect(saved.status).toBe(200);
-    expect(saved.body).toMatchObject({ language: 'de-CH', active_session_id: sessionId });
+    expect(saved.body).toMatchObject({
+      language: 'de-CH',
+      active_session_id: sessionId,
+      system_voice: 'espeak/en',
+    });
     const read = await request(server.url, 'GET', path, undefined, auth(keys.bob));
     expect(read.body).toEqual(saved.body);
     // PUT replaces: what is left out goes back to its default.
@@ -114,6 +119,10 @@ describe('preferences', () => {
       [{ theme: 'dark' }, 400, 'invalid_request', ''],
       [{ active_agent: 'nobody' }, 404, 'unknown_agent', 'active_agent'],
       [{ active_session_id: 'sess_missing' }, 404, 'session_not_found', 'active_session_id'],
+      // A voice must be one of the catalog (GET /api/v1/voices); null clears it.
+      [{ system_voice: 'espeak/xx-nowhere' }, 400, 'invalid_request', 'system_voice'],
+      [{ system_voice: 'alloy' }, 400, 'invalid_request', 'system_voice'],
+      [{ system_voice: 7 }, 400, 'invalid_request', 'system_voice'],
     ];
     for (const [body, status, code, field] of cases) {
       const answer = await request(server.url, 'PUT', path, body, auth(keys.alice));
@@ -187,6 +196,41 @@ describe('the profile', () => {
       display_name: 'Gus Globex',
       avatar_url: 'https://example.com/gus.png',
     });
+    // The transcript names a person's messages by the author's profile, as it is now.
+    const sessionId = await sessionOf(keys.globex);
+    const admitted = await request(
+      server.url,
+      'POST',
+      '/api/v1/chat/turns',
+      { session_id: sessionId, turn_id: 'profile_1', message: 'hello from gus' },
+      auth(keys.globex),
+    );
+    expect(admitted.status).toBe(202);
+    const transcript = async () =>
+      (
+        await request(
+          server.url,
+          'GET',
+          `/api/v1/chat/sessions/${sessionId}/messages`,
+          undefined,
+          auth(keys.globex),
+        )
+      ).body.items as Record<string, unknown>[];
+    expect((await transcript()).find((item) => item.role === 'user')).toMatchObject({
+      author: 'gus',
+      author_display_name: 'Gus Globex',
+      author_avatar_url: 'https://example.com/gus.png',
+    });
+    // A reply is the agent's: no person's profile on it.
+    const reply = await until(
+      transcript,
+      (items) => items.some((item) => item.role === 'assistant'),
+      'the reply',
+    );
+    expect(reply.find((item) => item.role === 'assistant')).toMatchObject({
+      author_display_name: null,
+      author_avatar_url: null,
+    });
     const before = await me();
     for (const body of [
       { avatar_url: 'javascript:alert(1)' },
@@ -205,6 +249,10 @@ describe('the profile', () => {
     expect(await me()).toMatchObject({
       display_name: null,
       avatar_url: 'https://example.com/gus.png',
+    });
+    expect((await transcript()).find((item) => item.role === 'user')).toMatchObject({
+      author_display_name: null,
+      author_avatar_url: 'https://example.com/gus.png',
     });
     // The roles stay the key's: a profile is not a principal.
     expect((await me()).roles).toEqual([]);

@@ -76,6 +76,7 @@ describe('validateArguments and builtInTools', () => {
       'calculator',
       'clock',
       'forget',
+      'generate_image',
       'http_fetch',
       'load_skill',
       'recall',

@@ -1,4 +1,4 @@
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, longMessage, phone, signedIn } from './support/browser.js';
 import { until } from './support/poll.js';
@@ -33,10 +33,10 @@ beforeAll(async () => {
         },
       },
       missions: {
-        // A long first prompt: the demo model writes one word every 40 ms, so "running"
-        // lasts seconds and the page can see it.
+        // A first prompt of some length: the demo model writes one word every 40 ms, so
+        // "running" lasts a second or two (two iterations) and the page can see it.
         tidy: {
-          prompt: `Tidy {{room}} ({{count}}, {{urgent}}, {{size}}, {{extra}}). ${longMessage('w', 80)}`,
+          prompt: `Tidy {{room}} ({{count}}, {{urgent}}, {{size}}, {{extra}}). ${longMessage('w', 30)}`,
           loop_prompt: '/decide continue:2',
           input_schema: {
             type: 'object',
@@ -114,6 +114,19 @@ async function openDesktop(page: Page): Promise<void> {
   await page.getByRole('heading', { name: 'Desktop', exact: true }).waitFor();
 }
 
+/**
+ * Alice's desktop (wide, light), opened by the first case and shared by the cases after it:
+ * it keeps itself fresh from the user stream, so a case needs no page load of its own.
+ */
+let shared: { context: BrowserContext; page: Page } | null = null;
+async function alicesDesktop(): Promise<Page> {
+  if (!shared) {
+    shared = await signedIn(browser, alice);
+    await openDesktop(shared.page);
+  }
+  return shared.page;
+}
+
 describe('the desktop', () => {
   it('is linked from the top bar and shows an execution’s status live as it changes', async () => {
     const { context, page } = await signedIn(browser, alice);
@@ -151,12 +164,12 @@ describe('the desktop', () => {
     expect(await schedule.locator('time').first().getAttribute('datetime')).toMatch(
       /T0[12]:00:00\.000Z$/,
     );
-    await context.close();
+    // The cases below go on on this page (alicesDesktop).
+    shared = { context, page };
   });
 
   it('dispatches through the form generated from the input schema, and cancels', async () => {
-    const { context, page } = await signedIn(browser, alice);
-    await openDesktop(page);
+    const page = await alicesDesktop();
     const missionPicker = page
       .getByRole('region', { name: 'Dispatch' })
       .getByRole('combobox', { name: 'Mission' });
@@ -207,12 +220,10 @@ describe('the desktop', () => {
     await card.getByLabel('Status: cancelled').waitFor();
     await card.getByRole('button', { name: 'Cancel' }).waitFor({ state: 'detached' });
     expect((await api('GET', `/api/v1/executions/${waitId}`)).body.status).toBe('cancelled');
-    await context.close();
   });
 
   it('unblocks a blocked loop; the activity stream shows interruptions and approvals', async () => {
-    const { context, page } = await signedIn(browser, alice);
-    await openDesktop(page);
+    const page = await alicesDesktop();
     await api('POST', '/api/v1/missions/stuck/executions', { execution_id: 'stuck_1' });
     const card = execution(page, 'stuck_1');
     await card.getByLabel('Status: blocked').waitFor();
@@ -237,18 +248,36 @@ describe('the desktop', () => {
     await card.getByLabel('Status: cancelled').waitFor();
     await log.locator('li.activity-END').filter({ hasText: 'stuck cancelled' }).waitFor();
 
-    // A pending approval is an APR line.
+    // A pending approval is an APR line. It comes from the user stream's frame: answered as
+    // soon as it is pending, before any listing could show it, it is still there.
     const session = await api('POST', '/api/v1/chat/sessions', { title: 'Budget' });
+    const sessionId = session.body.session_id as string;
     await api('POST', '/api/v1/chat/turns', {
       turn_id: 'approve_1',
-      session_id: session.body.session_id,
+      session_id: sessionId,
       message: '/tool calculator {"expression": "2 + 2"}',
     });
+    const inbox = await until(
+      () => api('GET', '/api/v1/inputs?state=pending'),
+      (answer) => answer.body.items?.some((item: any) => item.session_id === sessionId),
+      'the approval to be pending',
+    );
+    const pending = inbox.body.items.find((item: any) => item.session_id === sessionId);
+    const answered = await api(
+      'POST',
+      `/api/v1/chat/sessions/${sessionId}/inputs/${pending.request_id}`,
+      { expected_sequence: pending.expected_sequence, approved: true },
+    );
+    expect(answered.status).toBe(200);
     await log
       .locator('li.activity-APR')
       .filter({ hasText: 'Approval needed: calculator in Budget' })
       .waitFor();
-    await context.close();
+    expect(
+      (await api('GET', '/api/v1/inputs?state=pending')).body.items.some(
+        (item: any) => item.request_id === pending.request_id,
+      ),
+    ).toBe(false);
   });
 
   it('charts usage per day, agent, model and user with recharts', async () => {
@@ -282,17 +311,12 @@ describe('the desktop', () => {
       'bob',
     ]);
     expect(byUser.body.items.find((item: { key: string }) => item.key === 'bob').calls).toBe(1);
-    // Bob is no admin: the panel says so instead of failing.
-    const other = await signedIn(browser, bob);
-    await openDesktop(other.page);
-    await other.page.getByText('Usage and cost need the admin role.').waitFor();
-    await other.context.close();
+    // (That Bob, no admin, is told so instead of a failing panel: the schedules case.)
     await context.close();
   });
 
   it('switches a schedule off and on again (admins only)', async () => {
-    const { context, page } = await signedIn(browser, alice);
-    await openDesktop(page);
+    const page = await alicesDesktop();
     const schedule = page.getByRole('listitem', { name: 'Schedule nightly' });
     const toggle = schedule.getByRole('switch', { name: 'Enabled' });
     expect(await toggle.isChecked()).toBe(true);
@@ -308,12 +332,13 @@ describe('the desktop', () => {
     const off = await api('GET', '/api/v1/schedules');
     expect(off.body.items).toEqual([expect.objectContaining({ name: 'nightly', enabled: false })]);
 
-    // Bob is no admin: he sees that it is off, and no switch.
+    // Bob is no admin: he sees that it is off, and no switch; usage says so instead of failing.
     const other = await signedIn(browser, bob);
     await openDesktop(other.page);
     const his = other.page.getByRole('listitem', { name: 'Schedule nightly' });
     await his.getByText('off', { exact: true }).waitFor();
     expect(await his.getByRole('switch').count()).toBe(0);
+    await other.page.getByText('Usage and cost need the admin role.').waitFor();
     await other.context.close();
 
     await toggle.click();
@@ -325,12 +350,10 @@ describe('the desktop', () => {
     expect(await toggle.isChecked()).toBe(true);
     const on = await api('GET', '/api/v1/schedules');
     expect(on.body.items).toEqual([expect.objectContaining({ name: 'nightly', enabled: true })]);
-    await context.close();
   });
 
   it('searches memories and deletes one after a confirmation', async () => {
-    const { context, page } = await signedIn(browser, alice);
-    await openDesktop(page);
+    const page = await alicesDesktop();
     const panel = page.getByRole('region', { name: 'Memories' });
     const found = panel.getByRole('list', { name: 'Memories found' }).getByRole('listitem');
     await found.filter({ hasText: 'Alice lives in Lyon' }).waitFor();
@@ -349,12 +372,34 @@ describe('the desktop', () => {
     expect(left.body.items.map((memory: { text: string }) => memory.text)).toEqual([
       'Alice lives in Lyon',
     ]);
-    await context.close();
+
+    // A section collapses; the layout is saved in the preferences and comes back on reload.
+    const toggle = page.getByRole('button', { name: 'Memories section' });
+    expect(await toggle.getAttribute('aria-expanded')).toBe('true');
+    await toggle.click();
+    await panel.getByRole('searchbox', { name: 'Search memories' }).waitFor({ state: 'hidden' });
+    expect(await toggle.getAttribute('aria-expanded')).toBe('false');
+    await until(
+      () => api('GET', '/api/v1/me/preferences'),
+      (answer) => JSON.stringify(answer.body.desktop) === '{"collapsed":["memories"]}',
+      'the layout to be saved',
+    );
+    await page.reload();
+    await page.getByRole('button', { name: 'Memories section', expanded: false }).waitFor();
+    expect(await panel.getByRole('searchbox', { name: 'Search memories' }).isVisible()).toBe(false);
+    // The others stay open.
+    await page.getByRole('button', { name: 'Agents section', expanded: true }).waitFor();
+    await page.getByRole('button', { name: 'Memories section' }).click();
+    await panel.getByRole('searchbox', { name: 'Search memories' }).waitFor();
+    await until(
+      () => api('GET', '/api/v1/me/preferences'),
+      (answer) => JSON.stringify(answer.body.desktop) === '{"collapsed":[]}',
+      'the layout to be saved open',
+    );
   });
 
   it("shows an agent's revisions, edits its definition with a diff, and restores the shipped one", async () => {
-    const { context, page } = await signedIn(browser, alice);
-    await openDesktop(page);
+    const page = await alicesDesktop();
     const panel = page.getByRole('region', { name: 'Agents' });
     const row = panel.getByRole('listitem', { name: 'Agent default' });
     await row.getByText(/revision \d+/).waitFor();
@@ -431,7 +476,6 @@ describe('the desktop', () => {
       .getByRole('figure', { name: `Revision ${edited}`, exact: true })
       .getByText('Hello from the desktop')
       .waitFor();
-    await context.close();
   });
 
   it('fits a 390 px screen and reaches the dispatch button by keyboard', async () => {
@@ -442,6 +486,11 @@ describe('the desktop', () => {
     await openDesktop(page);
     await page.getByRole('figure', { name: 'Usage per day' }).locator('svg').first().waitFor();
     await execution(page, 'live_1').waitFor();
+    // What happened before the page opened: the activity lines read from the listings.
+    await page
+      .getByRole('log', { name: 'Activity stream' })
+      .getByText('tidy started (live_1, for alice)')
+      .waitFor();
     const widths = await page.evaluate(() => {
       const doc = (globalThis as any).document;
       const desk = doc.querySelector('.desktop');
@@ -455,17 +504,38 @@ describe('the desktop', () => {
     expect(widths.page).toBeLessThanOrEqual(widths.viewport);
     expect(widths.desk).toBeLessThanOrEqual(widths.deskClient);
 
-    // Tab from the top of the page until the dispatch button has the focus.
+    // Tab from the top of the page until the dispatch button has the focus; on the way,
+    // Enter on the executions' collapse button folds that long section away.
     await page.locator('body').focus();
     let reached = false;
+    let folded = false;
     for (let presses = 0; presses < 150 && !reached; presses++) {
       await page.keyboard.press('Tab');
-      reached = await page.evaluate(() => {
+      const focused = await page.evaluate(() => {
         const active = (globalThis as any).document.activeElement;
-        return active?.tagName === 'BUTTON' && active.textContent === 'Dispatch';
+        return active?.tagName === 'BUTTON'
+          ? (active.getAttribute('aria-label') ?? active.textContent)
+          : null;
       });
+      if (focused === 'Executions section' && !folded) {
+        await page.keyboard.press('Enter');
+        await page.getByRole('button', { name: 'Executions section', expanded: false }).waitFor();
+        await execution(page, 'live_1').waitFor({ state: 'hidden' });
+        folded = true;
+      }
+      reached = focused === 'Dispatch';
     }
+    expect(folded).toBe(true);
     expect(reached).toBe(true);
+    // Space unfolds it again (and the layout is saved open for the cases after this one).
+    await page.getByRole('button', { name: 'Executions section' }).focus();
+    await page.keyboard.press('Space');
+    await execution(page, 'live_1').waitFor();
+    await until(
+      () => api('GET', '/api/v1/me/preferences'),
+      (answer) => JSON.stringify(answer.body.desktop?.collapsed) === '[]',
+      'the layout to be saved open',
+    );
     await context.close();
   });
 
@@ -515,7 +585,8 @@ describe('the desktop', () => {
     });
     expect(made.status).toBe(201);
 
-    const { context, page } = await signedIn(browser, alice);
+    // The workspace picker lists the workspaces there were when the page opened.
+    const page = await alicesDesktop();
     await openDesktop(page);
     await execution(page, 'ws_out_1').waitFor();
     await page.getByLabel('Workspace').selectOption({ label: 'Ops' });
@@ -535,6 +606,5 @@ describe('the desktop', () => {
     // Back to all: both executions again.
     await page.getByLabel('Workspace').selectOption({ label: 'All' });
     await execution(page, 'ws_out_1').waitFor();
-    await context.close();
   });
 });

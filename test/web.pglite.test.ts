@@ -33,6 +33,8 @@ beforeAll(async () => {
           model: 'demo/echo',
           tools: { calculator: 'approve', clock: 'allow', ask_user: 'allow', show_panel: 'allow' },
         },
+        // A second agent to choose in the picker (the `active_agent` preference).
+        helper: { model: 'demo/echo' },
       },
     },
     { K_ALICE: alice, K_BOB: bob, PARLEY_DEMO_DELAY_MS: '40' },
@@ -44,9 +46,25 @@ afterAll(async () => {
   await server?.close();
 });
 
+/**
+ * Alice's app (wide, light), shared by the cases that only start conversations of their
+ * own in it: each moves within the app (New chat), as a person would, with no page load.
+ */
+let shared: Page | null = null;
+async function alicesPage(): Promise<Page> {
+  shared ??= (await signedIn(browser, alice)).page;
+  return shared;
+}
+
 /** Starts a conversation from the New chat page and sends `message` from the composer. */
 async function startConversation(page: Page, title: string, message: string): Promise<string> {
-  await page.goto(`${server.url}/new`);
+  // In a page the app already runs in, its New chat link; else the page's address.
+  if (page.url().startsWith(server.url)) {
+    await page.getByRole('link', { name: 'New chat' }).click();
+  } else {
+    await page.goto(`${server.url}/new`);
+  }
+  await page.getByRole('heading', { name: 'New conversation' }).waitFor();
   await page.getByRole('textbox', { name: 'Title', exact: true }).fill(title);
   await page.getByRole('button', { name: 'Start conversation' }).click();
   await page.waitForURL(/\/s\/[A-Za-z0-9]+$/);
@@ -62,9 +80,17 @@ async function send(page: Page, message: string): Promise<void> {
 
 const replies = (page: Page) => page.getByRole('article', { name: 'Reply from default' });
 
+/** The saved preferences of the user of `key`. */
+async function preferencesOf(key: string): Promise<Record<string, unknown>> {
+  const answer = await fetch(`${server.url}/api/v1/me/preferences`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
+  return (await answer.json()) as Record<string, unknown>;
+}
+
 describe('the web app', () => {
   it('signs in with an API key kept in session storage, never in the URL', async () => {
-    const { context, page } = await signedIn(browser, null);
+    const { page } = await signedIn(browser, null);
     await page.goto(server.url);
     await page.getByLabel('API key').fill('wrong-key');
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -79,7 +105,8 @@ describe('the web app', () => {
     ).toBe(alice);
     await page.reload();
     await page.getByRole('navigation', { name: 'Conversations' }).waitFor();
-    await context.close();
+    // Signed in: the cases that share Alice's app go on in this page.
+    shared = page;
   });
 
   it('is served as a production build, from the API process', async () => {
@@ -92,8 +119,8 @@ describe('the web app', () => {
   });
 
   it('sends a message and streams the reply as it is written, then shows usage', async () => {
-    const { context, page } = await signedIn(browser, alice);
-    const words = longMessage('w', 60);
+    const page = await alicesPage();
+    const words = longMessage('w', 40);
     await startConversation(page, 'Streaming', words);
     await page
       .getByRole('article', { name: 'Your message' })
@@ -102,10 +129,10 @@ describe('the web app', () => {
       .waitFor();
     // Mid-reply: some words are there, the last one is not yet.
     await replies(page).filter({ hasText: 'w3' }).waitFor();
-    expect(await replies(page).first().textContent()).not.toContain('w59');
+    expect(await replies(page).first().textContent()).not.toContain('w39');
     await page.getByRole('button', { name: 'Stop' }).waitFor();
     await page.getByRole('status', { name: 'default is writing' }).waitFor();
-    await replies(page).filter({ hasText: 'w59' }).waitFor();
+    await replies(page).filter({ hasText: 'w39' }).waitFor();
     expect(await replies(page).count()).toBe(1);
     expect(await replies(page).locator('.markdown').textContent()).toBe(`You said: ${words}`);
     await page.getByRole('button', { name: 'Stop' }).waitFor({ state: 'detached' });
@@ -121,19 +148,58 @@ describe('the web app', () => {
       .waitFor();
     // The session list shows it, with its state.
     await page.getByRole('link', { name: /Streaming, idle/ }).waitFor();
-    await context.close();
   });
 
   it('starts a conversation from the first page with its first message, titled by it', async () => {
     const { context, page } = await signedIn(browser, bob);
     await page.goto(server.url);
     await page.getByRole('heading', { name: 'Start a conversation' }).waitFor();
+    // The agent picker starts at the agent saved last (`active_agent`); choosing one saves it.
+    const picker = page.getByRole('combobox', { name: 'Agent' });
+    await until(
+      () => picker.inputValue(),
+      (agent) => agent === 'default',
+      'the default agent',
+    );
+    await picker.selectOption('helper');
+    await until(
+      () => preferencesOf(bob),
+      (saved) => saved.active_agent === 'helper',
+      'the chosen agent to be saved',
+    );
+    await page.reload();
+    await until(
+      () => picker.inputValue(),
+      (agent) => agent === 'helper',
+      'the saved agent',
+    );
+    await picker.selectOption('default');
+    await until(
+      () => preferencesOf(bob),
+      (saved) => saved.active_agent === 'default',
+      'the default agent to be saved',
+    );
     const box = page.getByRole('textbox', { name: 'First message' });
     await box.fill('Where is order A17?');
     await box.press('Enter');
     await page.waitForURL(/\/s\/[A-Za-z0-9]+$/);
+    const sessionId = page.url().split('/s/')[1] as string;
     await replies(page).filter({ hasText: 'You said: Where is order A17?' }).waitFor();
     await page.getByRole('link', { name: /Where is order A17\?/ }).waitFor();
+    // Opening it made it the active conversation: the first page offers to continue it,
+    // and keeps its message box.
+    await until(
+      () => preferencesOf(bob),
+      (saved) => saved.active_session_id === sessionId,
+      'the active conversation to be saved',
+    );
+    await page.getByRole('link', { name: 'Parley' }).click();
+    const resume = page.getByRole('link', { name: 'Continue Where is order A17?' });
+    await resume.waitFor();
+    await page.getByRole('textbox', { name: 'First message' }).waitFor();
+    await resume.click();
+    await page.waitForURL(`${server.url}/s/${sessionId}`);
+    await replies(page).filter({ hasText: 'You said: Where is order A17?' }).waitFor();
     await context.close();
   });
 
@@ -164,7 +230,7 @@ describe('the web app', () => {
   });
 
   it('approves a tool in place: the outcome and the result appear in the thread', async () => {
-    const { context, page } = await signedIn(browser, alice);
+    const page = await alicesPage();
     await startConversation(page, 'Approve', '/tool calculator {"expression": "6*7"}');
     const card = page.getByRole('region', { name: 'Approval needed: calculator' });
     await card.getByText('"expression": "6*7"').waitFor();
@@ -173,11 +239,10 @@ describe('the web app', () => {
     await card.getByText('Approved by alice').waitFor();
     await page.getByRole('region', { name: 'Tool calculator' }).getByText('42').first().waitFor();
     await replies(page).filter({ hasText: 'Tool calculator returned' }).waitFor();
-    await context.close();
   });
 
   it('rejects a tool with a reason: the rejection is the tool result', async () => {
-    const { context, page } = await signedIn(browser, alice);
+    const page = await alicesPage();
     await startConversation(page, 'Reject', '/tool calculator {"expression": "1/0"}');
     const card = page.getByRole('region', { name: 'Approval needed: calculator' });
     await card.getByRole('button', { name: 'Reject' }).click();
@@ -188,11 +253,10 @@ describe('the web app', () => {
       .getByRole('region', { name: 'Tool calculator' })
       .getByText(/not with my numbers/)
       .waitFor();
-    await context.close();
   });
 
   it('answers from the inbox while the conversation is open elsewhere: both update', async () => {
-    const asker = await signedIn(browser, alice);
+    const asker = { page: await alicesPage() };
     await startConversation(asker.page, 'Inbox case', '/tool calculator {"expression": "2+3"}');
     const card = asker.page.getByRole('region', { name: 'Approval needed: calculator' });
     await card.getByRole('button', { name: 'Approve' }).waitFor();
@@ -214,7 +278,6 @@ describe('the web app', () => {
       .first()
       .waitFor();
     await replies(asker.page).filter({ hasText: 'Tool calculator returned' }).waitFor();
-    await asker.context.close();
     await reviewer.context.close();
   });
 
@@ -255,7 +318,7 @@ describe('the web app', () => {
   });
 
   it('drops a request from the inbox when it is answered in the conversation', async () => {
-    const asker = await signedIn(browser, alice);
+    const asker = { page: await alicesPage() };
     await startConversation(
       asker.page,
       'Answered elsewhere',
@@ -272,12 +335,11 @@ describe('the web app', () => {
       .getByRole('button', { name: 'Approve' })
       .click();
     await item.waitFor({ state: 'detached' });
-    await asker.context.close();
     await reviewer.context.close();
   });
 
   it('answers a question the agent asks, in its own card', async () => {
-    const { context, page } = await signedIn(browser, alice);
+    const page = await alicesPage();
     await startConversation(page, 'Question', '/tool ask_user {"question": "Which colour?"}');
     const card = page.getByRole('region', { name: 'The agent asks' });
     await card.getByText('Which colour?').waitFor();
@@ -285,19 +347,17 @@ describe('the web app', () => {
     await card.getByRole('button', { name: 'Send answer' }).click();
     await card.getByText('Answered by alice').waitFor();
     await replies(page).filter({ hasText: 'teal' }).waitFor();
-    await context.close();
   });
 
   it('explains a failed turn in plain words', async () => {
-    const { context, page } = await signedIn(browser, alice);
+    const page = await alicesPage();
     await startConversation(page, 'Failure', '/fail permanent');
     await page.getByRole('note').filter({ hasText: 'The model refused this request' }).waitFor();
     await page.getByRole('note').filter({ hasText: 'credentials' }).waitFor();
-    await context.close();
   });
 
   it('presses an option: the offer locks, and the choice is sent', async () => {
-    const { context, page } = await signedIn(browser, alice);
+    const page = await alicesPage();
     await startConversation(page, 'Options', '/options red|green|blue');
     const options = page.getByRole('group', { name: 'Options' });
     await options.getByRole('button', { name: 'green' }).click();
@@ -307,11 +367,10 @@ describe('the web app', () => {
     }
     await page.getByText('Chose “green”').waitFor();
     await replies(page).nth(1).waitFor();
-    await context.close();
   });
 
   it('cancels the running turn with Esc', async () => {
-    const { context, page } = await signedIn(browser, alice);
+    const page = await alicesPage();
     const words = longMessage('c', 300);
     await startConversation(page, 'Cancel', words);
     await replies(page).filter({ hasText: 'c3' }).waitFor();
@@ -319,31 +378,30 @@ describe('the web app', () => {
     await page.getByRole('note').filter({ hasText: 'Stopped by you' }).waitFor();
     expect(await replies(page).first().textContent()).not.toContain('c299');
     await page.getByRole('link', { name: /Cancel, idle/ }).waitFor();
-    await context.close();
   });
 
   it('reloads mid-reply and shows the continuation without duplicates', async () => {
     const { context, page } = await signedIn(browser, alice);
-    const words = longMessage('r', 90);
+    const words = longMessage('r', 50);
     await startConversation(page, 'Reload', words);
     await replies(page).filter({ hasText: 'r4' }).waitFor();
-    expect(await replies(page).first().textContent()).not.toContain('r89');
+    expect(await replies(page).first().textContent()).not.toContain('r49');
     await page.reload();
-    await replies(page).filter({ hasText: 'r89' }).waitFor();
+    await replies(page).filter({ hasText: 'r49' }).waitFor();
     expect(await replies(page).count()).toBe(1);
     expect(await replies(page).locator('.markdown').textContent()).toBe(`You said: ${words}`);
     expect(await page.getByRole('article', { name: 'Message from You' }).count()).toBe(1);
     await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
 
     // Close the tab mid-reply and open the conversation again in a new one.
-    const more = longMessage('z', 60);
+    const more = longMessage('z', 40);
     await send(page, more);
     await replies(page).filter({ hasText: 'z4' }).waitFor();
     const address = page.url();
     await page.close();
     const reopened = await context.newPage();
     await reopened.goto(address);
-    await replies(reopened).filter({ hasText: 'z59' }).waitFor();
+    await replies(reopened).filter({ hasText: 'z39' }).waitFor();
     expect(await replies(reopened).count()).toBe(2);
     expect(await replies(reopened).nth(1).locator('.markdown').textContent()).toBe(
       `You said: ${more}`,
@@ -352,7 +410,7 @@ describe('the web app', () => {
   });
 
   it('resyncs from the transcript when the journal it needs was pruned', async () => {
-    const { context, page } = await signedIn(browser, alice);
+    const page = await alicesPage();
     await startConversation(page, 'Pruned', 'before the prune');
     await replies(page).filter({ hasText: 'You said: before the prune' }).waitFor();
     const pruned = await fetch(`${server.url}/api/v1/admin/prune`, {
@@ -367,23 +425,43 @@ describe('the web app', () => {
     await send(page, 'after the prune');
     await replies(page).filter({ hasText: 'You said: after the prune' }).waitFor();
     expect(await replies(page).count()).toBe(2);
-    await context.close();
   });
 
   it('shows two people in one room each other’s messages, with their names', async () => {
+    // Bob has a profile (display name, avatar); alice has none: her user id and initials.
+    const profile = await fetch(`${server.url}/api/v1/me`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${bob}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        display_name: 'Bob Builder',
+        avatar_url: 'https://avatars.example/bob.svg',
+      }),
+    });
+    expect(profile.status).toBe(200);
     const first = await signedIn(browser, alice);
     const sessionId = await startConversation(first.page, 'Room', 'hello from alice');
     const second = await signedIn(browser, bob);
+    // The app's content security policy lets it load only its own images: the avatar is
+    // tried (the browser reports the refusal) and its initials stand in for it.
+    const refused: string[] = [];
+    second.page.on('console', (message) => refused.push(message.text()));
     await second.page.goto(`${server.url}/s/${sessionId}`);
-    await second.page
-      .getByRole('article', { name: 'Message from alice' })
-      .getByText('hello from alice')
-      .waitFor();
+    // The top bar shows who is signed in: the display name and the avatar.
+    const bar = second.page.locator('header.topbar');
+    await bar.locator('.avatar.initials').filter({ hasText: /^BB$/ }).waitFor();
+    expect(await second.page.locator('.whoami').textContent()).toBe('Bob Builder');
+    await until(
+      () => refused.some((text) => text.includes('https://avatars.example/bob.svg')),
+      (tried) => tried,
+      'the avatar to be tried',
+    );
+    const fromAlice = second.page.getByRole('article', { name: 'Message from alice' });
+    await fromAlice.getByText('hello from alice').waitFor();
+    expect(await fromAlice.locator('.avatar.initials').textContent()).toBe('A');
     await send(second.page, 'hello from bob');
-    await first.page
-      .getByRole('article', { name: 'Message from bob' })
-      .getByText('hello from bob')
-      .waitFor();
+    const fromBob = first.page.getByRole('article', { name: 'Message from Bob Builder' });
+    await fromBob.getByText('hello from bob').waitFor();
+    await fromBob.locator('.avatar.initials').filter({ hasText: /^BB$/ }).waitFor();
     await second.page
       .getByRole('article', { name: 'Message from You' })
       .getByText('hello from bob')
@@ -403,8 +481,7 @@ describe('the web app', () => {
       body: JSON.stringify({ metric: 'cost_usd', period: 'day', limit: 25 }),
     });
     expect(put.status).toBe(200);
-    const { context, page } = await signedIn(browser, alice);
-    await page.goto(server.url);
+    const page = await alicesPage();
     await page
       .getByRole('navigation', { name: 'Main' })
       .getByRole('link', { name: 'Budgets' })
@@ -419,7 +496,6 @@ describe('the web app', () => {
       '$0',
       '$0',
     ]);
-    await context.close();
 
     const other = await signedIn(browser, bob);
     await other.page.goto(server.url);
@@ -430,7 +506,7 @@ describe('the web app', () => {
   });
 
   it('shows panels beside the conversation: each palette component, a form that answers back', async () => {
-    const { context, page } = await signedIn(browser, alice);
+    const page = await alicesPage();
     const sessionId = await startConversation(page, 'Panels', 'hello panels');
     await replies(page).filter({ hasText: 'You said: hello panels' }).waitFor();
     const document = {
@@ -510,7 +586,6 @@ describe('the web app', () => {
     await page.getByRole('region', { name: 'Panel: Orders' }).waitFor();
     await replies(page).filter({ hasText: 'Tool show_panel returned' }).waitFor();
     expect(await page.getByRole('region', { name: 'Panel: Right now' }).count()).toBe(0);
-    await context.close();
   });
 
   it('fits a phone: the list, then one conversation with a way back', async () => {
@@ -530,7 +605,7 @@ describe('the web app', () => {
   });
 
   it('renders markup from people and models as text: no HTML ever runs', async () => {
-    const { context, page } = await signedIn(browser, alice);
+    const page = await alicesPage();
     const attack = '<img src=x onerror="window.__xss=1"> **bold** <script>window.__xss=2</script>';
     await startConversation(page, 'XSS', attack);
     await replies(page).filter({ hasText: '</script>' }).waitFor();
@@ -544,6 +619,5 @@ describe('the web app', () => {
         .locator('strong', { hasText: /^bold$/ })
         .count(),
     ).toBe(1);
-    await context.close();
   });
 });

@@ -212,6 +212,7 @@ export class Directory {
         ? compileAgent(name, agentSchema.parse(kept.definition), {
             providers: config.providers,
             mcpServers: config.mcpServers,
+            voices: config.voices,
           })
         : this.compileTenantAgent(kept.tenant, name, kept.definition).agent;
     } catch (error) {
@@ -301,6 +302,7 @@ export class Directory {
     const agent = compileAgent(name, parsed, {
       providers: config.providers,
       mcpServers: config.mcpServers,
+      voices: config.voices,
       owner: { tenant, mcpGrants: mcpGrantsFor(scope, shipped) },
     });
     const sandbox = shellSandboxProblem(agent, this.sandboxProblem);
@@ -374,6 +376,7 @@ export class Directory {
           ? compileAgent(row.name, agentSchema.parse(row.definition), {
               providers: config.providers,
               mcpServers: config.mcpServers,
+              voices: config.voices,
             })
           : this.compileTenantAgent(row.tenant, row.name, row.definition).agent,
       );

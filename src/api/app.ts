@@ -32,6 +32,7 @@ import { adminModelRoutes, modelRoutes } from './models.js';
 import { openapiRoutes } from './openapi.js';
 import { personalRoutes } from './personal.js';
 import { panelRoutes } from './panels.js';
+import { photoRoutes } from './photos.js';
 import { userEventRoutes } from './userEvents.js';
 import { preferenceRoutes } from './preferences.js';
 import { holdRequestDeadline } from './requestDeadline.js';
@@ -40,6 +41,7 @@ import { authenticate, requireOperator } from './principal.js';
 import { recordRoutes } from './routes.js';
 import { installSessionAccess } from './sessionAccess.js';
 import { sessionRoutes } from './sessions.js';
+import { speechRoutes } from './speech.js';
 import { turnRoutes } from './turns.js';
 import { usageRoutes } from './usage.js';
 import { webRoutes } from './web.js';
@@ -144,8 +146,10 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   checkpointRoutes(app, deps);
   personalRoutes(app, deps);
   preferenceRoutes(app, deps);
+  speechRoutes(app, deps);
   workspaceRoutes(app, deps);
   panelRoutes(app, deps);
+  photoRoutes(app, deps);
   userEventRoutes(app, deps);
   webRoutes(app, deps);
   await app.register(async (admin) => {

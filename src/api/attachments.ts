@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ParleyError } from '../errors.js';
-import { newAttachmentId } from '../ids.js';
+import { newAttachmentId, newPhotoId } from '../ids.js';
 import { createAttachment } from '../store/createAttachment.js';
+import { insertPhoto } from '../store/photos.js';
 import { readAttachments } from '../store/readAttachments.js';
 import { z } from 'zod';
 import { rawBodies, route, routeOptions, typed } from './contract.js';
@@ -50,8 +51,9 @@ export const attachmentContracts = {
  * as the body with its content type; `GET .../attachments/{attachment_id}` serves it back
  * to whoever may see the session. Everything that can be refused without the body (the
  * session, by the session check every `:sessionId` route has; the declared type; a
- * Content-Length over `limits.attachment_bytes`) is refused before a byte of it is read. Registered as its own plugin so that its raw-body parser does not
- * apply to the JSON routes.
+ * Content-Length over `limits.attachment_bytes`) is refused before a byte of it is read.
+ * A stored upload also lands in the uploader's photo library (photos.ts). Registered as
+ * its own plugin so that its raw-body parser does not apply to the JSON routes.
  */
 export function attachmentRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const limit = deps.config.limits.attachmentBytes;
@@ -79,15 +81,31 @@ export function attachmentRoutes(app: FastifyInstance, deps: ApiDeps): void {
         if (!bytesMatch(mediaType, data)) {
           throw new ParleyError('unsupported_media_type', `the bytes are not a ${mediaType} image`);
         }
-        const stored = await createAttachment(deps.db, {
-          attachmentId: newAttachmentId(),
-          tenant: request.principal.tenant,
-          sessionId: request.session.session_id,
-          mediaType,
-          data,
-          uploadedBy: request.principal.user,
+        const { tenant, user } = request.principal;
+        // The uploader's photo library gets the image too (PROTOCOL.md, "Photos"), in the
+        // same transaction: both rows, or neither.
+        const stored = await deps.db.transaction(async (tx) => {
+          const attachment = await createAttachment(tx, {
+            attachmentId: newAttachmentId(),
+            tenant,
+            sessionId: request.session.session_id,
+            mediaType,
+            data,
+            uploadedBy: user,
+          });
+          if (!attachment) throw new ParleyError('session_not_found', 'no such session');
+          await insertPhoto(tx, {
+            photoId: newPhotoId(),
+            tenant,
+            owner: user,
+            origin: 'upload',
+            title: null,
+            source: { session_id: attachment.session_id, attachment_id: attachment.attachment_id },
+            mediaType,
+            bytes: data,
+          });
+          return attachment;
         });
-        if (!stored) throw new ParleyError('session_not_found', 'no such session');
         return reply.status(201).send({
           attachment_id: stored.attachment_id,
           media_type: stored.media_type,

@@ -14,6 +14,7 @@ import type { Telemetry } from '../telemetry/tracing.js';
 import type { Wakeups } from '../store/wakeups.js';
 import type { McpStatus } from '../tools/mcp/manager.js';
 import type { Tool } from '../tools/types.js';
+import { createSpeech, type Speech } from '../speech/speech.js';
 
 export interface ApiDeps {
   db: Db;
@@ -39,6 +40,8 @@ export interface ApiDeps {
   directory?: Directory;
   /** A span per admission (telemetry/); default: none. */
   telemetry?: Telemetry;
+  /** Voices and synthesis (speech/); default: the configuration's, keys from process.env. */
+  speech?: Speech;
   /**
    * Hold every JSON response to its route's schema, failing the request with a 500 on a
    * mismatch (the test suite turns this on; production serializes without checking).
@@ -52,4 +55,13 @@ export function agentsOf(deps: ApiDeps): AgentLookup {
 
 export function missionsOf(deps: ApiDeps): MissionLookup {
   return deps.missions ?? configMissions(deps.config);
+}
+
+const defaultSpeech = new WeakMap<ApiDeps, Speech>();
+
+export function speechOf(deps: ApiDeps): Speech {
+  if (deps.speech) return deps.speech;
+  let speech = defaultSpeech.get(deps);
+  if (!speech) defaultSpeech.set(deps, (speech = createSpeech(deps.config, { env: process.env })));
+  return speech;
 }

@@ -21,8 +21,10 @@ import { scheduleContracts } from './schedules.js';
 import { checkpointContracts } from './checkpoints.js';
 import { personalContracts } from './personal.js';
 import { panelContracts } from './panels.js';
+import { photoContracts } from './photos.js';
 import { userEventContracts } from './userEvents.js';
 import { preferenceContracts } from './preferences.js';
+import { speechContracts } from './speech.js';
 import { workspaceContracts } from './workspaces.js';
 import { definitionContracts } from './definitions.js';
 import { budgetContracts } from './budgets.js';
@@ -65,8 +67,10 @@ const contracts: RouteContract[] = [
   checkpointContracts,
   personalContracts,
   preferenceContracts,
+  speechContracts,
   workspaceContracts,
   panelContracts,
+  photoContracts,
   userEventContracts,
   definitionContracts.agent,
   definitionContracts.mission,

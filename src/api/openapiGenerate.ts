@@ -101,7 +101,15 @@ export function generateDocument(contracts: readonly RouteContract[]): Generated
         ? {
             requestBody: {
               ...(contract.bodyOptional ? {} : { required: true }),
-              content: { 'application/json': { schema: toJson(contract.body, 'input') } },
+              content: {
+                // A route taking either (a raw image, or JSON naming one) documents both.
+                ...(contract.rawBody
+                  ? Object.fromEntries(
+                      contract.rawBody.contentTypes.map((type) => [type, { schema: binary }]),
+                    )
+                  : {}),
+                'application/json': { schema: toJson(contract.body, 'input') },
+              },
             },
           }
         : {}),

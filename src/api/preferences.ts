@@ -7,7 +7,7 @@ import { findVisibleSession } from '../store/findVisibleSession.js';
 import { readUserPreferences, saveUserPreferences } from '../store/users.js';
 import { findMemberWorkspace } from '../store/workspaces.js';
 import { route, routeOptions, typed } from './contract.js';
-import { agentsOf, type ApiDeps } from './deps.js';
+import { agentsOf, speechOf, type ApiDeps } from './deps.js';
 import { viewerOf } from './sessionAccess.js';
 import { storableJson, text } from './validate.js';
 import { requireMemberWorkspace } from './workspaces.js';
@@ -55,7 +55,9 @@ const preferencesBody = z
     }),
     active_agent: text().max(128).nullable().optional(),
     active_session_id: text().max(128).nullable().optional(),
-    system_voice: text().max(128).nullable().optional(),
+    system_voice: text().max(200).nullable().optional().meta({
+      description: 'a voice id of the catalog (GET /api/v1/voices)',
+    }),
     desktop: desktop.optional(),
     language: language.nullable().optional(),
     timezone: timezone.nullable().optional(),
@@ -87,7 +89,8 @@ export const preferenceContracts = {
     body: preferencesBody,
     responses: { '200': preferences },
     errors: {
-      '400': 'invalid_request (a language tag, a time zone, a desktop over 64 KiB…)',
+      '400':
+        'invalid_request (a language tag, a time zone, a desktop over 64 KiB, a system_voice not in the catalog…)',
       '404':
         'unknown_agent, session_not_found (also a session the caller may not see), workspace_not_found (also one the caller is not a member of)',
     },
@@ -120,6 +123,10 @@ export function preferenceRoutes(app: FastifyInstance, deps: ApiDeps): void {
     ) {
       saved.workspace_id = null;
     }
+    // A voice the catalog no longer has is no longer the user's.
+    if (saved.system_voice !== null && !speechOf(deps).voice(saved.system_voice)) {
+      saved.system_voice = null;
+    }
     return saved;
   });
 
@@ -146,6 +153,11 @@ export function preferenceRoutes(app: FastifyInstance, deps: ApiDeps): void {
     }
     if (next.workspace_id !== null) {
       await requireMemberWorkspace(deps.db, principal, next.workspace_id, 'workspace_id');
+    }
+    if (next.system_voice !== null && !speechOf(deps).voice(next.system_voice)) {
+      throw new ParleyError('invalid_request', 'system_voice: no such voice (GET /api/v1/voices)', {
+        field: 'system_voice',
+      });
     }
     await saveUserPreferences(deps.db, principal.tenant, principal.user, next);
     return next;

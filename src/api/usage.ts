@@ -9,7 +9,7 @@ import { validate } from './validate.js';
 
 const groupBy = z.enum(['tenant', 'agent', 'model', 'user', 'day']).meta({
   description:
-    'user: whom each call was for (the author of the turn it answered, else the session owner; key null when unknown); day: the UTC date of each call (key YYYY-MM-DD, oldest first, days without usage left out)',
+    'agent: key null for text spoken outside a session (POST /api/v1/speech); user: whom each call was for (the author of the turn it answered, else the session owner; key null when unknown); day: the UTC date of each call (key YYYY-MM-DD, oldest first, days without usage left out)',
 });
 
 const usageQuery = z

@@ -11,6 +11,7 @@ import { startCatalogRefresh } from '../catalog/refresh.js';
 import { refreshAndCheckCatalog } from '../catalog/startup.js';
 import { syncCatalog } from '../catalog/sync.js';
 import type { Env } from '../providers/credentials.js';
+import { createImageModelRegistry, priceImages } from '../providers/images.js';
 import { createModelRegistry } from '../providers/registry.js';
 import { startModelInfo } from '../runtime/modelInfo.js';
 import { Directory } from '../agents/directory.js';
@@ -30,6 +31,7 @@ import { describeStore, openStore } from '../store/open.js';
 import { releaseDeadExecutionLeases } from '../store/releaseExecution.js';
 import { releaseDeadLeases } from '../store/releaseLease.js';
 import { releaseOutboxLeases } from '../store/releaseOutboxLeases.js';
+import { createSpeech } from '../speech/speech.js';
 import { Wakeups } from '../store/wakeups.js';
 import { noTelemetry, type Telemetry } from '../telemetry/tracing.js';
 import { circuitReporter } from './circuitReporter.js';
@@ -128,7 +130,12 @@ export async function startProcess(
       stops.push(() => started.shutdown());
     }
     const resolveModel = createModelRegistry(config, env, circuitReporter(db, log));
-    const tools = new ToolRegistry(builtInTools({ db, skills, env, ...options.toolIo }));
+    const images = {
+      model: createImageModelRegistry(config, env),
+      cost: (model: string, call: Parameters<typeof priceImages>[2]) =>
+        priceImages(config, model, call),
+    };
+    const tools = new ToolRegistry(builtInTools({ db, skills, env, images, ...options.toolIo }));
     // Both roles need the MCP tools: workers run them, the API lists them.
     const mcp = new McpManager(config.mcpServers, tools, { env, log });
     await mcp.start();
@@ -254,6 +261,7 @@ export async function startProcess(
         missions,
         directory,
         telemetry,
+        speech: createSpeech(config, { env }),
         checkResponses: options.checkResponses ?? false,
       });
       app = built;

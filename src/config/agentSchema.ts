@@ -151,5 +151,8 @@ export const agentSchema = z
     visibility: z.enum(['private', 'tenant', 'room']).default('tenant'),
     // The session's domain state (docs/governance.md, "Sessions with state"): null, none.
     state: agentStateSchema.nullable().default(null),
+    // The voice its messages are read aloud in (a voice id of the catalog, `voices:`);
+    // absent: `speech.default_voice`.
+    voice: z.string().min(1).max(200).nullable().optional(),
   })
   .strict();

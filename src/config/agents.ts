@@ -2,7 +2,13 @@ import { ConfigError } from './errors.js';
 import type { AgentFile } from './schema.js';
 import { compileAgentTools, escalationSteps, ToolConfigError } from './tools.js';
 import { compileAgentState } from './agentState.js';
-import type { AgentConfig, ProviderConfig } from './types.js';
+import { imageModelOf, imageModelUse } from './imageModel.js';
+import {
+  speechOnlyKinds,
+  type AgentConfig,
+  type ProviderConfig,
+  type VoiceConfig,
+} from './types.js';
 
 /** What an agent definition is checked against: the deployment's providers and MCP servers. */
 export interface AgentContext {
@@ -10,6 +16,8 @@ export interface AgentContext {
   mcpServers: Readonly<Record<string, unknown>>;
   /** The tenant whose own definition this is; absent for the operator's file. */
   owner?: { tenant: string; mcpGrants: string[] };
+  /** The voice catalog an agent's `voice` must name one of (Config.voices). */
+  voices: readonly VoiceConfig[];
 }
 
 /**
@@ -22,6 +30,11 @@ export function compileAgent(name: string, agent: AgentFile, context: AgentConte
   const provider = agent.model.slice(0, slash);
   if (!Object.hasOwn(context.providers, provider)) {
     throw new ConfigError(`agents.${name}.model: no provider named "${provider}" in providers`);
+  }
+  if (context.providers[provider]?.kind === 'fal') {
+    throw new ConfigError(
+      `agents.${name}.model: the provider "${provider}" (kind fal) makes images only (tools.generate_image.model)`,
+    );
   }
   let gate: AgentConfig['gate'] = null;
   if (agent.gate) {
@@ -53,6 +66,22 @@ export function compileAgent(name: string, agent: AgentFile, context: AgentConte
       modelId: agent.fallback_model.slice(fallbackSlash + 1),
     };
   }
+  for (const [key, used] of [
+    ['model', provider],
+    ['gate.model', gate?.model.provider],
+    ['fallback_model', fallbackModel?.provider],
+  ] as const) {
+    const kind = used === undefined ? undefined : context.providers[used]?.kind;
+    if (kind !== undefined && speechOnlyKinds.includes(kind)) {
+      throw new ConfigError(
+        `agents.${name}.${key}: the provider "${used}" (kind ${kind}) only speaks, it has no language models`,
+      );
+    }
+  }
+  const voiceId = agent.voice ?? null;
+  if (voiceId !== null && !context.voices.some((voice) => voice.id === voiceId)) {
+    throw new ConfigError(`agents.${name}.voice: no voice "${voiceId}" in voices`);
+  }
   let tools;
   try {
     tools = compileAgentTools(name, agent.tools, context.mcpServers);
@@ -60,6 +89,7 @@ export function compileAgent(name: string, agent: AgentFile, context: AgentConte
     if (error instanceof ToolConfigError) throw new ConfigError(error.message);
     throw error;
   }
+  imageModelOf(name, tools, context.providers);
   return {
     name,
     namespace: agent.namespace,
@@ -93,6 +123,7 @@ export function compileAgent(name: string, agent: AgentFile, context: AgentConte
     gate,
     fallbackModel,
     state: agent.state === null ? null : compileAgentState(`agents.${name}.state`, agent.state),
+    voice: voiceId,
   };
 }
 
@@ -109,6 +140,7 @@ export function checkAgentCredentials(
   const uses = [
     ['model', agent.model.provider],
     ...(agent.gate ? [['gate.model', agent.gate.model.provider]] : []),
+    ...imageModelUse(agent),
   ] as const;
   for (const [key, providerName] of uses) {
     const provider = providers[providerName] as ProviderConfig;

@@ -9,6 +9,7 @@ import { ConfigError } from './errors.js';
 import { compileMissions, compileSchedules } from './missions.js';
 import { compileAgentPolicy } from './tenancy.js';
 import { compileToolSettings, ToolConfigError } from './tools.js';
+import { compileSpeech, compileVoices, defaultOpenAISpeechModel } from './voices.js';
 import type {
   AgentConfig,
   ApiKey,
@@ -16,6 +17,7 @@ import type {
   ModelCapabilities,
   Price,
   ProviderConfig,
+  VoiceConfig,
 } from './types.js';
 
 export { ConfigError };
@@ -59,7 +61,9 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
   if (!parsed.success) throw new ConfigError(describeIssues(parsed.error.issues, source));
   const file = parsed.data;
   const providers = compileProviders(file);
-  const agents = compileAgents(file, providers);
+  const voices = compileVoices(file, providers);
+  const speech = compileSpeech(file, voices);
+  const agents = compileAgents(file, providers, voices);
   checkCredentials(agents, providers, env);
   const missions = compileMissions(file, agents);
   const schedules = compileSchedules(file, missions);
@@ -199,6 +203,8 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
     ...platforms,
     demo: { delayMs: demoDelay },
     telemetry: compileTelemetry(file, env),
+    voices,
+    speech,
     source,
   };
 }
@@ -276,16 +282,30 @@ function compileProviders(file: ConfigFile): Record<string, ProviderConfig> {
     if (provider.api !== undefined && provider.kind !== 'openai') {
       throw new ConfigError(`providers.${name}.api: only an openai provider has an api choice`);
     }
+    if (provider.speech_model !== undefined && provider.kind !== 'openai') {
+      throw new ConfigError(
+        `providers.${name}.speech_model: only an openai provider has a speech model`,
+      );
+    }
     if (
       !provider.base_url &&
-      (provider.kind === 'openai_compatible' || provider.kind === 'ollama')
+      (provider.kind === 'openai_compatible' ||
+        provider.kind === 'ollama' ||
+        provider.kind === 'piper')
     ) {
       throw new ConfigError(`providers.${name}.base_url: required for kind ${provider.kind}`);
     }
-    if (provider.api_key_env && provider.kind === 'demo') {
-      throw new ConfigError(`providers.${name}.api_key_env: the demo provider takes no key`);
+    if (provider.api_key_env && (provider.kind === 'demo' || provider.kind === 'espeak')) {
+      throw new ConfigError(
+        `providers.${name}.api_key_env: the ${provider.kind} provider takes no key`,
+      );
     }
-    if (!provider.api_key_env && ['openai', 'anthropic', 'google'].includes(provider.kind)) {
+    if (provider.base_url && provider.kind === 'espeak') {
+      throw new ConfigError(
+        `providers.${name}.base_url: espeak runs espeak-ng on this machine, it has no URL`,
+      );
+    }
+    if (!provider.api_key_env && ['openai', 'anthropic', 'google', 'fal'].includes(provider.kind)) {
       throw new ConfigError(`providers.${name}.api_key_env: required for kind ${provider.kind}`);
     }
     providers[name] = {
@@ -295,6 +315,7 @@ function compileProviders(file: ConfigFile): Record<string, ProviderConfig> {
       baseUrl: provider.base_url?.replace(/\/+$/, '') ?? null,
       headersFromEnv: provider.headers_from_env,
       api: provider.api ?? 'responses',
+      speechModel: provider.speech_model ?? defaultOpenAISpeechModel,
       firstTokenTimeoutMs: provider.first_token_timeout_ms,
       idleTimeoutMs: provider.idle_timeout_ms,
       circuit: { failures: provider.circuit.failures, openMs: provider.circuit.open_ms },
@@ -318,6 +339,7 @@ function compilePricing(file: ConfigFile): Record<string, Price> {
       input: price.input,
       output: price.output,
       cachedInput: price.cached_input ?? price.input,
+      ...(price.per_image === undefined ? {} : { perImage: price.per_image }),
     };
   }
   return pricing;
@@ -346,10 +368,14 @@ function compileModelOverrides(
   return overrides;
 }
 
-function compileAgents(file: ConfigFile, providers: Record<string, ProviderConfig>) {
+function compileAgents(
+  file: ConfigFile,
+  providers: Record<string, ProviderConfig>,
+  voices: readonly VoiceConfig[],
+) {
   const agents: Record<string, AgentConfig> = {};
   for (const [name, agent] of Object.entries(file.agents)) {
-    agents[name] = compileAgent(name, agent, { providers, mcpServers: file.mcp_servers });
+    agents[name] = compileAgent(name, agent, { providers, mcpServers: file.mcp_servers, voices });
   }
   if (!agents.default && Object.keys(agents).length === 0) {
     throw new ConfigError('agents: at least one agent is required');

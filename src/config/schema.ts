@@ -121,13 +121,27 @@ export const scheduleSchema = z
 
 export const providerSchema = z
   .object({
-    kind: z.enum(['demo', 'openai', 'openai_compatible', 'anthropic', 'google', 'ollama']),
+    // espeak and piper speak (voices:), they have no language models.
+    kind: z.enum([
+      'demo',
+      'openai',
+      'openai_compatible',
+      'anthropic',
+      'google',
+      'ollama',
+      'espeak',
+      'piper',
+      // fal makes images only (the generate_image tool's model), no language models.
+      'fal',
+    ]),
     api_key_env: envName.optional(),
     base_url: z.url({ protocol: /^https?$/ }).optional(),
     // Extra request headers, each value read from the named variable (header → variable).
     headers_from_env: z.record(z.string().regex(/^[A-Za-z0-9-]+$/), envName).default({}),
     // openai only: the Responses API (default) or Chat Completions.
     api: z.enum(['responses', 'chat']).optional(),
+    // openai only: the model its voices speak with (`voices:`; docs/PROTOCOL.md).
+    speech_model: z.string().min(1).max(128).optional(),
     // Deadlines of one streaming call (providers.md, "Timeouts"); 0 turns one off.
     first_token_timeout_ms: z.number().int().nonnegative().default(60_000),
     idle_timeout_ms: z.number().int().nonnegative().default(30_000),
@@ -243,6 +257,53 @@ export const telemetrySchema = z
     otlp_headers_from_env: z.record(z.string().regex(/^[A-Za-z0-9-]+$/), envName).default({}),
     capture_content: z.boolean().default(false),
     service_name: z.string().min(1).max(256).default('parley'),
+  })
+  .strict()
+  .prefault({});
+
+/** A voice id: `<provider>/<key>` (the key may hold further slashes, not spaces). */
+export const voiceId = z
+  .string()
+  .max(200)
+  .regex(/^[A-Za-z0-9_-]+\/[^\s/][^\s]*$/, 'must be <provider>/<key>');
+
+/**
+ * One voice of the catalog (GET /api/v1/voices): a provider's key (espeak-ng's `-v` voice,
+ * a Piper model name, an OpenAI voice) with what people see of it. Operator configuration
+ * only: a tenant's agent may name a voice, never define one.
+ */
+export const voiceSchema = z
+  .object({
+    id: voiceId.optional(),
+    name: z.string().min(1).max(200).optional(),
+    provider: z.string().regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ and -'),
+    key: z
+      .string()
+      .min(1)
+      .max(160)
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_.:+\/-]*$/, 'letters, digits and _ . : + / -'),
+    language: z.string().max(35).default(''),
+    locale: z.string().max(35).default(''),
+    gender: z.string().max(32).default(''),
+    quality: z.string().max(32).default(''),
+  })
+  .strict();
+
+export const speechSchema = z
+  .object({
+    default_voice: voiceId.default('espeak/en'),
+    // Keep a message's speech once made (GET .../messages/{id}/speech answers from it).
+    cache: z.boolean().default(true),
+    // The longest text spoken at once, in characters.
+    max_characters: z.number().int().positive().max(100_000).default(4000),
+    // How long one synthesis may take, and the most audio it may return.
+    timeout_ms: callTimeoutMs.default(60_000),
+    max_audio_bytes: z
+      .number()
+      .int()
+      .positive()
+      .max(256 * 1024 * 1024)
+      .default(32 * 1024 * 1024),
   })
   .strict()
   .prefault({});
@@ -392,6 +453,8 @@ export const fileSchema = z
             output: z.number().nonnegative(),
             // Cached (prompt-cache read) input tokens; defaults to the input price.
             cached_input: z.number().nonnegative().optional(),
+            // Image models: USD per generated image, on top of any tokens they report.
+            per_image: z.number().nonnegative().optional(),
           })
           .strict(),
       )
@@ -437,6 +500,8 @@ export const fileSchema = z
     schedules: z.record(scheduleName, scheduleSchema).default({}),
     budgets: z.record(budgetId, budgetSchema).default({}),
     telemetry: telemetrySchema,
+    voices: z.array(voiceSchema).max(1000).default([]),
+    speech: speechSchema,
   })
   .strict();
 

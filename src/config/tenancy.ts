@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { checkStateSchema } from './tenantStateSchema.js';
 import { z } from 'zod';
+import { defaultImageModel } from '../tools/generateImage.js';
 import { listedHumanOnly } from '../tools/humanOnly.js';
 import { askUserTool, builtInTools, mcpToolPattern } from '../tools/registry.js';
 import { defaultLimits } from '../tools/shell/limits.js';
@@ -55,6 +56,8 @@ export class OperatorOnlyKeyError extends Error {
 const operatorOnlyOptions: Record<string, Record<string, unknown>> = {
   shell: { sandbox: 'bwrap', env: [], network: false },
   http_fetch: { allow_private: false },
+  // Which provider's credential (and bill) image generation uses: the operator's choice.
+  generate_image: { model: defaultImageModel },
 };
 
 /** Numeric keys of a built-in tool's entry and the policy ceiling that bounds each. */

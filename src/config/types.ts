@@ -97,6 +97,8 @@ export interface AgentConfig {
   fallbackModel: { provider: string; modelId: string } | null;
   /** The session's domain state (docs/governance.md, "Sessions with state"); null: none. */
   state: AgentStateConfig | null;
+  /** The voice its messages are read aloud in (a catalog id); null: `speech.defaultVoice`. */
+  voice: string | null;
 }
 
 /** A change of a session's domain state: a JSON merge patch, a result, completion. */
@@ -130,7 +132,42 @@ export interface GateConfig {
 }
 
 export type ProviderKind =
-  'demo' | 'openai' | 'openai_compatible' | 'anthropic' | 'google' | 'ollama';
+  | 'demo'
+  | 'openai'
+  | 'openai_compatible'
+  | 'anthropic'
+  | 'google'
+  | 'ollama'
+  | 'espeak'
+  | 'piper'
+  | 'fal';
+
+/** Provider kinds that only speak (voices), with no language model. */
+export const speechOnlyKinds: readonly ProviderKind[] = ['espeak', 'piper'];
+
+/** One voice of the catalog (`voices:` and the built-in ones; docs/PROTOCOL.md). */
+export interface VoiceConfig {
+  /** `<provider>/<key>`. */
+  id: string;
+  name: string;
+  /** A provider's name (`providers:`), or `espeak`: the built-in espeak-ng. */
+  provider: string;
+  /** What the provider calls it: espeak-ng's voice, a Piper model, an OpenAI voice. */
+  key: string;
+  language: string;
+  locale: string;
+  gender: string;
+  quality: string;
+}
+
+/** `speech:` compiled. */
+export interface SpeechConfig {
+  defaultVoice: string;
+  cache: boolean;
+  maxCharacters: number;
+  timeoutMs: number;
+  maxAudioBytes: number;
+}
 
 /** Capabilities as the catalog stores them; each key of an override is optional. */
 export interface ModelCapabilities {
@@ -146,6 +183,8 @@ export interface Price {
   input: number;
   output: number;
   cachedInput: number;
+  /** USD per generated image (image models); absent: images cost only their tokens. */
+  perImage?: number;
 }
 
 /** One tool entry of an agent, compiled: the policy is always set (the tool's default). */
@@ -214,6 +253,8 @@ export interface ProviderConfig {
   headersFromEnv: Record<string, string>;
   /** openai only: Responses API (default) or Chat Completions. */
   api: 'responses' | 'chat';
+  /** openai only: the model its voices speak with. */
+  speechModel: string;
   /** A streaming call with no output this long after it was sent is aborted (0: never). */
   firstTokenTimeoutMs: number;
   /** A stream silent this long between two parts is aborted (0: never). */
@@ -378,6 +419,9 @@ export interface Config {
   demo: { delayMs: number };
   /** OpenTelemetry export (docs/deployment.md, "OpenTelemetry"); the operator's alone. */
   telemetry: TelemetryConfig;
+  /** The voice catalog: configured voices, the built-in `espeak/en`, OpenAI's voices. */
+  voices: VoiceConfig[];
+  speech: SpeechConfig;
   /** Where the configuration came from, for the start-up line. */
   source: string;
 }

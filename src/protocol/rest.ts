@@ -89,6 +89,15 @@ export const transcriptMessage = z
     id: z.string(),
     role: z.enum(['user', 'assistant', 'system']),
     author: z.string(),
+    // Optional for clients of servers older than the profile; this server always sends them.
+    author_display_name: z.string().nullable().optional().meta({
+      description: "a person's message: the author's display name (PATCH /api/v1/me), else null",
+    }),
+    author_avatar_url: z
+      .string()
+      .nullable()
+      .optional()
+      .meta({ description: "a person's message: the author's avatar URL, else null" }),
     content: z.string(),
     turn_id: z.string().nullable(),
     sequence: z.number().int(),
@@ -195,6 +204,20 @@ export const preferences = z
   })
   .meta({ id: 'Preferences' });
 
+/** A voice of the catalog (GET /api/v1/voices, an extension). */
+export const voice = z
+  .object({
+    id: z.string().meta({ description: '<provider>/<key>' }),
+    name: z.string(),
+    provider: z.string(),
+    key: z.string(),
+    language: z.string(),
+    locale: z.string(),
+    gender: z.string(),
+    quality: z.string(),
+  })
+  .meta({ id: 'Voice' });
+
 export type AgentInfo = z.infer<typeof agentInfo>;
 export type Me = z.infer<typeof me>;
 export type Preferences = z.infer<typeof preferences>;
@@ -239,3 +262,23 @@ export const budgetView = z
   })
   .meta({ id: 'Budget' });
 export type BudgetInfo = z.infer<typeof budgetView>;
+
+/** A photo of the caller's library (GET /api/v1/photos, an extension); its bytes apart. */
+export const photoView = z
+  .object({
+    photo_id: z.string(),
+    owner: z.string(),
+    origin: z.enum(['upload', 'generated']),
+    title: z.string().nullable(),
+    source: z.record(z.string(), z.unknown()).meta({
+      description:
+        'where it came from: `{session_id, attachment_id}` for a chat upload, `{session_id, turn_id, tool_call_id, model, prompt}` for a generated image, `{}` for a direct upload',
+    }),
+    media_type: z.string(),
+    size: z.number().int().meta({ description: 'bytes' }),
+    created_at: timestamp,
+    updated_at: timestamp,
+    content_url: z.string().meta({ description: 'where its bytes are served' }),
+  })
+  .meta({ id: 'Photo' });
+export type PhotoInfo = z.infer<typeof photoView>;

@@ -24,6 +24,7 @@ import { gateToolName } from './gate.js';
  *   ends with their results, it replies quoting each result.
  * - `/panel {json}` (one per line): proposes a `show_panel` call of that document (or of
  *   that whole call, when the JSON has a `document`).
+ * - `/image PROMPT` (one per line): proposes a `generate_image` call with that prompt.
  * - `/stall`: like a provider that sends two chunks and then nothing: the first two words
  *   of its reply, then silence until the call is aborted (timeouts, the watchdog).
  * - `/keepalive`: like a provider that sends two chunks and then only keep-alives: the
@@ -299,6 +300,12 @@ function proposedCalls(contents: string[]): { tool: string; input: string }[] {
     }
     for (const match of content.matchAll(/^\s*\/panel\s+(.*)$/gm)) {
       calls.push({ tool: 'show_panel', input: panelCall((match[1] ?? '').trim()) });
+    }
+    for (const match of content.matchAll(/^\s*\/image[ \t]+(.+)$/gm)) {
+      calls.push({
+        tool: 'generate_image',
+        input: JSON.stringify({ prompt: (match[1] ?? '').trim() }),
+      });
     }
   }
   return calls;

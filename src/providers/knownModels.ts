@@ -95,6 +95,10 @@ const tables: Record<ProviderKind, [string, Known][]> = {
   openai_compatible: [...openai, ...anthropic, ...google, ...openWeights],
   ollama: openWeights,
   demo,
+  espeak: [],
+  piper: [],
+  // fal's image models are no language models: nothing to know here.
+  fal: [],
 };
 
 /** The demo provider's "listing": the model ids CONFIG.md gives a meaning to. */

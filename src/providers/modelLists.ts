@@ -43,6 +43,13 @@ export async function fetchModelList(
       return listGoogle(http, provider, credentials);
     case 'ollama':
       return listOllama(http, provider, credentials);
+    case 'fal':
+      // fal's image models are named in configuration; it lists no language models.
+      return [];
+    case 'espeak':
+    case 'piper':
+      // Speech providers: their voices are the voice catalog (config/voices.ts).
+      return [];
   }
 }
 

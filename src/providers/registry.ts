@@ -68,6 +68,14 @@ function createModel(
     case 'openai_compatible':
     case 'ollama':
       return createCompatibleModel(provider, credentials, modelId);
+    case 'fal':
+      throw new Error(`provider "${provider.name}" (kind fal) makes images only, no replies`);
+    case 'espeak':
+    case 'piper':
+      // Refused when the configuration compiles (agents.ts); speech is src/speech/.
+      throw new Error(
+        `provider "${provider.name}" (kind ${provider.kind}) only speaks, no replies`,
+      );
   }
 }
 

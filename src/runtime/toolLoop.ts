@@ -70,8 +70,15 @@ export async function settleCalls(
     const found = tool
       ? await reconcileResolvedTool(tool, call.arguments, {
           signal: context.signal,
-          scope: scopeOf(deps, lease, agent, context, call, burst.effects ?? [], () =>
-            saveBurst(deps.db, lease, burst, {}),
+          scope: scopeOf(
+            deps,
+            lease,
+            agent,
+            context,
+            call,
+            burst.effects ?? [],
+            () => saveBurst(deps.db, lease, burst, {}),
+            burst.lead,
           ),
           credentials: credentialsOf(deps, lease, context),
         })
@@ -125,6 +132,7 @@ function scopeOf(
   call: BurstCall,
   memory: Parameters<typeof callScope>[1]['memory'],
   save: () => Promise<void>,
+  turnId: string,
 ) {
   return {
     ...callScope(deps.config, {
@@ -133,6 +141,7 @@ function scopeOf(
       user: context.user,
       sessionId: lease.sessionId,
       callId: call.call_id,
+      turnId,
       memory,
     }),
     receipt: receiptOf(call, save),
@@ -269,7 +278,7 @@ async function runCalls(
     const outcome = tool
       ? await runResolvedTool(tool, call.arguments, {
           signal: context.signal,
-          scope: scopeOf(deps, lease, agent, context, call, memory, () => save()),
+          scope: scopeOf(deps, lease, agent, context, call, memory, () => save(), burst.lead),
           maxResultBytes: tools.maxResultBytes,
           credentials,
         })

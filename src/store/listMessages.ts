@@ -12,11 +12,15 @@ interface MessageRow {
   input_tokens?: number | null;
   output_tokens?: number | null;
   cost_usd?: number | null;
+  author_display_name: string | null;
+  author_avatar_url: string | null;
 }
 
 /**
  * The durable transcript, newest first; `before` is a journal sequence (exclusive). A
- * reply carries what its turn cost (`usage`: every provider call of the burst it answers).
+ * reply carries what its turn cost (`usage`: every provider call of the burst it answers);
+ * a person's message its author's profile (`users`: display name and avatar, null until
+ * set), so a room shows names rather than user ids.
  */
 export async function listMessages(
   db: Queryable,
@@ -26,9 +30,11 @@ export async function listMessages(
 ): Promise<{ items: TranscriptMessage[]; next_cursor: string | null }> {
   const found = await db.query<MessageRow>(
     `select m.message_id, m.role, m.author, m.content, m.turn_id, m.sequence, m.created_at,
-            t.input_tokens, t.output_tokens, t.cost_usd
+            t.input_tokens, t.output_tokens, t.cost_usd,
+            u.display_name as author_display_name, u.avatar_url as author_avatar_url
        from messages m
        left join turns t on m.role = 'assistant' and t.tenant = m.tenant and t.turn_id = m.turn_id
+       left join users u on m.role = 'user' and u.tenant = m.tenant and u.user_name = m.author
       where m.tenant = $1 and m.session_id = $2 and m.sequence < $3
       order by m.sequence desc, m.role desc
       limit $4`,
@@ -58,6 +64,8 @@ function toMessage(row: MessageRow): TranscriptMessage {
     id: row.message_id,
     role: row.role,
     author: row.author,
+    author_display_name: row.author_display_name,
+    author_avatar_url: row.author_avatar_url,
     content: row.content,
     turn_id: row.turn_id,
     sequence: row.sequence,

@@ -30,3 +30,22 @@ export async function readAttachments(
     return row ? [{ ...row, data: new Uint8Array(row.data) }] : [];
   });
 }
+
+/**
+ * One attachment of the tenant by id alone, with its bytes and its session (whether the
+ * caller may see that session is the caller's check); null when the tenant has none.
+ */
+export async function readAttachmentById(
+  db: Queryable,
+  tenant: string,
+  attachmentId: string,
+): Promise<Attachment | null> {
+  const found = await db.query<Attachment>(
+    `select attachment_id, session_id, media_type, bytes, sha256, created_at, data
+       from attachments
+      where tenant = $1 and attachment_id = $2`,
+    [tenant, attachmentId],
+  );
+  const row = found.rows[0];
+  return row ? { ...row, data: new Uint8Array(row.data) } : null;
+}

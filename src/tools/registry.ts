@@ -5,6 +5,7 @@ import { calculator } from './calculator.js';
 import { createClock } from './clock.js';
 import { createHttpFetch } from './httpFetch/index.js';
 import type { Resolve } from './httpFetch/lookup.js';
+import { createGenerateImage, type ImageIo } from './generateImage.js';
 import { createForget } from './memory/forget.js';
 import { createRecall } from './memory/recall.js';
 import { remember } from './memory/remember.js';
@@ -43,6 +44,8 @@ export interface ToolIo {
   resolve?: Resolve;
   /** The server's environment, which `shell` passes variables from (only those listed). */
   env?: Record<string, string | undefined>;
+  /** The image models `generate_image` calls (start-up: the configured providers). */
+  images?: Omit<ImageIo, 'db'>;
 }
 
 const noDatabase: Queryable = {
@@ -65,6 +68,7 @@ export function builtInTools(io: ToolIo = {}): Map<string, Tool> {
     createShowPanel(),
     createUpdatePanel(db),
     createA2a(io.env),
+    createGenerateImage(io.db && io.images ? { ...io.images, db: io.db } : undefined),
   ];
   return new Map(tools.map((tool) => [tool.name, tool]));
 }

@@ -18,6 +18,7 @@ export function callScope(
     user: string;
     sessionId: string;
     callId: string;
+    turnId?: string;
     memory: MemoryEffects | readonly BufferedEffect[];
   },
 ): CallScope {
@@ -27,6 +28,7 @@ export function callScope(
     user: call.user,
     sessionId: call.sessionId,
     callId: call.callId,
+    ...(call.turnId === undefined ? {} : { turnId: call.turnId }),
     workspaceDir: workspaceDir(config.tools.workspaceDir, call.tenant, call.sessionId),
     memory: call.memory instanceof MemoryEffects ? call.memory : new MemoryEffects(call.memory),
   };

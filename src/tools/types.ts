@@ -33,6 +33,8 @@ export interface CallScope {
   user: string;
   sessionId: string;
   callId: string;
+  /** The lead turn of the burst the call belongs to (absent outside the tool loop). */
+  turnId?: string;
   /** The session's working directory on the host (shell); created on first use. */
   workspaceDir: string;
   /** The turn's buffered memory writes; the same object for every call of the turn. */

@@ -19,6 +19,8 @@ export interface Scripted {
   stream?: string;
   /** A JSON body (or a fixture path ending in .json, read from disk). */
   json?: unknown;
+  /** Raw bytes (audio, say), sent with `headers` (give the content-type there). */
+  bytes?: Uint8Array;
   /** Never answer (the client's timeout or abort must end the call). */
   hang?: boolean;
   /** Send the stream only up to the end of this text's first occurrence, then cut the socket. */
@@ -103,6 +105,11 @@ export class ProviderServer {
       return;
     }
     if (answer.hang) return;
+    if (answer.bytes !== undefined) {
+      response.writeHead(answer.status ?? 200, answer.headers ?? {});
+      response.end(answer.bytes);
+      return;
+    }
     if (answer.stream !== undefined) {
       const text = fixture(answer.stream);
       response.writeHead(answer.status ?? 200, {

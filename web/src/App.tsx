@@ -1,6 +1,7 @@
 import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from 'react';
-import type { AgentInfo, Me, ParleyClient, SessionProjection } from 'parley/client';
+import type { AgentInfo, Me, ParleyClient, Preferences, SessionProjection } from 'parley/client';
 import { makeClient, storedKey, storeKey } from './api';
+import { Avatar } from './components/Avatar';
 import { Conversation } from './components/Conversation';
 import { Budgets } from './components/Budgets';
 import { Inbox } from './components/Inbox';
@@ -9,6 +10,7 @@ import { SessionList } from './components/SessionList';
 import { Settings } from './components/Settings';
 import { SignIn } from './components/SignIn';
 import { inboxEvents, LiveIndicator, LiveProvider, sessionEventOf, useLiveRefresh } from './live';
+import { savePreferences } from './preferences';
 import { onLinkClick, useRoute } from './router';
 import { explainRequestError, setDisplay } from './words';
 
@@ -18,7 +20,9 @@ const Desktop = lazy(() =>
 );
 
 type Auth =
-  { status: 'checking' } | { status: 'needs-key'; error: string | null } | { status: 'in'; me: Me };
+  | { status: 'checking' }
+  | { status: 'needs-key'; error: string | null }
+  | { status: 'in'; me: Me; preferences: Preferences | null };
 
 export function App() {
   const [apiKey, setApiKey] = useState<string | null>(() => storedKey());
@@ -32,7 +36,7 @@ export function App() {
         // Dates follow the user's saved language and time zone; without them, the browser's.
         const saved = await client.preferences().catch(() => null);
         if (saved) setDisplay(saved.language, saved.timezone);
-        if (live) setAuth({ status: 'in', me });
+        if (live) setAuth({ status: 'in', me, preferences: saved });
       },
       (error: { code?: string }) => {
         if (!live) return;
@@ -75,6 +79,7 @@ export function App() {
       <Shell
         client={client}
         me={auth.me}
+        preferences={auth.preferences}
         onSignOut={() => {
           storeKey(null);
           setApiKey(null);
@@ -87,8 +92,20 @@ export function App() {
 
 const sessionsPollMs = 4000;
 
-function Shell(props: { client: ParleyClient; me: Me; onSignOut: () => void }) {
+function Shell(props: {
+  client: ParleyClient;
+  me: Me;
+  preferences: Preferences | null;
+  onSignOut: () => void;
+}) {
   const { client, me } = props;
+  // The preferences the screens use (docs/web.md, "Preferences"); each change is saved.
+  const [preferences, setPreferences] = useState(props.preferences);
+  const savePreference = useCallback(
+    (change: Partial<Preferences>) =>
+      savePreferences(client, change).then(setPreferences, () => {}),
+    [client],
+  );
   const route = useRoute();
   const [agents, setAgents] = useState<AgentInfo[]>([]);
   const [sessions, setSessions] = useState<SessionProjection[]>([]);
@@ -141,6 +158,22 @@ function Shell(props: { client: ParleyClient; me: Me; onSignOut: () => void }) {
   const selected = route.name === 'session' ? route.sessionId : null;
   const focus = route.name === 'home' ? 'list' : 'main';
 
+  // The conversation opened last is the one the first page offers to continue.
+  const activeSessionId = preferences?.active_session_id ?? null;
+  useEffect(() => {
+    if (selected !== null && selected !== activeSessionId)
+      void savePreference({ active_session_id: selected });
+  }, [selected, activeSessionId, savePreference]);
+  const continuing = all.find((session) => session.session_id === activeSessionId) ?? null;
+  const newSession = {
+    client,
+    agents,
+    preferredAgent: preferences?.active_agent ?? null,
+    onAgentChosen: (agent: string) => void savePreference({ active_agent: agent }),
+    onCreated: () => void loadSessions(),
+  };
+  const shownName = me.display_name ?? me.user;
+
   return (
     <div className={`shell focus-${focus}`}>
       <header className="topbar">
@@ -185,8 +218,9 @@ function Shell(props: { client: ParleyClient; me: Me; onSignOut: () => void }) {
           </a>
         </nav>
         <LiveIndicator />
-        <span className="whoami small muted" title={`tenant ${me.tenant}`}>
-          {me.user}
+        <Avatar name={shownName} url={me.avatar_url} />
+        <span className="whoami small muted" title={`${me.user}, tenant ${me.tenant}`}>
+          {shownName}
         </span>
         {me.mode === 'keys' ? (
           <button type="button" onClick={props.onSignOut}>
@@ -213,7 +247,7 @@ function Shell(props: { client: ParleyClient; me: Me; onSignOut: () => void }) {
             agents={agents}
           />
         ) : route.name === 'new' ? (
-          <NewSession client={client} agents={agents} onCreated={() => void loadSessions()} />
+          <NewSession {...newSession} />
         ) : route.name === 'inbox' ? (
           <Inbox client={client} agents={agents} onCount={setInboxCount} />
         ) : route.name === 'budgets' ? (
@@ -231,12 +265,7 @@ function Shell(props: { client: ParleyClient; me: Me; onSignOut: () => void }) {
         ) : route.name === 'settings' ? (
           <Settings client={client} />
         ) : (
-          <NewSession
-            client={client}
-            agents={agents}
-            onCreated={() => void loadSessions()}
-            landing
-          />
+          <NewSession {...newSession} landing continuing={continuing} />
         )}
       </main>
     </div>

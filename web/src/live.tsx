@@ -117,6 +117,20 @@ export function useLiveRefresh(
   }, [state, options.fallbackMs]);
 }
 
+/**
+ * Calls `listener` with every frame of the user stream as it comes (for views that take
+ * their content from the frames themselves, not only a cue to read again).
+ */
+export function useLiveFrames(listener: (frame: UserStreamFrame) => void): void {
+  const listen = useContext(LiveContext)?.listen;
+  const latest = useRef(listener);
+  latest.current = listener;
+  useEffect(() => listen?.((frame) => latest.current(frame)), [listen]);
+}
+
+/** Never: for a view that reads again only when the stream (re)connects. */
+export const noFrames = (): boolean => false;
+
 const liveLabels: Record<UserStreamState, string> = {
   connecting: 'connecting',
   open: 'live',

@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from 'react';
 import { newClientKey, type AgentInfo, type ParleyClient } from 'parley/client';
+import { useAuthors } from '../conversation/authors';
 import { useConversation, type Connection } from '../conversation/useConversation';
 import { onLinkClick } from '../router';
 import { explainRequestError, formatCost, stateLabels } from '../words';
@@ -34,6 +35,16 @@ export function Conversation(props: {
   const input = useRef<HTMLTextAreaElement>(null);
   const agentName = projection?.agent ?? '';
   const agent = props.agents.find((candidate) => candidate.name === agentName);
+  // Other people in a room are shown by their profiles (display name, avatar).
+  const people = useAuthors(
+    client,
+    sessionId,
+    state.items.flatMap((item) =>
+      item.kind === 'message' && item.role === 'user' && item.author !== props.me
+        ? [item.author]
+        : [],
+    ),
+  );
   // Where the journal stood when this page opened the conversation: ephemeral panels
   // shown before it are not shown again.
   const opened = useRef<{ sessionId: string; sequence: number } | null>(null);
@@ -200,6 +211,7 @@ export function Conversation(props: {
         state={state}
         pending={conversation.pending}
         me={props.me}
+        people={people}
         agent={agent}
         agentName={agentName || 'The agent'}
         writing={conversation.writing}

@@ -1,21 +1,31 @@
 import { useState } from 'react';
-import type { AgentInfo, ParleyClient } from 'parley/client';
-import { navigate } from '../router';
+import type { AgentInfo, ParleyClient, SessionProjection } from 'parley/client';
+import { navigate, onLinkClick } from '../router';
 import { explainRequestError } from '../words';
 
 /**
  * Start a conversation: pick an agent, give it a title (or let the first message be it).
- * On the first page (`landing`) it is a message box: the first message starts it.
+ * On the first page (`landing`) it is a message box: the first message starts it, and the
+ * conversation opened last (`continuing`, the `active_session_id` preference) is offered.
+ * The picker starts at the user's agent (the `active_agent` preference); choosing one
+ * saves it.
  */
 export function NewSession(props: {
   client: ParleyClient;
   agents: AgentInfo[];
+  preferredAgent: string | null;
+  onAgentChosen: (agent: string) => void;
   onCreated: () => void;
   landing?: boolean;
+  continuing?: SessionProjection | null;
 }) {
   const landing = props.landing === true;
-  const fallback = props.agents.find((agent) => agent.default)?.name ?? props.agents[0]?.name ?? '';
-  const [agent, setAgent] = useState(fallback);
+  const preferred = props.agents.find((agent) => agent.name === props.preferredAgent)?.name;
+  const fallback =
+    preferred ?? props.agents.find((agent) => agent.default)?.name ?? props.agents[0]?.name ?? '';
+  // Until the person picks one, the preferred agent (the agents and preferences load late).
+  const [picked, setPicked] = useState<string | null>(null);
+  const agent = picked ?? fallback;
   const [title, setTitle] = useState('');
   const [message, setMessage] = useState('');
   const [busy, setBusy] = useState(false);
@@ -49,6 +59,13 @@ export function NewSession(props: {
       {landing ? (
         <p className="muted small">Write your first message, or pick a conversation on the left.</p>
       ) : null}
+      {landing && props.continuing ? (
+        <p className="continue-session">
+          <a className="button" href={`/s/${props.continuing.session_id}`} onClick={onLinkClick}>
+            Continue {props.continuing.title ?? 'Untitled conversation'}
+          </a>
+        </p>
+      ) : null}
       <form
         onSubmit={(event) => {
           event.preventDefault();
@@ -59,7 +76,10 @@ export function NewSession(props: {
           Agent
           <select
             value={agent}
-            onChange={(event) => setAgent(event.target.value)}
+            onChange={(event) => {
+              setPicked(event.target.value);
+              props.onAgentChosen(event.target.value);
+            }}
             aria-label="Agent"
           >
             {props.agents.map((candidate) => (

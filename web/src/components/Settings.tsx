@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'react';
 import type { ParleyClient, Preferences } from 'parley/client';
+import { savePreferences } from '../preferences';
 import { explainRequestError, setDisplay } from '../words';
 
 /** Every time zone the browser knows, for the picker (empty: the browser's own). */
@@ -10,7 +11,7 @@ function timeZones(): string[] {
 
 /**
  * The signed-in user's preferences: the language and time zone their agents are told and
- * the app shows dates in. Saved whole (the other preferences as they were).
+ * the app shows dates in. The other preferences are kept as the server has them.
  */
 export function Settings(props: { client: ParleyClient }) {
   const [saved, setSaved] = useState<Preferences | null>(null);
@@ -40,9 +41,7 @@ export function Settings(props: { client: ParleyClient }) {
     setStatus('saving');
     setError(null);
     try {
-      const { workspace_id: _workspace, ...rest } = saved;
-      const stored = await props.client.savePreferences({
-        ...rest,
+      const stored = await savePreferences(props.client, {
         language: language.trim() || null,
         timezone: timezone || null,
       });

@@ -1,9 +1,11 @@
 import { useState } from 'react';
 import type { AgentInfo, ParleyClient } from 'parley/client';
+import type { Person } from '../conversation/authors';
 import type { ConversationState, Item, OptionOffer } from '../conversation/model';
 import type { PendingPost } from '../conversation/useConversation';
 import { Markdown } from '../markdown';
 import { explainError, explainRequestError, formatCost } from '../words';
+import { Avatar } from './Avatar';
 import { InputCard } from './InputCard';
 
 interface ThreadProps {
@@ -12,6 +14,8 @@ interface ThreadProps {
   state: ConversationState;
   pending: PendingPost[];
   me: string;
+  /** Other people's profiles by user id (a room): their display names and avatars. */
+  people: Map<string, Person>;
   agent: AgentInfo | undefined;
   agentName: string;
   writing: boolean;
@@ -78,14 +82,21 @@ function ThreadItem(props: ThreadProps & { item: Item; showUsage: boolean; asked
   switch (item.kind) {
     case 'message': {
       const mine = item.role === 'user' && item.author === props.me;
-      const who = item.role === 'assistant' ? item.author : mine ? 'You' : item.author;
+      const person = item.role === 'user' && !mine ? props.people.get(item.author) : undefined;
+      const name = person?.displayName ?? item.author;
+      const who = item.role === 'assistant' ? item.author : mine ? 'You' : name;
       return (
         <article
           className={`message ${item.role} ${mine ? 'mine' : ''}`}
           aria-label={`Message from ${who}`}
         >
           <div className="bubble">
-            <div className="author">{who}</div>
+            <div className="author">
+              {item.role === 'user' && !mine ? (
+                <Avatar name={name} url={person?.avatarUrl} />
+              ) : null}
+              <span title={person?.displayName ? item.author : undefined}>{who}</span>
+            </div>
             {item.option ? <p className="muted small">Chose “{item.option.value}”</p> : null}
             {item.content ? <Markdown source={item.content} /> : null}
           </div>

@@ -1,7 +1,9 @@
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useEffect, useMemo, useState } from 'react';
 import type { Me, ParleyClient } from 'parley/client';
+import { collapsedSections, savePreferences } from '../../preferences';
 import { Activity } from './Activity';
 import { Agents } from './Agents';
+import { DeskLayoutContext, type DeskLayout } from './DeskPanel';
 import { DesktopPanels } from './DesktopPanels';
 import { Dispatch } from './DispatchForm';
 import { Executions } from './Executions';
@@ -40,12 +42,32 @@ export function Desktop(props: { client: ParleyClient; me: Me }) {
   const onDispatched = useCallback(() => setRefresh((count) => count + 1), []);
   // The active workspace (a preference): what the executions and panels are filtered by.
   const [workspaceId, setWorkspaceId] = useState<string | null>(null);
+  // The layout (the `desktop` preference): which sections are collapsed.
+  const [collapsed, setCollapsed] = useState<ReadonlySet<string>>(new Set());
   useEffect(() => {
     client.preferences().then(
-      (saved) => setWorkspaceId(saved.workspace_id),
+      (saved) => {
+        setWorkspaceId(saved.workspace_id);
+        setCollapsed(new Set(collapsedSections(saved)));
+      },
       () => {},
     );
   }, [client]);
+  const layout = useMemo<DeskLayout>(
+    () => ({
+      collapsed,
+      toggle: (section) => {
+        const next = new Set(collapsed);
+        if (!next.delete(section)) next.add(section);
+        setCollapsed(next);
+        const list = sections.map(([id]) => id).filter((id) => next.has(id));
+        void savePreferences(client, (current) => ({
+          desktop: { ...current.desktop, collapsed: list },
+        })).catch(() => {});
+      },
+    }),
+    [client, collapsed],
+  );
 
   return (
     <section className="desktop" aria-label="Operator's desktop">
@@ -60,21 +82,23 @@ export function Desktop(props: { client: ParleyClient; me: Me }) {
         </nav>
         <WorkspacePicker client={client} workspaceId={workspaceId} onChange={setWorkspaceId} />
       </header>
-      <div className="desk-grid">
-        <Executions
-          client={client}
-          missions={missions}
-          refresh={refresh}
-          workspaceId={workspaceId}
-        />
-        <DesktopPanels client={client} workspaceId={workspaceId} />
-        <Dispatch client={client} onDispatched={onDispatched} onMissions={onMissions} />
-        <Activity client={client} />
-        <UsageCharts client={client} admin={admin} />
-        <Schedules client={client} admin={admin} />
-        <Memories client={client} admin={admin} />
-        <Agents client={client} admin={admin} />
-      </div>
+      <DeskLayoutContext.Provider value={layout}>
+        <div className="desk-grid">
+          <Executions
+            client={client}
+            missions={missions}
+            refresh={refresh}
+            workspaceId={workspaceId}
+          />
+          <DesktopPanels client={client} workspaceId={workspaceId} />
+          <Dispatch client={client} onDispatched={onDispatched} onMissions={onMissions} />
+          <Activity client={client} />
+          <UsageCharts client={client} admin={admin} />
+          <Schedules client={client} admin={admin} />
+          <Memories client={client} admin={admin} />
+          <Agents client={client} admin={admin} />
+        </div>
+      </DeskLayoutContext.Provider>
     </section>
   );
 }

@@ -3,6 +3,7 @@ import { newClientKey, type PanelView, type ParleyClient } from 'parley/client';
 import { useLiveRefresh } from '../../live';
 import { explainRequestError } from '../../words';
 import { PanelDocument, type SubmitForm } from '../panels/PanelDocument';
+import { DeskPanel } from './DeskPanel';
 
 /**
  * The desktop's panels (docs/web.md, "Panels"): the workspace panels of the active
@@ -45,16 +46,14 @@ export function DesktopPanels(props: { client: ParleyClient; workspaceId: string
         };
 
   return (
-    <section className="desk-panel wide" aria-labelledby="desk-panels" id="panels">
-      <h3 id="desk-panels">Panels</h3>
-      {error ? (
-        <p className="error small" role="alert">
-          {error}
-        </p>
-      ) : null}
-      {panels === null ? (
-        <p className="small muted">Loading…</p>
-      ) : panels.length === 0 ? (
+    <DeskPanel
+      id="panels"
+      title="Panels"
+      wide
+      error={error}
+      loading={panels === null ? 'Loading panels…' : false}
+    >
+      {panels === null ? null : panels.length === 0 ? (
         <p className="small muted">
           No panels yet. Agents show them with <code>show_panel</code> (scope <code>workspace</code>
           ), people with <code>POST /api/v1/panels</code>.
@@ -69,6 +68,6 @@ export function DesktopPanels(props: { client: ParleyClient; workspaceId: string
           ))}
         </div>
       )}
-    </section>
+    </DeskPanel>
   );
 }

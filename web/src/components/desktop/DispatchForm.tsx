@@ -9,6 +9,7 @@ import {
   type Mission,
 } from './desktopApi';
 import { usePoll } from './poll';
+import { DeskPanel } from './DeskPanel';
 
 /** One property of an input schema, as far as a form field needs it. */
 interface FieldSchema {
@@ -153,14 +154,12 @@ export function Dispatch(props: {
 
   const mission = missions?.find((candidate) => candidate.name === chosen) ?? missions?.[0];
   return (
-    <section className="desk-panel" aria-labelledby="desk-dispatch" id="dispatch">
-      <h3 id="desk-dispatch">Dispatch</h3>
-      {error ? (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      ) : null}
-      {missions === null && !error ? <p aria-busy="true">Loading missions…</p> : null}
+    <DeskPanel
+      id="dispatch"
+      title="Dispatch"
+      error={error}
+      loading={missions === null ? 'Loading missions…' : false}
+    >
       {missions !== null && missions.length === 0 ? (
         <p className="empty">No missions are defined for this tenant.</p>
       ) : null}
@@ -192,7 +191,7 @@ export function Dispatch(props: {
           />
         </>
       ) : null}
-    </section>
+    </DeskPanel>
   );
 }
 

@@ -18,6 +18,7 @@ import {
   type Execution,
 } from './desktopApi';
 import { usePoll } from './poll';
+import { DeskPanel } from './DeskPanel';
 
 /** How often the list is read: a status change shows within this. */
 export const executionsPollMs = 1500;
@@ -66,8 +67,13 @@ export function Executions(props: {
   usePoll(load, executionsPollMs);
 
   return (
-    <section className="desk-panel wide" aria-labelledby="desk-executions" id="executions">
-      <h3 id="desk-executions">Executions</h3>
+    <DeskPanel
+      id="executions"
+      title="Executions"
+      wide
+      error={error}
+      loading={items === null ? 'Loading executions…' : false}
+    >
       <div className="desk-filters">
         <label>
           Mission
@@ -92,12 +98,6 @@ export function Executions(props: {
           </select>
         </label>
       </div>
-      {error ? (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      ) : null}
-      {items === null && !error ? <p aria-busy="true">Loading executions…</p> : null}
       {items !== null && items.length === 0 ? (
         <p className="empty">No executions{mission || status ? ' match' : ' yet'}.</p>
       ) : null}
@@ -111,7 +111,7 @@ export function Executions(props: {
           />
         ))}
       </div>
-    </section>
+    </DeskPanel>
   );
 }
 

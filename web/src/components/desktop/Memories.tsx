@@ -4,6 +4,7 @@ import { onLinkClick } from '../../router';
 import { explainRequestError, formatDateTime, timeAgo } from '../../words';
 import { deleteMemory, listMemories, type Memory } from './desktopApi';
 import { usePoll } from './poll';
+import { DeskPanel } from './DeskPanel';
 
 const pollMs = 10_000;
 /** How many memories the panel reads at most (pages of 200): the search runs over them. */
@@ -70,8 +71,12 @@ export function Memories(props: { client: ParleyClient; admin: boolean }) {
   });
 
   return (
-    <section className="desk-panel" aria-labelledby="desk-memories" id="memories">
-      <h3 id="desk-memories">Memories</h3>
+    <DeskPanel
+      id="memories"
+      title="Memories"
+      error={error}
+      loading={items === null ? 'Loading memories…' : false}
+    >
       <div className="desk-filters">
         <label>
           Search memories
@@ -95,17 +100,11 @@ export function Memories(props: { client: ParleyClient; admin: boolean }) {
           </label>
         ) : null}
       </div>
-      {error ? (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      ) : null}
       {message ? (
         <p className="small muted" role="status">
           {message}
         </p>
       ) : null}
-      {items === null && !error ? <p aria-busy="true">Loading memories…</p> : null}
       {items !== null && shown.length === 0 ? (
         <p className="empty">{items.length === 0 ? 'No memories.' : 'No memory matches.'}</p>
       ) : null}
@@ -157,6 +156,6 @@ export function Memories(props: { client: ParleyClient; admin: boolean }) {
           The search covers the newest {readAtMost} memories; the API has no server-side search yet.
         </p>
       ) : null}
-    </section>
+    </DeskPanel>
   );
 }

@@ -3,6 +3,7 @@ import type { ParleyClient } from 'parley/client';
 import { explainRequestError, formatDateTime, timeAgo, timeLeft } from '../../words';
 import { listSchedules, switchSchedule, type Schedule } from './desktopApi';
 import { usePoll } from './poll';
+import { DeskPanel } from './DeskPanel';
 
 const pollMs = 10_000;
 
@@ -67,19 +68,17 @@ export function Schedules(props: { client: ParleyClient; admin: boolean }) {
   }
 
   return (
-    <section className="desk-panel" aria-labelledby="desk-schedules" id="schedules">
-      <h3 id="desk-schedules">Schedules</h3>
-      {error ? (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      ) : null}
+    <DeskPanel
+      id="schedules"
+      title="Schedules"
+      error={error}
+      loading={items === null ? 'Loading schedules…' : false}
+    >
       {message ? (
         <p className="small muted" role="status">
           {message}
         </p>
       ) : null}
-      {items === null && !error ? <p aria-busy="true">Loading schedules…</p> : null}
       {items !== null && items.length === 0 ? (
         <p className="empty">No schedules are configured.</p>
       ) : null}
@@ -147,6 +146,6 @@ export function Schedules(props: { client: ParleyClient; admin: boolean }) {
           {admin ? 'switching one off stops its fires' : 'an admin may switch one off and on'}.
         </p>
       ) : null}
-    </section>
+    </DeskPanel>
   );
 }

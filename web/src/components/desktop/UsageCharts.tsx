@@ -4,6 +4,7 @@ import type { ParleyClient } from 'parley/client';
 import { explainRequestError, formatCost, formatTokens } from '../../words';
 import { usageReport, type UsageTotals } from './desktopApi';
 import { usePoll } from './poll';
+import { DeskPanel } from './DeskPanel';
 
 const pollMs = 60_000;
 
@@ -127,8 +128,7 @@ export function UsageCharts(props: { client: ParleyClient; admin: boolean }) {
   usePoll(load, pollMs);
 
   return (
-    <section className="desk-panel wide" aria-labelledby="desk-usage" id="usage">
-      <h3 id="desk-usage">Usage and cost</h3>
+    <DeskPanel id="usage" title="Usage and cost" wide>
       {!admin ? (
         <p className="small muted">Usage and cost need the admin role.</p>
       ) : (
@@ -187,7 +187,7 @@ export function UsageCharts(props: { client: ParleyClient; admin: boolean }) {
           ) : null}
         </>
       )}
-    </section>
+    </DeskPanel>
   );
 }
 

@@ -1,10 +1,11 @@
 import { useEffect, useState } from 'react';
-import type { ParleyClient, Preferences, WorkspaceInfo } from 'parley/client';
+import type { ParleyClient, WorkspaceInfo } from 'parley/client';
+import { savePreferences } from '../../preferences';
 import { explainRequestError } from '../../words';
 
 /**
  * The active workspace (the `workspace_id` preference): the desktop's executions and
- * panels are those of it. Saved with the rest of the preferences, which PUT replaces whole.
+ * panels are those of it. Saved with the rest of the preferences as they are.
  */
 export function WorkspacePicker(props: {
   client: ParleyClient;
@@ -25,8 +26,7 @@ export function WorkspacePicker(props: {
     const workspaceId = value === '' ? null : value;
     setError(null);
     try {
-      const saved: Preferences = await client.preferences();
-      await client.savePreferences({ ...saved, workspace_id: workspaceId });
+      await savePreferences(client, { workspace_id: workspaceId });
       props.onChange(workspaceId);
     } catch (failure) {
       setError(explainRequestError(failure));

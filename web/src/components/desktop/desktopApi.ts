@@ -59,6 +59,11 @@ export function listExecutions(
   });
 }
 
+/** GET /api/v1/executions/{id} */
+export function getExecution(client: ParleyClient, executionId: string): Promise<Execution> {
+  return client.http.request('GET', `/api/v1/executions/${encodeURIComponent(executionId)}`);
+}
+
 /**
  * POST /api/v1/missions/{name}/executions. Idempotent by `execution_id`: the caller makes
  * it once per dispatch and a retry sends the same one (the server answers the same 202).
