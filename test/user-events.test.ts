@@ -16,8 +16,9 @@ const open: SseClient[] = [];
 beforeAll(async () => {
   server = await startTestServer(
     {
-      // Each read looks this far back past the last: short, so that "older" is quick to reach.
-      server: { user_stream_overlap_ms: 300 },
+      // Each read looks this far back past the last: short, so that "older" is quick to
+      // reach; long enough for an admission's commit on a loaded machine.
+      server: { user_stream_overlap_ms: 1500 },
       auth: {
         keys: [
           { key_env: 'K_ALICE', tenant: 'acme', user: 'alice', roles: [] },

@@ -8,6 +8,7 @@ import { route } from './contract.js';
 import type { ApiDeps } from './deps.js';
 import { viewerOf } from './sessionAccess.js';
 import { openEventStream } from './sseResponse.js';
+import { SseWriter } from './sseWriter.js';
 import { StreamSlots } from './streamSlots.js';
 
 /** The oldest cursor a reconnect may resume from; older ones get a `resync` frame. */
@@ -114,13 +115,20 @@ class UserStream {
   private watermark: number;
   private readonly resumed: boolean;
   private readonly tooOld: boolean;
+  private readonly sse: SseWriter;
 
   constructor(
     private readonly deps: ApiDeps,
     private readonly principal: Principal,
-    private readonly response: ServerResponse,
+    response: ServerResponse,
     cursor: number | null,
   ) {
+    // A reader that falls behind by the bound is dropped: it resumes with Last-Event-ID.
+    this.sse = new SseWriter(response, {
+      bufferBytes: deps.config.limits.streamBufferBytes,
+      keepaliveMs: deps.config.server.keepaliveMs,
+      onDrop: () => this.close(),
+    });
     const now = Date.now();
     this.tooOld = cursor !== null && cursor < now - userFeedReplayMs;
     this.resumed = cursor !== null && !this.tooOld;
@@ -138,10 +146,7 @@ class UserStream {
   }
 
   async run(): Promise<void> {
-    const keepalive = setInterval(
-      () => this.write(': keep-alive\n\n'),
-      this.deps.config.server.keepaliveMs,
-    );
+    const stopKeepAlive = this.sse.keepAlive();
     try {
       // `ready` says where the stream starts: resumed from the cursor, or from now (the
       // client loads its lists first); `resync` that the cursor was too old to resume.
@@ -158,7 +163,7 @@ class UserStream {
         this.wake = null;
       }
     } finally {
-      clearInterval(keepalive);
+      stopKeepAlive();
     }
   }
 
@@ -220,12 +225,6 @@ class UserStream {
   }
 
   private write(chunk: string): void {
-    if (this.closed || this.response.writableEnded || this.response.destroyed) return;
-    this.response.write(chunk);
-    // A reader that falls this far behind is dropped: it resumes with Last-Event-ID.
-    if (this.response.writableLength > this.deps.config.limits.streamBufferBytes) {
-      this.response.destroy();
-      this.close();
-    }
+    if (!this.closed) this.sse.write(chunk);
   }
 }

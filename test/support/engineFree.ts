@@ -26,6 +26,7 @@ export const engineFreeFiles = [
   'skills',
   'soak-budget-check',
   'soak-plan',
+  'sse-writer',
   'tool-runner',
   'tools',
   'web-cards',
