@@ -1028,10 +1028,11 @@ describe(`fuzzing every route (seed ${seed})`, () => {
     expect(tables).not.toContain('parley_migrations');
     expect(Object.keys(await fingerprint(server.db)).sort()).toEqual([...tables].sort());
     // What lets the fuzzer skip a hash: reading leaves the next transaction id alone, a
-    // write (even one rolled back) moves it.
+    // write (even one rolled back) moves it. (A PostgreSQL cluster is shared with the other
+    // test files, whose writes move it too: there only the second half holds.)
     const start = await nextTransactionId(server.db);
     await fingerprint(server.db, tables);
-    expect(await nextTransactionId(server.db)).toBe(start);
+    if (engine === 'pglite') expect(await nextTransactionId(server.db)).toBe(start);
     await server.db
       .transaction(async (tx) => {
         await tx.query(`update sessions set title = title where false`);
