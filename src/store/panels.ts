@@ -105,6 +105,24 @@ export async function readPanel(
   return row ? panelOf(row) : null;
 }
 
+/**
+ * Locks a panel for a change, in the one lock order: the row of its session first (a
+ * session panel's change is journaled there, as a reply's `update_panel` is), then its own.
+ * Null when it is gone, so that a change that lost a race with a delete writes nothing.
+ */
+export async function lockPanel(
+  tx: Queryable,
+  tenant: string,
+  panelId: string,
+): Promise<Panel | null> {
+  const seen = await readPanel(tx, tenant, panelId);
+  if (!seen) return null;
+  if (seen.session_id !== null) {
+    await tx.query('select 1 from sessions where session_id = $1 for update', [seen.session_id]);
+  }
+  return readPanel(tx, tenant, panelId, true);
+}
+
 /** Replaces what a panel shows (the fields given; undefined: kept). Null: no such panel. */
 export async function updatePanel(
   db: Queryable,
