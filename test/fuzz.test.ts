@@ -225,6 +225,15 @@ beforeAll(async () => {
   });
   expect(panel.status, 'the panel').toBe(201);
   panelId = panel.body.id;
+  // A workspace panel made and deleted: a removal the user stream tells desktops of.
+  const gone = await request(full.url, 'POST', '/api/v1/panels', {
+    title: 'Gone',
+    scope: 'workspace',
+    document: { type: 'markdown', text: 'gone' },
+  });
+  expect(gone.status, 'the removed panel').toBe(201);
+  const removed = await request(full.url, 'DELETE', `/api/v1/panels/${gone.body.id}`);
+  expect(removed.status, 'its removal').toBe(204);
   // A provider circuit's change of state, as a worker reports it (providers/circuit.ts).
   await recordCircuit(full.db, { provider: 'demo', state: 'closed', failures: 0 });
   // A credential reference, by the statement an external_auth answer runs (no tool of the

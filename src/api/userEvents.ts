@@ -2,8 +2,13 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { Principal } from '../config/types.js';
 import { ParleyError } from '../errors.js';
-import { changedWorkspacePanels, type Panel } from '../store/panels.js';
-import { readUserFeed, type UserFeedItem } from '../store/userFeed.js';
+import {
+  changedWorkspacePanels,
+  removedWorkspacePanels,
+  type Panel,
+  type PanelRemoval,
+} from '../store/panels.js';
+import { readUserFeed, userFeedReplayMs, type UserFeedItem } from '../store/userFeed.js';
 import { route } from './contract.js';
 import type { ApiDeps } from './deps.js';
 import { viewerOf } from './sessionAccess.js';
@@ -11,8 +16,6 @@ import { openEventStream } from './sseResponse.js';
 import { SseWriter } from './sseWriter.js';
 import { StreamSlots } from './streamSlots.js';
 
-/** The oldest cursor a reconnect may resume from; older ones get a `resync` frame. */
-export const userFeedReplayMs = 60 * 60 * 1000;
 /** Wake-ups that come close together are read as one. */
 const wakeupBatchMs = 100;
 const pageSize = 500;
@@ -43,7 +46,7 @@ export const userEventContracts = {
 /**
  * One live stream per person (docs/PROTOCOL.md, "The user stream"): the journal events of
  * every session the caller may see that change what a screen shows (a session list, an
- * inbox, an execution, a panel), and the caller's workspace panels as they change. Frames
+ * inbox, an execution, a panel), and the caller's workspace panels as they change or go. Frames
  * carry an `id` (the stream's time cursor, in milliseconds): a reconnect with
  * `Last-Event-ID` is sent what changed since, so nothing is missed; an item may come twice
  * across a reconnect (each names its session and sequence, or its panel and time).
@@ -204,6 +207,24 @@ class UserStream {
       }
       if (panels.length < pageSize || this.closed) break;
       afterPanel = panels[panels.length - 1] as { panel: Panel; at: Date };
+    }
+    let afterRemoval: { removal: PanelRemoval; at: Date } | null = null;
+    for (;;) {
+      const removals = await removedWorkspacePanels(
+        db,
+        this.principal,
+        since,
+        pageSize,
+        afterRemoval,
+      );
+      const id = String(Math.max(this.watermark, readAt));
+      for (const item of removals) {
+        this.once(`r:${item.removal.panel_id}:${item.at.getTime()}`, item.at, () =>
+          this.frame('panel_removed', item.removal, id),
+        );
+      }
+      if (removals.length < pageSize || this.closed) break;
+      afterRemoval = removals[removals.length - 1] as { removal: PanelRemoval; at: Date };
     }
     this.watermark = Math.max(this.watermark, readAt);
     // What fell out of the overlap window is never read again: forget it.
