@@ -570,7 +570,8 @@ function generator(random: () => number) {
       get(`/api/v1/chat/sessions/${segment()}/attachments/${segment()}`),
     'GET /api/v1/chat/sessions/{session_id}/files': () =>
       get(`/api/v1/chat/sessions/${segment()}/files`),
-    'GET /api/v1/memories': () => get(`/api/v1/memories?${query({ user: queryValue() })}`),
+    'GET /api/v1/memories': () =>
+      get(`/api/v1/memories?${query({ user: queryValue(), q: queryValue() })}`),
     'DELETE /api/v1/memories/{memory_id}': () => bare('DELETE', `/api/v1/memories/${segment()}`),
     'GET /api/v1/agents': () => get(`/api/v1/agents?${query({ namespace: queryValue() })}`),
     'GET /api/v1/agents/{name}/tools': () => get(`/api/v1/agents/${segment()}/tools`),
