@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshStorage } from './support/db.js';
 import { request, startTestServer, type TestServer } from './support/server.js';
@@ -86,18 +87,18 @@ describe('parley CLI', () => {
   });
 
   it('refuses `parley api` and `parley worker` on embedded storage', async () => {
-    for (const role of ['api', 'worker']) {
-      const result = await parley([role]);
+    for (const result of await Promise.all([parley(['api']), parley(['worker'])])) {
       expect(result.code).toBe(2);
       expect(result.stderr).toContain('needs PostgreSQL');
     }
   });
 
   it('migrates a fresh database, then reports it up to date', async () => {
+    // On PGlite a data directory with nothing in it: the first start's initdb too.
     const fresh = await freshStorage({ empty: true });
     const env: Record<string, string> = fresh.storage.url
       ? { DATABASE_URL: fresh.storage.url }
-      : { PARLEY_DATA_DIR: fresh.storage.dataDir };
+      : { PARLEY_DATA_DIR: join(fresh.storage.dataDir, 'new') };
     try {
       const first = await parley(['migrate'], env);
       expect(first.stderr).toBe('');

@@ -237,6 +237,15 @@ beforeAll(async () => {
   });
   expect(photo.status, 'the photo').toBe(201);
   photoId = ((await photo.json()) as { photo_id: string }).photo_id;
+  // A workspace panel made and deleted: a removal the user stream tells desktops of.
+  const gone = await request(full.url, 'POST', '/api/v1/panels', {
+    title: 'Gone',
+    scope: 'workspace',
+    document: { type: 'markdown', text: 'gone' },
+  });
+  expect(gone.status, 'the removed panel').toBe(201);
+  const removed = await request(full.url, 'DELETE', `/api/v1/panels/${gone.body.id}`);
+  expect(removed.status, 'its removal').toBe(204);
   // A provider circuit's change of state, as a worker reports it (providers/circuit.ts).
   await recordCircuit(full.db, { provider: 'demo', state: 'closed', failures: 0 });
   // A credential reference, by the statement an external_auth answer runs (no tool of the
@@ -582,7 +591,8 @@ function generator(random: () => number) {
       get(`/api/v1/chat/sessions/${segment()}/attachments/${segment()}`),
     'GET /api/v1/chat/sessions/{session_id}/files': () =>
       get(`/api/v1/chat/sessions/${segment()}/files`),
-    'GET /api/v1/memories': () => get(`/api/v1/memories?${query({ user: queryValue() })}`),
+    'GET /api/v1/memories': () =>
+      get(`/api/v1/memories?${query({ user: queryValue(), q: queryValue() })}`),
     'DELETE /api/v1/memories/{memory_id}': () => bare('DELETE', `/api/v1/memories/${segment()}`),
     'GET /api/v1/agents': () => get(`/api/v1/agents?${query({ namespace: queryValue() })}`),
     'GET /api/v1/agents/{name}/tools': () => get(`/api/v1/agents/${segment()}/tools`),
@@ -1087,10 +1097,11 @@ describe(`fuzzing every route (seed ${seed})`, () => {
     expect(tables).not.toContain('parley_migrations');
     expect(Object.keys(await fingerprint(server.db)).sort()).toEqual([...tables].sort());
     // What lets the fuzzer skip a hash: reading leaves the next transaction id alone, a
-    // write (even one rolled back) moves it.
+    // write (even one rolled back) moves it. (A PostgreSQL cluster is shared with the other
+    // test files, whose writes move it too: there only the second half holds.)
     const start = await nextTransactionId(server.db);
     await fingerprint(server.db, tables);
-    expect(await nextTransactionId(server.db)).toBe(start);
+    if (engine === 'pglite') expect(await nextTransactionId(server.db)).toBe(start);
     await server.db
       .transaction(async (tx) => {
         await tx.query(`update sessions set title = title where false`);

@@ -205,6 +205,31 @@ describe('listMemories and deleteMemory', () => {
     expect(await deleteMemory(db, 'pager', ids[0]!, 'erin')).toBe(true);
     expect(await deleteMemory(db, 'pager', ids[1]!, null)).toBe(true);
   });
+
+  it('searches by words as recall does: any word, stemmed; none matches nothing', async () => {
+    const owner = { tenant: 'searcher', agent: 'a', user: 'hana' };
+    const effects = new MemoryEffects();
+    const [tea, lyon, teas] = [
+      'Hana prefers green tea',
+      'Hana lives in Lyon',
+      'Hana collects teas from Lyon',
+    ].map((text) => effects.remember(text));
+    await commit(owner, effects);
+    const search = async (words: string) =>
+      (
+        await listMemories(
+          db,
+          { tenant: 'searcher', user: 'hana', agent: null, search: anyWordQuery(words) },
+          { limit: 10, cursor: null },
+        )
+      ).items.map((item) => item.memory_id);
+    expect(await search('GREEN')).toEqual([tea]);
+    // Newest first, whichever word matched; "tea" finds "teas" too.
+    expect(await search('tea')).toEqual([teas, tea]);
+    expect(await search('lyon green')).toEqual([teas, lyon, tea]);
+    expect(await search('?!')).toEqual([]);
+    expect(await search('absent')).toEqual([]);
+  });
 });
 
 describe('the remember, recall and forget tools', () => {

@@ -16,8 +16,9 @@ const open: SseClient[] = [];
 beforeAll(async () => {
   server = await startTestServer(
     {
-      // Each read looks this far back past the last: short, so that "older" is quick to reach.
-      server: { user_stream_overlap_ms: 300 },
+      // Each read looks this far back past the last: short, so that "older" is quick to
+      // reach; long enough for an admission's commit on a loaded machine.
+      server: { user_stream_overlap_ms: 1500 },
       auth: {
         keys: [
           { key_env: 'K_ALICE', tenant: 'acme', user: 'alice', roles: [] },
@@ -153,11 +154,25 @@ describe('the user stream', () => {
         (frame) => frame.event === 'panel' && frame.data.panel.document.text === 'v2',
       ),
     );
-    // Bob sees none of Alice's own desktop.
+    // Bob sees none of Alice's own desktop: neither the panel nor its removal.
     const bob = await stream(keys.bob);
     await bob.waitFor((client) => client.frames.some((frame) => frame.event === 'ready'));
+    // A deleted workspace panel is a removal: its desktops drop it.
+    const deleted = await request(
+      server.url,
+      'DELETE',
+      `/api/v1/panels/${made.body.id}`,
+      undefined,
+      auth(keys.alice),
+    );
+    expect(deleted.status).toBe(204);
+    await alice.waitFor((client) =>
+      client.frames.some(
+        (frame) => frame.event === 'panel_removed' && frame.data.panel_id === made.body.id,
+      ),
+    );
     await new Promise((resolve) => setTimeout(resolve, server.config.runtime.pollMs * 2));
-    expect(bob.frames.some((frame) => frame.event === 'panel')).toBe(false);
+    expect(bob.frames.some((frame) => frame.event.startsWith('panel'))).toBe(false);
   });
 
   it('resumes with Last-Event-ID: what changed while away arrives', async () => {

@@ -1,34 +1,36 @@
-import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../config/types.js';
 import type { Db } from '../store/db.js';
 import { cancelTurn, type CancelAnswer } from '../store/cancelTurn.js';
 import { openEventStream } from './sseResponse.js';
+import { SseWriter } from './sseWriter.js';
 
 /**
  * The event streams a protocol adapter answers with (docs/protocols.md): each opened on its
- * reply, kept alive by comments, its signal aborted when the client leaves or the app
- * closes (`closeAll`), and ended when its body returns.
+ * reply and written through an `SseWriter` (kept alive by comments, a client that leaves
+ * more than the bound unread dropped), its signal aborted when the client leaves, is
+ * dropped, or the app closes (`closeAll`), and ended when its body returns.
  */
 export class AdapterStreams {
   private readonly open = new Set<AbortController>();
 
-  constructor(private readonly keepaliveMs: number) {}
+  constructor(private readonly options: { keepaliveMs: number; bufferBytes: number }) {}
 
   async serve(
     request: FastifyRequest,
     reply: FastifyReply,
-    body: (response: ServerResponse, signal: AbortSignal) => Promise<void>,
+    body: (stream: SseWriter, signal: AbortSignal) => Promise<void>,
   ): Promise<void> {
     const controller = new AbortController();
     this.open.add(controller);
     const response = openEventStream(reply);
     request.raw.on('close', () => controller.abort());
-    const keepalive = setInterval(() => response.write(': keep-alive\n\n'), this.keepaliveMs);
+    const stream = new SseWriter(response, { ...this.options, onDrop: () => controller.abort() });
+    const stopKeepAlive = stream.keepAlive();
     try {
-      await body(response, controller.signal);
+      await body(stream, controller.signal);
     } finally {
-      clearInterval(keepalive);
+      stopKeepAlive();
       this.open.delete(controller);
       if (!response.writableEnded) response.end();
     }

@@ -8,6 +8,7 @@ import { findVisibleSession } from '../store/findVisibleSession.js';
 import { readEvents } from '../store/readEvents.js';
 import type { ApiDeps } from './deps.js';
 import { openEventStream } from './sseResponse.js';
+import { SseWriter } from './sseWriter.js';
 import { JournalFeed, type FeedSubscriber } from './feed.js';
 import { viewerOf } from './sessionAccess.js';
 import { StreamSlots } from './streamSlots.js';
@@ -193,17 +194,24 @@ class EventStream implements FeedSubscriber {
   private queue: ParleyEvent[] = [];
   private wake: (() => void) | null = null;
   private lastTyping = 0;
+  private readonly sse: SseWriter;
 
   constructor(
     private readonly deps: ApiDeps,
-    private readonly response: ServerResponse,
+    response: ServerResponse,
     private readonly sessionId: string,
     private cursor: number,
     private known: number,
     private readonly includeReasoning: boolean,
     /** Whether the stream's principal may still see the session. */
     private readonly stillVisible: () => Promise<boolean>,
-  ) {}
+  ) {
+    this.sse = new SseWriter(response, {
+      bufferBytes: deps.config.limits.streamBufferBytes,
+      keepaliveMs: deps.config.server.keepaliveMs,
+      onDrop: () => this.close(),
+    });
+  }
 
   /** Who may see the session changed: a principal who no longer may loses the stream. */
   recheck(): void {
@@ -253,10 +261,7 @@ class EventStream implements FeedSubscriber {
   }
 
   async run(): Promise<void> {
-    const keepalive = setInterval(
-      () => this.write(': keep-alive\n\n'),
-      this.deps.config.server.keepaliveMs,
-    );
+    const stopKeepAlive = this.sse.keepAlive();
     try {
       while (!this.closed) {
         this.queue = this.queue.filter((event) => event.sequence > this.cursor);
@@ -285,7 +290,7 @@ class EventStream implements FeedSubscriber {
         }
       }
     } finally {
-      clearInterval(keepalive);
+      stopKeepAlive();
     }
   }
 
@@ -302,42 +307,12 @@ class EventStream implements FeedSubscriber {
     }
   }
 
-  /**
-   * Waits until the client has read what is buffered (one listener at a time). A client
-   * that reads nothing for two keep-alive intervals is stalled: its connection is closed,
-   * and it resumes with Last-Event-ID whenever it comes back.
-   */
   private drained(): Promise<void> {
-    return new Promise<void>((resolve) => {
-      if (this.closed) return resolve();
-      const stalled = setTimeout(() => {
-        this.response.destroy();
-        this.close();
-        done();
-      }, this.deps.config.server.keepaliveMs * 2);
-      const done = () => {
-        clearTimeout(stalled);
-        this.response.off('drain', done);
-        this.response.off('close', done);
-        resolve();
-      };
-      this.response.on('drain', done);
-      this.response.on('close', done);
-    });
+    return this.closed ? Promise.resolve() : this.sse.drained();
   }
 
-  /**
-   * Writes a frame; returns false when the socket's buffer is full (wait for `drain`).
-   * A client that leaves more than the configured bound unread is disconnected.
-   */
+  /** Writes a frame; false when the socket's buffer is full (wait for `drain`). */
   private write(chunk: string): boolean {
-    if (this.closed || this.response.writableEnded || this.response.destroyed) return true;
-    const flushed = this.response.write(chunk);
-    if (this.response.writableLength > this.deps.config.limits.streamBufferBytes) {
-      this.response.destroy();
-      this.close();
-      return true;
-    }
-    return flushed;
+    return this.closed ? true : this.sse.write(chunk);
   }
 }

@@ -4,6 +4,7 @@ import { ParleyError } from '../errors.js';
 import { deleteMemory } from '../store/deleteMemory.js';
 import { decodeCursor } from '../store/listSessions.js';
 import { listMemories } from '../store/listMemories.js';
+import { anyWordQuery } from '../store/recallMemories.js';
 import type { ApiDeps } from './deps.js';
 import { hasRole } from './principal.js';
 import { route, routeOptions, typed } from './contract.js';
@@ -14,6 +15,10 @@ const listQuery = z
     limit: z.coerce.number().int().min(1).max(200).default(50),
     cursor: text().max(500).optional(),
     agent: text().min(1).max(128).optional(),
+    q: text()
+      .max(500)
+      .optional()
+      .meta({ description: 'words to search for: memories with any of them (stemmed, as recall)' }),
     /** Admins only, for someone else: a user name, or `*` for every user of the tenant. */
     user: text()
       .min(1)
@@ -77,7 +82,12 @@ export function memoryRoutes(app: FastifyInstance, deps: ApiDeps): void {
     }
     return listMemories(
       deps.db,
-      { tenant: principal.tenant, user: user === '*' ? null : user, agent: query.agent ?? null },
+      {
+        tenant: principal.tenant,
+        user: user === '*' ? null : user,
+        agent: query.agent ?? null,
+        search: query.q === undefined || query.q.trim() === '' ? null : anyWordQuery(query.q),
+      },
       { limit: query.limit, cursor },
     );
   });

@@ -21,6 +21,7 @@ import {
   deletePanel,
   insertPanel,
   listPanels,
+  lockPanel,
   readPanel,
   updatePanel,
   type Panel,
@@ -306,6 +307,8 @@ export function panelRoutes(app: FastifyInstance, deps: ApiDeps): void {
     const document = checkedDocument(body.document);
     const change = { title: body.title, channel: body.channel ?? found.channel, document };
     const updated = await deps.db.transaction(async (tx) => {
+      // Locked, then journaled: a change that lost a race with a delete writes nothing.
+      if (!(await lockPanel(tx, request.principal.tenant, found.id))) return null;
       if (found.scope === 'session' && found.session_id !== null) {
         await journalEvents(tx, found.session_id, [
           newEvent('panel', null, {
@@ -328,6 +331,7 @@ export function panelRoutes(app: FastifyInstance, deps: ApiDeps): void {
     async (request, reply) => {
       const found = await ownedPanel(request.principal, request.params.panelId);
       const deleted = await deps.db.transaction(async (tx) => {
+        if (!(await lockPanel(tx, request.principal.tenant, found.id))) return false;
         if (found.scope === 'session' && found.session_id !== null) {
           await journalEvents(tx, found.session_id, [
             newEvent('panel', null, { action: 'deleted', panel_id: found.id, by: 'user' }),

@@ -2,16 +2,20 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { Principal } from '../config/types.js';
 import { ParleyError } from '../errors.js';
-import { changedWorkspacePanels, type Panel } from '../store/panels.js';
-import { readUserFeed, type UserFeedItem } from '../store/userFeed.js';
+import {
+  changedWorkspacePanels,
+  removedWorkspacePanels,
+  type Panel,
+  type PanelRemoval,
+} from '../store/panels.js';
+import { readUserFeed, userFeedReplayMs, type UserFeedItem } from '../store/userFeed.js';
 import { route } from './contract.js';
 import type { ApiDeps } from './deps.js';
 import { viewerOf } from './sessionAccess.js';
 import { openEventStream } from './sseResponse.js';
+import { SseWriter } from './sseWriter.js';
 import { StreamSlots } from './streamSlots.js';
 
-/** The oldest cursor a reconnect may resume from; older ones get a `resync` frame. */
-export const userFeedReplayMs = 60 * 60 * 1000;
 /** Wake-ups that come close together are read as one. */
 const wakeupBatchMs = 100;
 const pageSize = 500;
@@ -42,7 +46,7 @@ export const userEventContracts = {
 /**
  * One live stream per person (docs/PROTOCOL.md, "The user stream"): the journal events of
  * every session the caller may see that change what a screen shows (a session list, an
- * inbox, an execution, a panel), and the caller's workspace panels as they change. Frames
+ * inbox, an execution, a panel), and the caller's workspace panels as they change or go. Frames
  * carry an `id` (the stream's time cursor, in milliseconds): a reconnect with
  * `Last-Event-ID` is sent what changed since, so nothing is missed; an item may come twice
  * across a reconnect (each names its session and sequence, or its panel and time).
@@ -114,13 +118,20 @@ class UserStream {
   private watermark: number;
   private readonly resumed: boolean;
   private readonly tooOld: boolean;
+  private readonly sse: SseWriter;
 
   constructor(
     private readonly deps: ApiDeps,
     private readonly principal: Principal,
-    private readonly response: ServerResponse,
+    response: ServerResponse,
     cursor: number | null,
   ) {
+    // A reader that falls behind by the bound is dropped: it resumes with Last-Event-ID.
+    this.sse = new SseWriter(response, {
+      bufferBytes: deps.config.limits.streamBufferBytes,
+      keepaliveMs: deps.config.server.keepaliveMs,
+      onDrop: () => this.close(),
+    });
     const now = Date.now();
     this.tooOld = cursor !== null && cursor < now - userFeedReplayMs;
     this.resumed = cursor !== null && !this.tooOld;
@@ -138,10 +149,7 @@ class UserStream {
   }
 
   async run(): Promise<void> {
-    const keepalive = setInterval(
-      () => this.write(': keep-alive\n\n'),
-      this.deps.config.server.keepaliveMs,
-    );
+    const stopKeepAlive = this.sse.keepAlive();
     try {
       // `ready` says where the stream starts: resumed from the cursor, or from now (the
       // client loads its lists first); `resync` that the cursor was too old to resume.
@@ -158,7 +166,7 @@ class UserStream {
         this.wake = null;
       }
     } finally {
-      clearInterval(keepalive);
+      stopKeepAlive();
     }
   }
 
@@ -200,6 +208,24 @@ class UserStream {
       if (panels.length < pageSize || this.closed) break;
       afterPanel = panels[panels.length - 1] as { panel: Panel; at: Date };
     }
+    let afterRemoval: { removal: PanelRemoval; at: Date } | null = null;
+    for (;;) {
+      const removals = await removedWorkspacePanels(
+        db,
+        this.principal,
+        since,
+        pageSize,
+        afterRemoval,
+      );
+      const id = String(Math.max(this.watermark, readAt));
+      for (const item of removals) {
+        this.once(`r:${item.removal.panel_id}:${item.at.getTime()}`, item.at, () =>
+          this.frame('panel_removed', item.removal, id),
+        );
+      }
+      if (removals.length < pageSize || this.closed) break;
+      afterRemoval = removals[removals.length - 1] as { removal: PanelRemoval; at: Date };
+    }
     this.watermark = Math.max(this.watermark, readAt);
     // What fell out of the overlap window is never read again: forget it.
     for (const [key, at] of this.sent) {
@@ -220,12 +246,6 @@ class UserStream {
   }
 
   private write(chunk: string): void {
-    if (this.closed || this.response.writableEnded || this.response.destroyed) return;
-    this.response.write(chunk);
-    // A reader that falls this far behind is dropped: it resumes with Last-Event-ID.
-    if (this.response.writableLength > this.deps.config.limits.streamBufferBytes) {
-      this.response.destroy();
-      this.close();
-    }
+    if (!this.closed) this.sse.write(chunk);
   }
 }

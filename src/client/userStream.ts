@@ -8,7 +8,7 @@ import type { PanelView } from './types.js';
  * What the user stream (`GET /api/v1/me/events`, PROTOCOL.md "The user stream") sends:
  * `ready` (where it starts: resumed from the cursor, or from now), `resync` (the cursor
  * was too old: reload what the screens show), a journal event of a session the caller
- * may see, or a workspace panel as it changed. An item may come again after a reconnect:
+ * may see, a workspace panel as it changed, or one removed. An item may come again after a reconnect:
  * a session event is identified by its session and sequence, a panel by its id and
  * `updated_at`.
  */
@@ -16,7 +16,8 @@ export type UserStreamFrame =
   | { type: 'ready'; resumed: boolean }
   | { type: 'resync'; resumed: false }
   | { type: 'session_event'; session_id: string; event: ParleyEvent }
-  | { type: 'panel'; panel: PanelView };
+  | { type: 'panel'; panel: PanelView }
+  | { type: 'panel_removed'; panel_id: string; workspace_id: string | null };
 
 export type UserStreamState = 'connecting' | 'open' | 'reconnecting' | 'closed';
 

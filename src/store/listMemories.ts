@@ -17,19 +17,26 @@ export interface MemoryPage {
 
 /**
  * A tenant's memories, newest first, filtered to one user and/or one agent when given
- * (null: all). Ids are ULIDs made when a turn buffered the memory, so they sort by age;
+ * (null: all), and to those matching `search` (a tsquery as `recall` makes one: any of its
+ * words; '' matches nothing). Ids are ULIDs made when a turn buffered the memory, so they sort by age;
  * the cursor is the last id (exact, unlike a timestamp rounded to milliseconds).
  */
 export async function listMemories(
   db: Queryable,
-  filter: { tenant: string; user: string | null; agent: string | null },
+  filter: { tenant: string; user: string | null; agent: string | null; search?: string | null },
   page: { limit: number; cursor: string | null },
 ): Promise<MemoryPage> {
-  const params: unknown[] = [filter.tenant, filter.user, filter.agent, page.limit + 1];
+  const params: unknown[] = [
+    filter.tenant,
+    filter.user,
+    filter.agent,
+    page.limit + 1,
+    filter.search ?? null,
+  ];
   let after = '';
   if (page.cursor) {
     params.push(page.cursor);
-    after = 'and memory_id < $5';
+    after = 'and memory_id < $6';
   }
   const found = await db.query<{
     memory_id: string;
@@ -44,6 +51,7 @@ export async function listMemories(
       where tenant = $1
         and ($2::text is null or user_id = $2)
         and ($3::text is null or agent = $3)
+        and ($5::text is null or ($5 <> '' and search @@ to_tsquery('english', $5)))
         ${after}
       order by memory_id desc
       limit $4`,

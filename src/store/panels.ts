@@ -3,6 +3,7 @@ import type { PanelComponent } from '../protocol/panels.js';
 import type { Principal } from '../config/types.js';
 import type { Queryable } from './db.js';
 import { encodeCursor } from './listSessions.js';
+import { userFeedReplayMs } from './userFeed.js';
 import { memberParams, memberSql } from './workspaces.js';
 
 export type PanelScope = 'session' | 'workspace';
@@ -105,6 +106,24 @@ export async function readPanel(
   return row ? panelOf(row) : null;
 }
 
+/**
+ * Locks a panel for a change, in the one lock order: the row of its session first (a
+ * session panel's change is journaled there, as a reply's `update_panel` is), then its own.
+ * Null when it is gone, so that a change that lost a race with a delete writes nothing.
+ */
+export async function lockPanel(
+  tx: Queryable,
+  tenant: string,
+  panelId: string,
+): Promise<Panel | null> {
+  const seen = await readPanel(tx, tenant, panelId);
+  if (!seen) return null;
+  if (seen.session_id !== null) {
+    await tx.query('select 1 from sessions where session_id = $1 for update', [seen.session_id]);
+  }
+  return readPanel(tx, tenant, panelId, true);
+}
+
 /** Replaces what a panel shows (the fields given; undefined: kept). Null: no such panel. */
 export async function updatePanel(
   db: Queryable,
@@ -132,16 +151,75 @@ export async function updatePanel(
   return row ? panelOf(row) : null;
 }
 
+/**
+ * Deletes a panel; a workspace panel leaves a removal for the user stream (and removals
+ * older than the stream's replay window, `userFeedReplayMs`, go). False when it was already gone.
+ */
 export async function deletePanel(
   db: Queryable,
   tenant: string,
   panelId: string,
 ): Promise<boolean> {
-  const deleted = await db.query('delete from panels where panel_id = $1 and tenant = $2', [
-    panelId,
-    tenant,
-  ]);
+  const deleted = await db.query(
+    `with gone as (
+       delete from panels where panel_id = $1 and tenant = $2
+       returning tenant, panel_id, owner, workspace_id, scope
+     ), removed as (
+       insert into panel_removals (tenant, panel_id, owner, workspace_id)
+       select tenant, panel_id, owner, workspace_id from gone where scope = 'workspace'
+       on conflict (tenant, panel_id) do update set removed_at = now()
+     ), expired as (
+       delete from panel_removals
+        where tenant = $2 and removed_at < now() - make_interval(secs => $3::double precision / 1000)
+     )
+     select 1 from gone`,
+    [panelId, tenant, userFeedReplayMs],
+  );
   return deleted.rowCount > 0;
+}
+
+export interface PanelRemoval {
+  panel_id: string;
+  workspace_id: string | null;
+}
+
+/**
+ * The workspace panels removed since `since` that a principal saw (its own, and those of
+ * its workspaces), oldest first: what the user stream tells a desktop.
+ */
+export async function removedWorkspacePanels(
+  db: Queryable,
+  principal: Principal,
+  since: Date,
+  limit: number,
+  after: { removal: PanelRemoval; at: Date } | null = null,
+): Promise<{ removal: PanelRemoval; at: Date }[]> {
+  const found = await db.query<PanelRemoval & { removed_at: Date }>(
+    {
+      name: 'removed_workspace_panels',
+      text: `select r.panel_id, r.workspace_id, r.removed_at from panel_removals r
+              where r.tenant = $1 and r.removed_at >= $2
+                and (r.owner = $4 or exists (
+                      select 1 from workspaces w
+                       where w.tenant = r.tenant and w.workspace_id = r.workspace_id
+                         and ${memberSql('w', 3)}))
+                and ($7::timestamptz is null or (r.removed_at, r.panel_id) > ($7, $8))
+              order by r.removed_at, r.panel_id
+              limit $6`,
+    },
+    [
+      principal.tenant,
+      since,
+      ...memberParams(principal),
+      limit,
+      after?.at ?? null,
+      after?.removal.panel_id ?? null,
+    ],
+  );
+  return found.rows.map((row) => ({
+    removal: { panel_id: row.panel_id, workspace_id: row.workspace_id },
+    at: row.removed_at,
+  }));
 }
 
 /** Which panels a listing asks for: one session's, one workspace's, or the caller's own. */

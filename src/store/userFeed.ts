@@ -25,6 +25,9 @@ export const userFeedTypes = [
   'rewound',
 ] as const;
 
+/** The oldest cursor a reconnect may resume from; older ones get a `resync` frame. */
+export const userFeedReplayMs = 60 * 60 * 1000;
+
 export interface UserFeedItem {
   session_id: string;
   /** When the event was journaled (its transaction's time). */

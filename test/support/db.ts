@@ -9,7 +9,7 @@ import { openPglite } from '../../src/store/pglite.js';
 import { openPostgres } from '../../src/store/postgres.js';
 import { isEngineFree } from './engineFree.js';
 import { testSharedBuffersMb } from './embedded.js';
-import { copyPgliteTemplate, postgresTemplateName } from './template.js';
+import { copyPgliteInitdb, copyPgliteTemplate, postgresTemplateName } from './template.js';
 
 export const engine: 'pglite' | 'postgres' =
   process.env.PARLEY_TEST_ENGINE === 'postgres' ? 'postgres' : 'pglite';
@@ -25,7 +25,7 @@ export function adminUrl(): string {
 /**
  * A fresh storage location for one test: a new database on PostgreSQL, a new data
  * directory for PGlite, each a copy of the migrated template (template.ts) unless `empty`
- * (no schema at all: the migration tests). Never shared between tests, never mocked.
+ * (no schema at all: the migration tests; on PGlite a copy of an initdb'd directory). Never shared between tests, never mocked.
  */
 export async function freshStorage(options: { empty?: boolean } = {}): Promise<{
   storage: { url: string | null; dataDir: string };
@@ -39,7 +39,8 @@ export async function freshStorage(options: { empty?: boolean } = {}): Promise<{
     throw new Error(`${testPath} opens a database: remove it from test/support/engineFree.ts`);
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-test-'));
   if (engine === 'pglite') {
-    if (!options.empty) copyPgliteTemplate(dataDir);
+    if (options.empty) copyPgliteInitdb(dataDir);
+    else copyPgliteTemplate(dataDir);
     return {
       storage: { url: null, dataDir },
       drop: async () => rmSync(dataDir, { recursive: true, force: true }),

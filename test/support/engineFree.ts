@@ -28,6 +28,7 @@ export const engineFreeFiles = [
   'soak-budget-check',
   'soak-plan',
   'speech-config',
+  'sse-writer',
   'tool-runner',
   'tools',
   'web-cards',

@@ -1,12 +1,26 @@
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { listMigrations, migrate } from '../../src/store/migrate.js';
+import type { Db } from '../../src/store/db.js';
 import { openPglite } from '../../src/store/pglite.js';
 import { openPostgres } from '../../src/store/postgres.js';
 import { testSharedBuffersMb } from './embedded.js';
+
+const pgliteVersion = (
+  JSON.parse(
+    readFileSync(
+      join(
+        dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite')),
+        '../package.json',
+      ),
+      'utf8',
+    ),
+  ) as { version: string }
+).version;
 
 /**
  * A migrated, empty database to copy for every test: PGlite's initdb alone takes several
@@ -29,14 +43,38 @@ export function postgresTemplateName(): string {
   return `parley_template_${templateKey()}`;
 }
 
+/**
+ * A data directory PGlite's initdb has made, with no schema: what the migration tests
+ * start from (an initdb costs ten times the migrations). Named after PGlite's version.
+ */
+export function pgliteInitdbDir(): string {
+  return join(tmpdir(), `parley-initdb-${pgliteVersion}`);
+}
+
 export async function ensurePgliteTemplate(): Promise<void> {
-  const dir = pgliteTemplateDir();
+  await ensurePgliteDir(pgliteInitdbDir(), async () => {});
+  await ensurePgliteDir(
+    pgliteTemplateDir(),
+    async (db) => {
+      await migrate(db);
+    },
+    pgliteInitdbDir(),
+  );
+}
+
+/** Makes `dir` once (from a copy of `from`, else by initdb), atomically by a rename. */
+async function ensurePgliteDir(
+  dir: string,
+  fill: (db: Db) => Promise<void>,
+  from?: string,
+): Promise<void> {
   if (existsSync(join(dir, 'PG_VERSION'))) return;
   const building = `${dir}.${process.pid}`;
   rmSync(building, { recursive: true, force: true });
-  mkdirSync(building, { recursive: true });
+  if (from) cpSync(from, building, { recursive: true });
+  else mkdirSync(building, { recursive: true });
   const db = await openPglite(building, { sharedBuffersMb: testSharedBuffersMb });
-  await migrate(db);
+  await fill(db);
   await db.close();
   rmSync(join(building, 'parley.lock'), { force: true });
   try {
@@ -50,6 +88,11 @@ export async function ensurePgliteTemplate(): Promise<void> {
 /** Copies the template into an empty directory. */
 export function copyPgliteTemplate(into: string): void {
   cpSync(pgliteTemplateDir(), into, { recursive: true });
+}
+
+/** Copies the initdb'd directory (no schema) into an empty directory. */
+export function copyPgliteInitdb(into: string): void {
+  cpSync(pgliteInitdbDir(), into, { recursive: true });
 }
 
 export async function ensurePostgresTemplate(adminUrl: string): Promise<void> {

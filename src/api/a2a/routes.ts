@@ -14,6 +14,7 @@ import { answerForPrincipal } from '../inputs.js';
 import { JournalFollower } from '../journalFollower.js';
 import { findVisibleTurn, viewerOf } from '../sessionAccess.js';
 import { openEventStream } from '../sseResponse.js';
+import { SseWriter } from '../sseWriter.js';
 import { admitForPrincipal } from '../turns.js';
 import { agentCardOf } from './card.js';
 import {
@@ -371,7 +372,7 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
       `data: ${JSON.stringify({ jsonrpc: '2.0', id, result: StreamResponse.toJSON(value) })}\n\n`;
     const done = () => fold.ended || (how.stopAtInput && fold.settled);
     let response: ReturnType<typeof openEventStream> | null = null;
-    let keepalive: NodeJS.Timeout | null = null;
+    let stopKeepAlive = () => {};
     try {
       // The task before its first update (fromStart), else as it stands once caught up.
       let first: Task | null = null;
@@ -383,12 +384,13 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
       });
       let sent = first === null ? fold.updates.length : 0;
       response = openEventStream(reply);
-      const stream = response;
       request.raw.on('close', () => controller.abort());
-      keepalive = setInterval(
-        () => stream.write(': keep-alive\n\n'),
-        deps.config.server.keepaliveMs,
-      );
+      const stream = new SseWriter(response, {
+        keepaliveMs: deps.config.server.keepaliveMs,
+        bufferBytes: deps.config.limits.streamBufferBytes,
+        onDrop: () => controller.abort(),
+      });
+      stopKeepAlive = stream.keepAlive();
       stream.write(frame({ payload: { $case: 'task', value: first ?? fold.snapshot() } }));
       for (const update of fold.updates.slice(sent)) stream.write(frame(update));
       sent = fold.updates.length;
@@ -398,7 +400,7 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
         sent = fold.updates.length;
       }
     } finally {
-      if (keepalive) clearInterval(keepalive);
+      stopKeepAlive();
       follower.close();
       open.delete(controller);
       if (response && !response.writableEnded) response.end();

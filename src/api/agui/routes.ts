@@ -1,4 +1,3 @@
-import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Principal } from '../../config/types.js';
@@ -16,6 +15,7 @@ import { viewerOf } from '../sessionAccess.js';
 import { AdapterStreams } from '../adapterStreams.js';
 import { isStorableText } from '../validate.js';
 import { StreamSlots } from '../streamSlots.js';
+import type { SseWriter } from '../sseWriter.js';
 import { admitForPrincipal, checkMessage } from '../turns.js';
 import { aguiContracts, type resumeEntry, type runInput } from './contracts.js';
 import { AgUiFold, type AgUiFrame } from './fold.js';
@@ -30,7 +30,10 @@ type RunInput = z.output<typeof runInput>;
 export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   const feed = new JournalFeed(deps.db, deps.wakeups, deps.config.runtime.pollMs);
   const slots = new StreamSlots(deps.config.limits.streamsPerPrincipal);
-  const streams = new AdapterStreams(deps.config.server.keepaliveMs);
+  const streams = new AdapterStreams({
+    keepaliveMs: deps.config.server.keepaliveMs,
+    bufferBytes: deps.config.limits.streamBufferBytes,
+  });
   app.addHook('onClose', async () => {
     feed.stop();
     streams.closeAll();
@@ -247,14 +250,14 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
     sessionId: string,
     from: number,
     fold: AgUiFold,
-    send: (response: ServerResponse, frames: AgUiFrame[], first: boolean) => void,
+    send: (stream: SseWriter, frames: AgUiFrame[], first: boolean) => void,
   ): Promise<void> {
-    await streams.serve(request, reply, async (response, signal) => {
+    await streams.serve(request, reply, async (stream, signal) => {
       const follower = new JournalFollower(deps.db, feed, sessionId, from);
       let first = true;
       try {
         for (;;) {
-          send(response, fold.take(), first);
+          send(stream, fold.take(), first);
           first = false;
           if (fold.over || signal.aborted) break;
           if (!(await follower.take(signal, (event) => fold.apply(event)))) break;
@@ -270,7 +273,7 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
 }
 
 /** AG-UI frames as SSE; with `ids`, the last one carries its journal sequence as its id. */
-function write(response: ServerResponse, frames: AgUiFrame[], ids: boolean): void {
+function write(stream: SseWriter, frames: AgUiFrame[], ids: boolean): void {
   if (frames.length === 0) return;
   const last = frames.length - 1;
   const text = frames
@@ -282,7 +285,7 @@ function write(response: ServerResponse, frames: AgUiFrame[], ids: boolean): voi
         })}\n\n`,
     )
     .join('');
-  response.write(text);
+  stream.write(text);
 }
 
 /** The turn's message: the text of the last message, which must be the user's. */

@@ -38,7 +38,10 @@ import {
 export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   installOpenaiErrors(app);
   const feed = new JournalFeed(deps.db, deps.wakeups, deps.config.runtime.pollMs);
-  const streams = new AdapterStreams(deps.config.server.keepaliveMs);
+  const streams = new AdapterStreams({
+    keepaliveMs: deps.config.server.keepaliveMs,
+    bufferBytes: deps.config.limits.streamBufferBytes,
+  });
   app.addHook('onClose', async () => {
     feed.stop();
     streams.closeAll();
@@ -338,14 +341,14 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
     frames: (event: StreamEvent) => string[],
     last: string | null = null,
   ): Promise<void> {
-    await streams.serve(request, reply, async (response, signal) => {
+    await streams.serve(request, reply, async (stream, signal) => {
       const fold = new ResponseFold(identity);
       const follower = new JournalFollower(deps.db, feed, identity.sessionId, from);
       let sent = after;
       const flush = () => {
         for (const event of fold.events) {
           if (event.sequence_number <= sent) continue;
-          for (const frame of frames(event)) response.write(frame);
+          for (const frame of frames(event)) stream.write(frame);
           sent = event.sequence_number;
         }
       };
@@ -354,7 +357,7 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
         while (!fold.ended && (await follower.take(signal, (event) => fold.apply(event)))) {
           flush();
         }
-        if (fold.ended && last !== null) response.write(last);
+        if (fold.ended && last !== null) stream.write(last);
       } finally {
         follower.close();
       }
