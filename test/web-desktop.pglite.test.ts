@@ -603,6 +603,9 @@ describe('the desktop', () => {
     });
     expect(changed.status).toBe(200);
     await board.getByText('Paged: disk full').waitFor();
+    // A deleted one goes from the open page (the stream's panel_removed).
+    expect((await api('DELETE', `/api/v1/panels/${made.body.id}`)).status).toBe(204);
+    await board.waitFor({ state: 'detached' });
     // Back to all: both executions again.
     await page.getByLabel('Workspace').selectOption({ label: 'All' });
     await execution(page, 'ws_out_1').waitFor();

@@ -30,7 +30,9 @@ export function DesktopPanels(props: { client: ParleyClient; workspaceId: string
   useLiveRefresh(
     load,
     (frame) =>
-      frame.type === 'panel' || (frame.type === 'session_event' && frame.event.type === 'panel'),
+      frame.type === 'panel' ||
+      frame.type === 'panel_removed' ||
+      (frame.type === 'session_event' && frame.event.type === 'panel'),
     { fallbackMs: 5000 },
   );
 

@@ -1,4 +1,4 @@
-import { useCallback, useRef, useState } from 'react';
+import { useCallback, useEffect, useRef, useState } from 'react';
 import type { ParleyClient } from 'parley/client';
 import { onLinkClick } from '../../router';
 import { explainRequestError, formatDateTime, timeAgo } from '../../words';
@@ -7,13 +7,15 @@ import { usePoll } from './poll';
 import { DeskPanel } from './DeskPanel';
 
 const pollMs = 10_000;
-/** How many memories the panel reads at most (pages of 200): the search runs over them. */
-const readAtMost = 1000;
+/** How many memories a page shows; "More" reads the next. */
+const pageSize = 100;
+/** Typing settles this long before the search is asked for. */
+const searchSettleMs = 300;
 
 /**
  * What agents remember about people (GET /api/v1/memories; an admin may show the whole
- * tenant's), searched by words over what was read, and deleted one by one (DELETE
- * /api/v1/memories/{id}) after a confirmation.
+ * tenant's), searched by the server by words as `recall` does (`?q=`), and deleted one by
+ * one (DELETE /api/v1/memories/{id}) after a confirmation.
  */
 export function Memories(props: { client: ParleyClient; admin: boolean }) {
   const { client, admin } = props;
@@ -22,9 +24,19 @@ export function Memories(props: { client: ParleyClient; admin: boolean }) {
   const [error, setError] = useState<string | null>(null);
   const [scope, setScope] = useState<'mine' | 'everyone'>('mine');
   const [search, setSearch] = useState('');
+  const [query, setQuery] = useState('');
+  const [pages, setPages] = useState(1);
   const [confirming, setConfirming] = useState<string | null>(null);
   const [message, setMessage] = useState<string | null>(null);
   const deleted = useRef(new Set<string>());
+
+  useEffect(() => {
+    const settled = setTimeout(() => {
+      setQuery(search.trim());
+      setPages(1);
+    }, searchSettleMs);
+    return () => clearTimeout(settled);
+  }, [search]);
 
   const load = useCallback(
     async (current: () => boolean) => {
@@ -34,12 +46,13 @@ export function Memories(props: { client: ParleyClient; admin: boolean }) {
         do {
           const page = await listMemories(client, {
             user: scope === 'everyone' ? '*' : undefined,
+            q: query || undefined,
             cursor,
-            limit: 200,
+            limit: pageSize,
           });
           all.push(...page.items);
           cursor = page.next_cursor;
-        } while (cursor && all.length < readAtMost);
+        } while (cursor && all.length < pages * pageSize);
         if (!current()) return;
         setItems(all.filter((memory) => !deleted.current.has(memory.memory_id)));
         setMore(cursor !== null);
@@ -48,7 +61,7 @@ export function Memories(props: { client: ParleyClient; admin: boolean }) {
         if (current()) setError(explainRequestError(failure));
       }
     },
-    [client, scope],
+    [client, scope, query, pages],
   );
   usePoll(load, pollMs);
 
@@ -64,11 +77,7 @@ export function Memories(props: { client: ParleyClient; admin: boolean }) {
     }
   }
 
-  const words = search.toLowerCase().split(/\s+/).filter(Boolean);
-  const shown = (items ?? []).filter((memory) => {
-    const haystack = `${memory.text} ${memory.agent} ${memory.user}`.toLowerCase();
-    return words.every((word) => haystack.includes(word));
-  });
+  const shown = items ?? [];
 
   return (
     <DeskPanel
@@ -83,7 +92,7 @@ export function Memories(props: { client: ParleyClient; admin: boolean }) {
           <input
             type="search"
             value={search}
-            placeholder="Words in the memory, agent or user"
+            placeholder="Words in the memory"
             onChange={(event) => setSearch(event.target.value)}
           />
         </label>
@@ -106,7 +115,7 @@ export function Memories(props: { client: ParleyClient; admin: boolean }) {
         </p>
       ) : null}
       {items !== null && shown.length === 0 ? (
-        <p className="empty">{items.length === 0 ? 'No memories.' : 'No memory matches.'}</p>
+        <p className="empty">{query ? 'No memory matches.' : 'No memories.'}</p>
       ) : null}
       <ul className="desk-list" aria-label="Memories found">
         {shown.map((memory) => (
@@ -152,9 +161,9 @@ export function Memories(props: { client: ParleyClient; admin: boolean }) {
         ))}
       </ul>
       {more ? (
-        <p className="small muted">
-          The search covers the newest {readAtMost} memories; the API has no server-side search yet.
-        </p>
+        <button type="button" onClick={() => setPages((count) => count + 1)}>
+          More memories
+        </button>
       ) : null}
     </DeskPanel>
   );

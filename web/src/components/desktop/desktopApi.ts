@@ -185,10 +185,11 @@ export interface Memory {
 /** GET /api/v1/memories (admins may name `user`, `*` for everyone). */
 export function listMemories(
   client: ParleyClient,
-  filter: { agent?: string; user?: string; cursor?: string | null; limit?: number },
+  filter: { agent?: string; user?: string; q?: string; cursor?: string | null; limit?: number },
 ): Promise<{ items: Memory[]; next_cursor: string | null }> {
   return client.http.request('GET', '/api/v1/memories', {
     query: {
+      q: filter.q || undefined,
       limit: filter.limit ?? 200,
       cursor: filter.cursor ?? undefined,
       agent: filter.agent || undefined,
