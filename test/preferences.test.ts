@@ -235,6 +235,11 @@ describe('the profile', () => {
     for (const body of [
       { avatar_url: 'javascript:alert(1)' },
       { avatar_url: 'http://example.com/a.png' },
+      { avatar_url: `https://example.com/${'a'.repeat(2048)}.png` },
+      // A data: URL must be an image of its declared type, and small.
+      { avatar_url: `data:image/png;base64,${Buffer.from('<svg/>').toString('base64')}` },
+      { avatar_url: `data:image/svg+xml;base64,${Buffer.from('<svg/>').toString('base64')}` },
+      { avatar_url: `data:image/png;base64,${pngBytes(60_000).toString('base64')}` },
       { display_name: '' },
       { display_name: 'x'.repeat(81) },
       {},
@@ -245,6 +250,25 @@ describe('the profile', () => {
       expect(refused.body.error).toBe('invalid_request');
     }
     expect(await me()).toEqual(before);
+    // A small picture inline is accepted (what the web app can show).
+    const inline = `data:image/png;base64,${pngBytes(200).toString('base64')}`;
+    const pictured = await request(
+      server.url,
+      'PATCH',
+      '/api/v1/me',
+      { avatar_url: inline },
+      auth(keys.globex),
+    );
+    expect(pictured.status).toBe(200);
+    expect(pictured.body.avatar_url).toBe(inline);
+    const back = await request(
+      server.url,
+      'PATCH',
+      '/api/v1/me',
+      { avatar_url: before.avatar_url },
+      auth(keys.globex),
+    );
+    expect(back.body).toEqual(before);
     await request(server.url, 'PATCH', '/api/v1/me', { display_name: null }, auth(keys.globex));
     expect(await me()).toMatchObject({
       display_name: null,
@@ -303,3 +327,10 @@ describe("the user's language and local time reach the agent", () => {
     );
   });
 });
+
+/** `size` bytes that begin as a PNG does (the magic bytes are what is checked). */
+function pngBytes(size: number): Buffer {
+  const bytes = Buffer.alloc(size, 7);
+  Buffer.from('\x89PNG\r\n\x1a\n', 'latin1').copy(bytes);
+  return bytes;
+}

@@ -68,7 +68,7 @@ describe('SseWriter', () => {
 
   it('keeps a reader alive with comments, and ends a stalled one after two intervals', async () => {
     let dropped = 0;
-    let writer: Promise<void> | null = null;
+    const writers: Promise<void>[] = [];
     const { port, open } = await serve((response) => {
       const stream = new SseWriter(response, {
         bufferBytes: 64 * 1024 * 1024,
@@ -79,20 +79,22 @@ describe('SseWriter', () => {
       response.on('close', stop);
       // A writer that waits for its reader: once the kernel's buffers are full too, it
       // waits for a reader that never comes.
-      writer = (async () => {
-        while (!response.destroyed) {
-          if (!stream.write(`data: ${'y'.repeat(64 * 1024)}\n\n`)) await stream.drained();
-        }
-      })();
+      writers.push(
+        (async () => {
+          while (!response.destroyed) {
+            if (!stream.write(`data: ${'y'.repeat(64 * 1024)}\n\n`)) await stream.drained();
+          }
+        })(),
+      );
     });
     const socket = pausedClient(port);
     await until(
-      async () => ({ dropped, open: open(), writing: writer !== null }),
+      async () => ({ dropped, open: open(), writing: writers.length > 0 }),
       (state) => state.writing && state.dropped === 1 && state.open === 0,
       'the stalled reader dropped',
     );
     // The waiting writer was let go.
-    await writer;
+    await Promise.all(writers);
     socket.destroy();
 
     // A reader that reads gets the keep-alive comments.

@@ -470,6 +470,24 @@ describe('the web app', () => {
       .getByRole('article', { name: 'Reply from default' })
       .filter({ hasText: 'hello from bob' })
       .waitFor();
+    // A picture given inline (a data: URL) is shown: the image loads.
+    const pixel =
+      'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+    const pictured = await fetch(`${server.url}/api/v1/me`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${bob}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ avatar_url: pixel }),
+    });
+    expect(pictured.status).toBe(200);
+    await second.page.reload();
+    const picture = second.page.locator('header.topbar img.avatar');
+    await picture.waitFor();
+    expect(await picture.getAttribute('alt')).toBe('Bob Builder');
+    await until(
+      () => picture.evaluate((image: HTMLImageElement) => image.complete && image.naturalWidth),
+      (width) => width === 1,
+      'the inline avatar to load',
+    );
     await first.context.close();
     await second.context.close();
   });

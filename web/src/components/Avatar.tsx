@@ -8,8 +8,9 @@ export function initials(name: string): string {
 }
 
 /**
- * A person's picture (their profile's `avatar_url`, an https URL) with their name as its
- * text alternative; their initials when they have none, or it does not load.
+ * A person's picture (their profile's `avatar_url`) with their name as its text
+ * alternative; their initials when they have none, or it does not load — an https picture
+ * of another host does not: the app's policy loads its own images and data: URLs only.
  */
 export function Avatar(props: { name: string; url: string | null | undefined }) {
   const [failed, setFailed] = useState<string | null>(null);
