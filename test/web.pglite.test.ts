@@ -484,7 +484,11 @@ describe('the web app', () => {
     await picture.waitFor();
     expect(await picture.getAttribute('alt')).toBe('Bob Builder');
     await until(
-      () => picture.evaluate((image: HTMLImageElement) => image.complete && image.naturalWidth),
+      () =>
+        picture.evaluate((element) => {
+          const image = element as unknown as { complete: boolean; naturalWidth: number };
+          return image.complete ? image.naturalWidth : 0;
+        }),
       (width) => width === 1,
       'the inline avatar to load',
     );
