@@ -95,6 +95,15 @@ describe('sessions (§1)', () => {
     const bad = await request(server.url, 'GET', '/api/v1/chat/sessions?cursor=garbage');
     expect(bad.status).toBe(400);
     expect(bad.body.error).toBe('invalid_cursor');
+    // Times JavaScript reads but the database refuses: a day that rolls over, year 0.
+    for (const time of ['2026-02-30T00:00:00.000Z', '0000-01-01T00:00:00.000Z']) {
+      const forged = Buffer.from(JSON.stringify([time, 's_1'])).toString('base64url');
+      for (const path of ['/api/v1/chat/sessions', '/api/v1/executions']) {
+        const refused = await request(server.url, 'GET', `${path}?cursor=${forged}`);
+        expect(refused.status, `${path} ${time}`).toBe(400);
+        expect(refused.body.error).toBe('invalid_cursor');
+      }
+    }
   });
 
   it('answers 404 for a missing session on every session endpoint', async () => {

@@ -15,7 +15,7 @@ import { viewerOf } from './sessionAccess.js';
 import { page } from '../protocol/rest.js';
 import { execution, executionCommandAnswer, executionStatus } from '../protocol/missions.js';
 import { route, routeOptions, typed } from './contract.js';
-import { pathId, text } from './validate.js';
+import { isCursorTime, pathId, text } from './validate.js';
 import { requireMemberWorkspace } from './workspaces.js';
 
 const listQuery = z.object({
@@ -138,8 +138,7 @@ export function executionRoutes(app: FastifyInstance, deps: ApiDeps): void {
       if (
         typeof createdAt !== 'string' ||
         typeof executionId !== 'string' ||
-        !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(createdAt) ||
-        Number.isNaN(Date.parse(createdAt))
+        !isCursorTime(createdAt)
       ) {
         throw new ParleyError('invalid_cursor', 'cursor: not a cursor this server made');
       }

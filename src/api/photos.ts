@@ -19,7 +19,7 @@ import { route, routeOptions, typed } from './contract.js';
 import type { ApiDeps } from './deps.js';
 import { bytesMatch, imageTypes, isImageType } from './imageTypes.js';
 import { viewerOf } from './sessionAccess.js';
-import { pathId, text, validate } from './validate.js';
+import { isCursorTime, pathId, text, validate } from './validate.js';
 
 const binary = { type: 'string', format: 'binary' };
 const title = text().min(1).max(200);
@@ -110,20 +110,6 @@ export const photoContracts = {
   }),
 };
 
-/**
- * A time exactly as `created_at` shows one (toISOString) and the database reads: no
- * rolled-over day (Feb 30), no year 0 (which PostgreSQL refuses).
- */
-function isShownTime(value: string): boolean {
-  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(value)) return false;
-  const time = Date.parse(value);
-  return (
-    !Number.isNaN(time) &&
-    time >= Date.parse('0001-01-01T00:00:00.000Z') &&
-    new Date(time).toISOString() === value
-  );
-}
-
 function cursorOf(value: string | undefined): PhotoCursor | null {
   if (value === undefined) return null;
   const parts = decodeCursor(value);
@@ -132,7 +118,7 @@ function cursorOf(value: string | undefined): PhotoCursor | null {
     parts?.length !== 2 ||
     typeof createdAt !== 'string' ||
     typeof photoId !== 'string' ||
-    !isShownTime(createdAt)
+    !isCursorTime(createdAt)
   ) {
     throw new ParleyError('invalid_cursor', 'cursor: not a cursor this server made');
   }

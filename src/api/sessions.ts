@@ -19,7 +19,7 @@ import { route, routeOptions, typed } from './contract.js';
 import { agentsOf, type ApiDeps } from './deps.js';
 import { hasRole } from './principal.js';
 import { mayManage, viewerOf } from './sessionAccess.js';
-import { pathId, text } from './validate.js';
+import { isCursorTime, pathId, text } from './validate.js';
 import { requireMemberWorkspace } from './workspaces.js';
 
 const visibility = z.enum(['private', 'tenant', 'room']);
@@ -197,8 +197,7 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
       if (
         typeof updatedAt !== 'string' ||
         typeof sessionId !== 'string' ||
-        Number.isNaN(Date.parse(updatedAt)) ||
-        !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(updatedAt)
+        !isCursorTime(updatedAt)
       ) {
         throw new ParleyError('invalid_cursor', 'cursor: not a cursor this server made');
       }

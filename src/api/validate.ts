@@ -48,3 +48,17 @@ export function pathId(value: string, name: string): string {
   }
   return value;
 }
+
+/**
+ * A time exactly as a listing's cursor carries one (`toISOString`) and the database reads:
+ * no rolled-over day (JavaScript takes Feb 30 for Mar 2), no year 0 (PostgreSQL refuses it).
+ */
+export function isCursorTime(value: string): boolean {
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(value)) return false;
+  const time = Date.parse(value);
+  return (
+    !Number.isNaN(time) &&
+    time >= Date.parse('0001-01-01T00:00:00.000Z') &&
+    new Date(time).toISOString() === value
+  );
+}

@@ -88,6 +88,16 @@ export async function deleteSession(
         input.sessionId,
       ]);
     }
+    // The user's library keeps its photos (their own copy of the bytes), not what ties
+    // them to this session: its ids, and a generated image's prompt (its title too, while
+    // it is the prompt).
+    await tx.query(
+      `update photos
+          set source = source - 'session_id' - 'turn_id' - 'tool_call_id' - 'attachment_id' - 'prompt',
+              title = case when title = source ->> 'prompt' then null else title end
+        where tenant = $1 and source ->> 'session_id' = $2`,
+      [input.tenant, input.sessionId],
+    );
     await tx.query('delete from sessions where session_id = $1', [input.sessionId]);
     await notifyWakeup(tx, {
       kind: 'deleted',
