@@ -31,6 +31,15 @@ export interface RequestOptions {
   signal?: AbortSignal | undefined;
 }
 
+/** A raw body: an image's bytes (with the content type they are). */
+export type RawBody = Blob | Uint8Array | ArrayBuffer;
+
+/** Bytes the server answered (an image, audio), with their media type. */
+export interface Media {
+  bytes: Uint8Array;
+  mediaType: string;
+}
+
 export const protocolVersion = '1';
 
 /**
@@ -91,7 +100,91 @@ export class HttpTransport {
     return response;
   }
 
-  private async once<T>(method: string, path: string, options: RequestOptions): Promise<T> {
+  /**
+   * Sends raw bytes (an upload) and reads the JSON answer. One attempt: an upload stores
+   * something new each time, so a retry after a lost answer would store it twice.
+   */
+  upload<T>(
+    path: string,
+    body: RawBody,
+    contentType: string,
+    options: Pick<RequestOptions, 'query' | 'signal'> = {},
+  ): Promise<T> {
+    return this.attempt('POST', path, options, {
+      headers: { 'content-type': contentType },
+      body: body as NonNullable<RequestInit['body']>,
+      read: (response) => this.json<T>('POST', path, response),
+    });
+  }
+
+  /**
+   * A call answered with bytes (an image, audio): JSON in (`body`), bytes out. Retried
+   * like `request` when `idempotent`.
+   */
+  async media(method: string, path: string, options: RequestOptions = {}): Promise<Media> {
+    const idempotent = options.idempotent ?? method === 'GET';
+    const retries = idempotent ? (this.options.retries ?? 3) : 0;
+    const hasBody = options.body !== undefined;
+    const read = async (response: Response): Promise<Media> => ({
+      bytes: new Uint8Array(await response.arrayBuffer()),
+      mediaType: (response.headers.get('content-type') ?? 'application/octet-stream')
+        .split(';')[0]!
+        .trim(),
+    });
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.attempt(method, path, options, {
+          headers: hasBody ? { 'content-type': 'application/json' } : {},
+          body: hasBody ? JSON.stringify(options.body) : null,
+          accept: '*/*',
+          read,
+        });
+      } catch (error) {
+        const retry = error instanceof ParleyClientError && error.retryable && attempt < retries;
+        if (!retry) throw error;
+        if (!(await sleep(backoffDelay(attempt + 1, this.options.backoff), options.signal))) {
+          throw aborted();
+        }
+      }
+    }
+  }
+
+  private once<T>(method: string, path: string, options: RequestOptions): Promise<T> {
+    const hasBody = options.body !== undefined;
+    return this.attempt(method, path, options, {
+      headers: hasBody ? { 'content-type': 'application/json' } : {},
+      body: hasBody ? JSON.stringify(options.body) : null,
+      read: (response) => this.json<T>(method, path, response),
+    });
+  }
+
+  private async json<T>(method: string, path: string, response: Response): Promise<T> {
+    // No content (a DELETE): nothing to parse.
+    if (response.status === 204) return undefined as T;
+    const text = await response.text();
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      throw new ParleyClientError(
+        'bad_response',
+        `${method} ${path}: the answer is not JSON`,
+        response.status,
+      );
+    }
+  }
+
+  /** One try of a call, within the time limit: a non-2xx answer becomes a coded error. */
+  private async attempt<T>(
+    method: string,
+    path: string,
+    options: Pick<RequestOptions, 'query' | 'signal'>,
+    call: {
+      headers: Record<string, string>;
+      body: RequestInit['body'];
+      accept?: string;
+      read: (response: Response) => Promise<T>;
+    },
+  ): Promise<T> {
     const controller = new AbortController();
     let timedOut = false;
     const timer = setTimeout(() => {
@@ -101,28 +194,19 @@ export class HttpTransport {
     const onAbort = () => controller.abort();
     if (options.signal?.aborted) controller.abort();
     options.signal?.addEventListener('abort', onAbort, { once: true });
-    const hasBody = options.body !== undefined;
     try {
       const response = await this.fetchImpl(this.url(path, options.query), {
         method,
-        headers: this.headers(hasBody ? { 'content-type': 'application/json' } : {}),
-        body: hasBody ? JSON.stringify(options.body) : null,
+        headers: {
+          ...this.headers(call.headers),
+          ...(call.accept ? { accept: call.accept } : {}),
+        },
+        body: call.body,
         ...noStore,
         signal: controller.signal,
       });
       if (!response.ok) throw await errorFrom(response);
-      // No content (a DELETE): nothing to parse.
-      if (response.status === 204) return undefined as T;
-      const text = await response.text();
-      try {
-        return JSON.parse(text) as T;
-      } catch {
-        throw new ParleyClientError(
-          'bad_response',
-          `${method} ${path}: the answer is not JSON`,
-          response.status,
-        );
-      }
+      return await call.read(response);
     } catch (error) {
       if (error instanceof ParleyClientError) throw error;
       if (timedOut) throw new ParleyClientError('timeout', `${method} ${path} timed out`);

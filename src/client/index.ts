@@ -6,7 +6,7 @@ export { ParleyClient } from './client.js';
 export type { AdmitTurnOptions, AnswerInputOptions, ParleyClientOptions } from './client.js';
 export { ParleyClientError, clientErrorCodes, isParleyClientError } from './errors.js';
 export { HttpTransport, protocolVersion } from './http.js';
-export type { HttpOptions, RequestOptions } from './http.js';
+export type { HttpOptions, Media, RawBody, RequestOptions } from './http.js';
 export { Subscription } from './subscription.js';
 export type {
   ConnectionState,

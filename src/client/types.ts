@@ -13,13 +13,22 @@ export type {
   Me,
   Page,
   PendingInput,
+  PhotoInfo,
   Preferences,
   SessionProjection,
   SessionState,
   TranscriptMessage,
   Visibility,
+  VoiceInfo,
   WorkspaceInfo,
 } from '../protocol/rest.js';
+
+/** An image stored for a session (POST /api/v1/chat/sessions/{id}/attachments). */
+export interface Attachment {
+  attachment_id: string;
+  media_type: string;
+  bytes: number;
+}
 export type {
   Checkpoint,
   Execution,

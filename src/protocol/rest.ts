@@ -217,6 +217,7 @@ export const voice = z
     quality: z.string(),
   })
   .meta({ id: 'Voice' });
+export type VoiceInfo = z.infer<typeof voice>;
 
 export type AgentInfo = z.infer<typeof agentInfo>;
 export type Me = z.infer<typeof me>;

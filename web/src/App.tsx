@@ -18,6 +18,10 @@ import { explainRequestError, setDisplay } from './words';
 const Desktop = lazy(() =>
   import('./components/desktop/Desktop').then((module) => ({ default: module.Desktop })),
 );
+// So does the photo explorer.
+const Photos = lazy(() =>
+  import('./components/Photos').then((module) => ({ default: module.Photos })),
+);
 
 type Auth =
   | { status: 'checking' }
@@ -210,6 +214,13 @@ function Shell(props: {
             Desktop
           </a>
           <a
+            href="/photos"
+            onClick={onLinkClick}
+            aria-current={route.name === 'photos' ? 'page' : undefined}
+          >
+            Photos
+          </a>
+          <a
             href="/settings"
             onClick={onLinkClick}
             aria-current={route.name === 'settings' ? 'page' : undefined}
@@ -245,6 +256,7 @@ function Shell(props: {
             sessionId={route.sessionId}
             me={me.user}
             agents={agents}
+            systemVoice={preferences?.system_voice ?? null}
           />
         ) : route.name === 'new' ? (
           <NewSession {...newSession} />
@@ -261,6 +273,20 @@ function Shell(props: {
             }
           >
             <Desktop client={client} me={me} />
+          </Suspense>
+        ) : route.name === 'photos' ? (
+          <Suspense
+            fallback={
+              <p className="splash" aria-busy="true">
+                Loading the photos…
+              </p>
+            }
+          >
+            <Photos
+              client={client}
+              agent={agents.find((agent) => agent.name === preferences?.active_agent)?.name ?? null}
+              onCreated={() => void loadSessions()}
+            />
           </Suspense>
         ) : route.name === 'settings' ? (
           <Settings client={client} />

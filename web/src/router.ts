@@ -8,6 +8,7 @@ export type Route =
   | { name: 'inbox' }
   | { name: 'budgets' }
   | { name: 'desktop' }
+  | { name: 'photos' }
   | { name: 'settings' };
 
 export function parseRoute(path: string): Route {
@@ -17,6 +18,7 @@ export function parseRoute(path: string): Route {
   if (path === '/inbox') return { name: 'inbox' };
   if (path === '/budgets') return { name: 'budgets' };
   if (path === '/desktop') return { name: 'desktop' };
+  if (path === '/photos') return { name: 'photos' };
   if (path === '/settings') return { name: 'settings' };
   return { name: 'home' };
 }
@@ -33,6 +35,8 @@ export function hrefOf(route: Route): string {
       return '/budgets';
     case 'desktop':
       return '/desktop';
+    case 'photos':
+      return '/photos';
     case 'settings':
       return '/settings';
     default:

@@ -1,10 +1,13 @@
 import { useEffect, useRef, useState } from 'react';
-import { newClientKey, type AgentInfo, type ParleyClient } from 'parley/client';
+import { newClientKey, type AgentInfo, type ParleyClient, type ParleyEvent } from 'parley/client';
 import { useAuthors } from '../conversation/authors';
 import { useConversation, type Connection } from '../conversation/useConversation';
+import { rememberAttachmentUrl, rememberSent } from '../media';
 import { onLinkClick } from '../router';
-import { explainRequestError, formatCost, stateLabels } from '../words';
+import { SpeechQueue, useReadAloud } from '../speech';
+import { explainError, explainRequestError, formatCost, stateLabels } from '../words';
 import { Checkpoints } from './Checkpoints';
+import { Composer } from './Composer';
 import { SessionPanels } from './panels/SessionPanels';
 import { Thread } from './Thread';
 
@@ -21,18 +24,39 @@ export function Conversation(props: {
   sessionId: string;
   me: string;
   agents: AgentInfo[];
-  draft?: string | undefined;
+  /** The voice notices are read aloud in (the `system_voice` preference). */
+  systemVoice?: string | null | undefined;
 }) {
   const { client, sessionId } = props;
-  const conversation = useConversation(client, sessionId);
+  // Read aloud: live replies sentence by sentence, and failure notices in the system voice.
+  const [readAloud, setReadAloud] = useReadAloud();
+  const [speechError, setSpeechError] = useState<string | null>(null);
+  const player = useRef<HTMLAudioElement>(null);
+  const speaker = useRef<SpeechQueue | null>(null);
+  // Where the journal stood when this page opened the conversation: ephemeral panels
+  // shown before it are not shown again, nor is anything before it read aloud.
+  const opened = useRef<{ sessionId: string; sequence: number } | null>(null);
+  speaker.current ??= new SpeechQueue(client, () => player.current, setSpeechError);
+  const listen = (event: ParleyEvent) => {
+    // What happened before this page opened is history, not read aloud.
+    const since = opened.current?.sessionId === sessionId ? opened.current.sequence : null;
+    if (!readAloud || since === null || event.sequence <= since) return;
+    const queue = speaker.current!;
+    if (event.type === 'text_delta') queue.add(event.turn_id, event.delta);
+    else if (event.type === 'attempt_reset') queue.drop(event.turn_id);
+    else if (event.type === 'done') queue.finish(event.turn_id);
+    else if (event.type === 'error') {
+      queue.say(explainError(event.code, event.message), props.systemVoice);
+    }
+  };
+  const conversation = useConversation(client, sessionId, listen);
   const { state, projection, connection } = conversation;
-  const [text, setText] = useState('');
+  useEffect(() => () => speaker.current?.stop(), []);
   const [notice, setNotice] = useState<string | null>(null);
   const [showUsage, setShowUsage] = useState(false);
   const [showCheckpoints, setShowCheckpoints] = useState(false);
   const cancelIds = useRef(new Map<string, string>());
   const bottom = useRef<HTMLDivElement>(null);
-  const input = useRef<HTMLTextAreaElement>(null);
   const agentName = projection?.agent ?? '';
   const agent = props.agents.find((candidate) => candidate.name === agentName);
   // Other people in a room are shown by their profiles (display name, avatar).
@@ -45,9 +69,6 @@ export function Conversation(props: {
         : [],
     ),
   );
-  // Where the journal stood when this page opened the conversation: ephemeral panels
-  // shown before it are not shown again.
-  const opened = useRef<{ sessionId: string; sequence: number } | null>(null);
   if (projection?.session_id === sessionId && opened.current?.sessionId !== sessionId) {
     opened.current = { sessionId, sequence: projection.latest_sequence };
   }
@@ -56,7 +77,6 @@ export function Conversation(props: {
   useEffect(() => {
     bottom.current?.scrollIntoView({ block: 'end' });
   }, [state.items, conversation.pending, conversation.writing]);
-  useEffect(() => input.current?.focus(), [sessionId]);
 
   // The turn a cancel stops: the one being answered, else the one the server says is
   // current (a posted message that runs no turn, in a room, never counts).
@@ -65,13 +85,14 @@ export function Conversation(props: {
   const runningTurn =
     state.activeTurn ?? (busy ? (projection?.current_turn?.turn_id ?? null) : null);
 
-  async function send() {
-    const message = text.trim();
-    if (!message) return;
-    setText('');
+  async function send(message: string, images: { attachmentId: string; url: string }[]) {
     setNotice(null);
+    const turnId = newClientKey('turn');
+    const attachments = images.map((image) => image.attachmentId);
+    for (const image of images) rememberAttachmentUrl(image.attachmentId, image.url);
+    rememberSent(sessionId, turnId, attachments);
     try {
-      await conversation.send(message);
+      await conversation.send(message, turnId, attachments);
     } catch (error) {
       setNotice(explainRequestError(error));
     }
@@ -91,13 +112,6 @@ export function Conversation(props: {
         setNotice('Too late to stop: the reply had already finished.');
     } catch (error) {
       setNotice(explainRequestError(error));
-    }
-  }
-
-  function onKeyDown(event: React.KeyboardEvent<HTMLTextAreaElement>) {
-    if (event.key === 'Enter' && !event.shiftKey && !event.nativeEvent.isComposing) {
-      event.preventDefault();
-      void send();
     }
   }
 
@@ -159,7 +173,31 @@ export function Conversation(props: {
         >
           Checkpoints
         </button>
+        <label className="read-aloud small">
+          <input
+            type="checkbox"
+            checked={readAloud}
+            onChange={(event) => {
+              setReadAloud(event.target.checked);
+              setSpeechError(null);
+              if (!event.target.checked) speaker.current?.stop();
+            }}
+          />
+          <span className="read-aloud-icon" aria-hidden="true">
+            Aloud
+          </span>
+          <span className="read-aloud-text">Read replies aloud</span>
+        </label>
       </header>
+      {/* The clips read aloud play here, one after the other. */}
+      {readAloud ? (
+        <audio ref={player} className="reader" aria-label="Read aloud" controls />
+      ) : null}
+      {speechError ? (
+        <p className="banner" role="alert">
+          Reading aloud failed ({speechError}).
+        </p>
+      ) : null}
       {showCheckpoints ? (
         <Checkpoints
           client={client}
@@ -216,54 +254,26 @@ export function Conversation(props: {
         agentName={agentName || 'The agent'}
         writing={conversation.writing}
         endRef={bottom}
+        replyIds={conversation.replyIds}
         onRetry={(post) => {
           conversation
-            .send(post.text, post.turnId)
+            .send(post.text, post.turnId, post.attachments)
             .catch((error: unknown) => setNotice(explainRequestError(error)));
         }}
       />
-      <form
-        className="composer"
-        onSubmit={(event) => {
-          event.preventDefault();
-          void send();
-        }}
-      >
-        {notice ? (
-          <p className="error small" role="alert">
-            {notice}
-          </p>
-        ) : null}
-        <div className="composer-row">
-          {/* No attachment control yet: images are attached through the API (docs/web.md). */}
-          <textarea
-            ref={input}
-            aria-label="Message"
-            disabled={closed}
-            placeholder={closed ? 'This conversation is completed' : 'Write a message…'}
-            value={text}
-            rows={Math.min(8, Math.max(1, text.split('\n').length))}
-            onChange={(event) => setText(event.target.value)}
-            onKeyDown={onKeyDown}
-          />
-          {runningTurn ? (
-            <button
-              type="button"
-              className="danger"
-              onClick={() => void cancel()}
-              title="Stop the running turn (Esc)"
-            >
-              Stop
-            </button>
-          ) : null}
-          <button type="submit" className="primary" disabled={closed || !text.trim()}>
-            Send
-          </button>
-        </div>
-        <p className="hint small muted">
-          Enter sends · Shift+Enter adds a line · Esc stops the reply
+      {notice ? (
+        <p className="error small composer-notice" role="alert">
+          {notice}
         </p>
-      </form>
+      ) : null}
+      <Composer
+        client={client}
+        sessionId={sessionId}
+        closed={closed}
+        runningTurn={runningTurn}
+        onCancel={() => void cancel()}
+        onSend={send}
+      />
     </section>
   );
 }

@@ -4,9 +4,11 @@ import type { Person } from '../conversation/authors';
 import type { ConversationState, Item, OptionOffer } from '../conversation/model';
 import type { PendingPost } from '../conversation/useConversation';
 import { Markdown } from '../markdown';
+import { sentAttachments } from '../media';
 import { explainError, explainRequestError, formatCost } from '../words';
 import { Avatar } from './Avatar';
 import { InputCard } from './InputCard';
+import { AttachedImages, SpeakButton } from './MessageMedia';
 
 interface ThreadProps {
   client: ParleyClient;
@@ -19,6 +21,8 @@ interface ThreadProps {
   agent: AgentInfo | undefined;
   agentName: string;
   writing: boolean;
+  /** The final message of each answered turn (its reply can be played). */
+  replyIds: Record<string, string>;
   onRetry: (post: PendingPost) => void;
   /** Kept in view as the thread grows. */
   endRef: React.RefObject<HTMLDivElement | null>;
@@ -34,6 +38,8 @@ export function Thread(props: ThreadProps) {
   const lastTextOfTurn = new Map<string, string>();
   for (const item of state.items)
     if (item.kind === 'text') lastTextOfTurn.set(item.turnId, item.key);
+  // Images of the turns this browser sent (the journal does not name them).
+  const sent = sentAttachments(props.sessionId);
   return (
     <div className="thread" role="log" aria-label="Conversation" aria-live="polite">
       {state.items.map((item) => (
@@ -43,6 +49,7 @@ export function Thread(props: ThreadProps) {
           {...props}
           showUsage={item.kind === 'text' && lastTextOfTurn.get(item.turnId) === item.key}
           asked={item.kind === 'tool' && asked.has(item.callId)}
+          images={item.kind === 'message' && item.turnId ? (sent[item.turnId] ?? []) : []}
         />
       ))}
       {props.pending.map((post) => (
@@ -54,6 +61,11 @@ export function Thread(props: ThreadProps) {
           <div className="bubble">
             <div className="author">You</div>
             <Markdown source={post.text} />
+            <AttachedImages
+              client={props.client}
+              sessionId={props.sessionId}
+              attachmentIds={post.attachments ?? []}
+            />
             {post.status === 'sending' ? (
               <span className="muted small">Sending…</span>
             ) : (
@@ -77,7 +89,9 @@ export function Thread(props: ThreadProps) {
   );
 }
 
-function ThreadItem(props: ThreadProps & { item: Item; showUsage: boolean; asked: boolean }) {
+function ThreadItem(
+  props: ThreadProps & { item: Item; showUsage: boolean; asked: boolean; images: string[] },
+) {
   const { item } = props;
   switch (item.kind) {
     case 'message': {
@@ -99,11 +113,19 @@ function ThreadItem(props: ThreadProps & { item: Item; showUsage: boolean; asked
             </div>
             {item.option ? <p className="muted small">Chose “{item.option.value}”</p> : null}
             {item.content ? <Markdown source={item.content} /> : null}
+            <AttachedImages
+              client={props.client}
+              sessionId={props.sessionId}
+              attachmentIds={props.images}
+            />
           </div>
         </article>
       );
     }
-    case 'text':
+    case 'text': {
+      // A reply read from the transcript is keyed by its message id.
+      const messageId =
+        props.replyIds[item.turnId] ?? (item.key.startsWith('f:') ? item.key.slice(2) : null);
       return (
         <article className="message assistant" aria-label={`Reply from ${props.agentName}`}>
           <div className="bubble">
@@ -123,9 +145,17 @@ function ThreadItem(props: ThreadProps & { item: Item; showUsage: boolean; asked
                 <UsageLine usage={props.state.usage[item.turnId]!} />
               </details>
             ) : null}
+            {props.showUsage && messageId ? (
+              <SpeakButton
+                client={props.client}
+                sessionId={props.sessionId}
+                messageId={messageId}
+              />
+            ) : null}
           </div>
         </article>
       );
+    }
     case 'tool':
       if (props.asked && !item.result) return null;
       return (

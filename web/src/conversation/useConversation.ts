@@ -17,6 +17,8 @@ export interface PendingPost {
   text: string;
   status: 'sending' | 'failed';
   error?: string | undefined;
+  /** Ids of the images it carries (attachments of the session). */
+  attachments?: string[] | undefined;
 }
 
 type Action = { type: 'event'; event: ParleyEvent } | { type: 'reset'; state: ConversationState };
@@ -34,7 +36,12 @@ const writingMs = 12_000;
  * subscription's cursor advances only after an event is applied; its reconnects send
  * `Last-Event-ID`, and the reducer ignores anything at or below its cursor.
  */
-export function useConversation(client: ParleyClient, sessionId: string) {
+export function useConversation(
+  client: ParleyClient,
+  sessionId: string,
+  /** Told of every event after the page applied it (reading replies aloud listens). */
+  listener?: (event: ParleyEvent) => void,
+) {
   const [state, dispatch] = useReducer(reducer, emptyConversation);
   const [connection, setConnection] = useState<Connection>('connecting');
   const [projection, setProjection] = useState<SessionProjection | null>(null);
@@ -42,6 +49,10 @@ export function useConversation(client: ParleyClient, sessionId: string) {
   const [pending, setPending] = useState<PendingPost[]>([]);
   const [, setTick] = useState(0);
   const refreshTimer = useRef<ReturnType<typeof setTimeout> | null>(null);
+  // The final message of each answered turn: what its reply is read aloud from.
+  const [replyIds, setReplyIds] = useState<Record<string, string>>({});
+  const listening = useRef(listener);
+  listening.current = listener;
 
   const refresh = useCallback(() => {
     if (refreshTimer.current !== null) return;
@@ -69,7 +80,16 @@ export function useConversation(client: ParleyClient, sessionId: string) {
           const turnId = event.turn_id;
           setPending((posts) => posts.filter((post) => post.turnId !== turnId));
         }
+        if (event.type === 'done') {
+          const messageId = event.final_message.id;
+          setReplyIds((known) => {
+            const added = { ...known };
+            for (const turnId of [event.turn_id, ...event.turn_ids]) added[turnId] = messageId;
+            return added;
+          });
+        }
         if (event.type !== 'text_delta') refresh();
+        listening.current?.(event);
       },
       onResync: async (fresh) => {
         resyncing = true;
@@ -107,13 +127,13 @@ export function useConversation(client: ParleyClient, sessionId: string) {
   }, [writingUntil]);
 
   const send = useCallback(
-    async (text: string, turnId = newClientKey('turn')) => {
+    async (text: string, turnId = newClientKey('turn'), attachments: string[] = []) => {
       setPending((posts) => [
         ...posts.filter((post) => post.turnId !== turnId),
-        { turnId, text, status: 'sending' },
+        { turnId, text, status: 'sending', attachments },
       ]);
       try {
-        await client.admitTurn({ sessionId, message: text, turnId });
+        await client.admitTurn({ sessionId, message: text, turnId, attachments });
         refresh();
       } catch (error) {
         const message = (error as Error).message;
@@ -130,5 +150,5 @@ export function useConversation(client: ParleyClient, sessionId: string) {
 
   const writing =
     writingUntil > Date.now() && (state.activeTurn !== null || state.openTurns.length > 0);
-  return { state, connection, projection, writing, pending, send, refresh };
+  return { state, connection, projection, writing, pending, send, refresh, replyIds };
 }
