@@ -1,7 +1,11 @@
 import type { MissionConfig, ScheduleConfig } from './missionTypes.js';
 import type { AdaptersConfig, WebhookConfig } from './platformTypes.js';
+import type { AgentPolicy, BudgetConfig } from './governanceTypes.js';
+import type { SpeechConfig, VoiceConfig } from './speechTypes.js';
 
 export type { MissionConfig, Priority, ScheduleConfig } from './missionTypes.js';
+export type { AgentPolicy, BudgetConfig } from './governanceTypes.js';
+export type { SpeechConfig, VoiceConfig } from './speechTypes.js';
 
 /**
  * The compiled configuration: validated once at start-up (config/load.ts) and passed to
@@ -144,30 +148,6 @@ export type ProviderKind =
 
 /** Provider kinds that only speak (voices), with no language model. */
 export const speechOnlyKinds: readonly ProviderKind[] = ['espeak', 'piper'];
-
-/** One voice of the catalog (`voices:` and the built-in ones; docs/PROTOCOL.md). */
-export interface VoiceConfig {
-  /** `<provider>/<key>`. */
-  id: string;
-  name: string;
-  /** A provider's name (`providers:`), or `espeak`: the built-in espeak-ng. */
-  provider: string;
-  /** What the provider calls it: espeak-ng's voice, a Piper model, an OpenAI voice. */
-  key: string;
-  language: string;
-  locale: string;
-  gender: string;
-  quality: string;
-}
-
-/** `speech:` compiled. */
-export interface SpeechConfig {
-  defaultVoice: string;
-  cache: boolean;
-  maxCharacters: number;
-  timeoutMs: number;
-  maxAudioBytes: number;
-}
 
 /** Capabilities as the catalog stores them; each key of an override is optional. */
 export interface ModelCapabilities {
@@ -424,35 +404,6 @@ export interface Config {
   speech: SpeechConfig;
   /** Where the configuration came from, for the start-up line. */
   source: string;
-}
-
-/**
- * `tenancy.agent_policy`: the tools a tenant's definition may list (MCP tools are granted
- * per server instead) and the ceilings of its numbers.
- */
-export interface AgentPolicy {
-  tools: string[];
-  maxTimeoutMs: number;
-  maxBytes: number;
-  maxOutputBytes: number;
-  maxRedirects: number;
-  maxIterations: number;
-  maxToolCalls: number;
-  maxOutputTokens: number;
-  maxMissionIterations: number;
-  maxMissionTimeoutSeconds: number;
-  maxLoopDelaySeconds: number;
-}
-
-/** A spending budget of the file's `budgets` (docs/governance.md). */
-export interface BudgetConfig {
-  tenant: string;
-  budgetId: string;
-  scope: 'tenant' | 'user' | 'agent' | 'session' | 'execution';
-  scopeId: string | null;
-  metric: 'cost_usd' | 'tokens' | 'tool_calls' | 'wall_ms';
-  period: 'day' | 'month' | 'run';
-  limit: number;
 }
 
 export const devPrincipal: Principal = {
