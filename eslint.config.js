@@ -6,11 +6,13 @@ import importX from 'eslint-plugin-import-x';
 // Which folders of src/ each folder may import (the arrows of docs/architecture.md).
 const arrows = {
   time: [],
+  // What images are (types by their bytes, picture URLs): the API's and the configuration's.
+  media: [],
   // The engine runs every kind of leased and outbox work and knows none of them: it reads
   // no table (the kinds bring their statements), only the wake-ups' type.
   work: ['store', 'time'],
   providers: ['config'],
-  config: ['tools'],
+  config: ['media', 'tools'],
   store: ['protocol', 'config'],
   tools: ['config', 'protocol', 'store'],
   agents: ['config', 'store', 'tools'],
@@ -38,6 +40,7 @@ const arrows = {
     'agents',
     'catalog',
     'config',
+    'media',
     'missions',
     'protocol',
     'retention',

@@ -114,6 +114,10 @@ describe('the voice configuration', () => {
         'agents.default.model',
       ],
       [{ speech: { max_characters: 0 } }, 'speech.max_characters'],
+      // An agent's icon is a picture URL: https, or inline bytes of the type it names.
+      [{ agents: { default: { icon: 'http://example.com/a.png' } } }, 'agents.default.icon'],
+      [{ agents: { default: { icon: 'data:image/gif;base64,aGVsbG8=' } } }, 'agents.default.icon'],
+      [{ agents: { default: { icon: 'data:text/html;base64,PGI+' } } }, 'agents.default.icon'],
     ];
     for (const [file, key] of cases) expect(configError(file), JSON.stringify(file)).toContain(key);
   });

@@ -16,6 +16,9 @@ let providers: ProviderServer;
 const keys = { alice: 'alice-key', bob: 'bob-key', globex: 'globex-key' };
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });
 const piperVoice = 'piper/en_US-lessac-medium';
+/** A 1×1 PNG, inline. */
+const pngIcon =
+  'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
 
 beforeAll(async () => {
   providers = await ProviderServer.start();
@@ -54,8 +57,8 @@ beforeAll(async () => {
       pricing: { 'oa/tts-1': { input: 15, output: 0 } },
       agents: {
         default: { model: 'demo/echo' },
-        deutsch: { model: 'demo/echo', voice: 'espeak/de' },
-        lessac: { model: 'demo/echo', voice: piperVoice },
+        deutsch: { model: 'demo/echo', voice: 'espeak/de', icon: pngIcon },
+        lessac: { model: 'demo/echo', voice: piperVoice, icon: 'https://example.com/lessac.png' },
       },
     },
     { K_ALICE: keys.alice, K_BOB: keys.bob, K_GLOBEX: keys.globex, TEST_PROVIDER_KEY: providerKey },
@@ -246,6 +249,25 @@ describe('the voice catalog', () => {
     // Every tenant sees the same (the operator's) catalog.
     const other = await request(server.url, 'GET', '/api/v1/voices', undefined, auth(keys.globex));
     expect(other.body).toEqual(answer.body);
+  });
+});
+
+describe('the agents listing', () => {
+  it("names each agent's voice (its own, else the default) and its icon", async () => {
+    const answer = await request(server.url, 'GET', '/api/v1/agents', undefined, auth(keys.alice));
+    expect(answer.status).toBe(200);
+    const byName = new Map(
+      (answer.body.items as { name: string; voice: string; icon: string | null }[]).map((item) => [
+        item.name,
+        item,
+      ]),
+    );
+    expect(byName.get('default')).toMatchObject({ voice: 'espeak/en', icon: null });
+    expect(byName.get('deutsch')).toMatchObject({ voice: 'espeak/de', icon: pngIcon });
+    expect(byName.get('lessac')).toMatchObject({
+      voice: piperVoice,
+      icon: 'https://example.com/lessac.png',
+    });
   });
 });
 

@@ -103,6 +103,8 @@ export interface AgentConfig {
   state: AgentStateConfig | null;
   /** The voice its messages are read aloud in (a catalog id); null: `speech.defaultVoice`. */
   voice: string | null;
+  /** Its picture: an https URL or a data: URL of an image (media/pictureUrl.ts); null: none. */
+  icon: string | null;
 }
 
 /** A change of a session's domain state: a JSON merge patch, a result, completion. */
