@@ -33,7 +33,7 @@ const arrows = {
   ],
   // Spans of the runtime's turns; the OpenTelemetry SDK is imported here and nowhere else.
   telemetry: ['config'],
-  adapters: ['agents', 'config', 'protocol', 'store', 'time', 'work'],
+  adapters: ['agents', 'config', 'media', 'protocol', 'store', 'time', 'work'],
   webhooks: ['config', 'protocol', 'store', 'time', 'work'],
   api: [
     'adapters',

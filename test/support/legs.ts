@@ -19,6 +19,7 @@ export const engineFreeFiles = [
   'gate',
   'http-fetch',
   'image-providers',
+  'inbound-images',
   'interruption-parts',
   'legs',
   'mcp',
