@@ -22,9 +22,14 @@ async function send(body: string, token = secretToken) {
   return { status: response.status, body: await response.text() };
 }
 
-function message(chatId: number, userId: number, text: string) {
+function message(
+  chatId: number,
+  userId: number,
+  text: string,
+  photo?: { fileId: string; size: number },
+) {
   const n = next++;
-  return telegramMessageUpdate({ updateId: 1000 + n, chatId, messageId: n, userId, text });
+  return telegramMessageUpdate({ updateId: 1000 + n, chatId, messageId: n, userId, text, photo });
 }
 
 beforeAll(async () => {
@@ -63,14 +68,9 @@ describe('Telegram through the Chat SDK', () => {
   it("brings a photo into the turn as an attachment, in the sender's library; leaves out what is not one", async () => {
     telegram.addFile('photo_1', png);
     telegram.addFile('not_an_image', Buffer.from('just text, named a photo'));
-    const n = next++;
-    const update = telegramMessageUpdate({
-      updateId: 1000 + n,
-      chatId: 5101,
-      messageId: n,
-      userId: 42,
-      text: 'what is in this picture?',
-      photo: { fileId: 'photo_1', size: png.byteLength },
+    const update = message(5101, 42, 'what is in this picture?', {
+      fileId: 'photo_1',
+      size: png.byteLength,
     });
     expect((await send(update)).status).toBe(200);
     await until(
@@ -110,15 +110,7 @@ describe('Telegram through the Chat SDK', () => {
       ['not_an_image', 24, 'not a png, jpeg, webp or gif image'],
       ['huge', 50_000_000, 'larger than'],
     ] as const) {
-      const m = next++;
-      const other = telegramMessageUpdate({
-        updateId: 1000 + m,
-        chatId: 5102,
-        messageId: m,
-        userId: 42,
-        text: `look ${fileId}`,
-        photo: { fileId, size },
-      });
+      const other = message(5102, 42, `look ${fileId}`, { fileId, size });
       expect((await send(other)).status).toBe(200);
       const said = await until(
         () =>
