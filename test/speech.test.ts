@@ -472,6 +472,22 @@ describe('a message read aloud (GET .../messages/{id}/speech)', () => {
     expect(billed[0]?.turn_id).not.toBeNull();
   });
 
+  it('answers two requests for one message made at once alike, keeping one copy', async () => {
+    const { sessionId, replyId } = await conversation(keys.alice, 'deutsch', 'zwei auf einmal');
+    // Both miss the cache and speak (a busy machine may let the first finish first): the
+    // second to store finds the first's copy there. Each synthesis is billed.
+    const [one, two] = await Promise.all([
+      raw('GET', messageSpeech(sessionId, replyId), keys.alice),
+      raw('GET', messageSpeech(sessionId, replyId), keys.alice),
+    ]);
+    expect([one.status, two.status]).toEqual([200, 200]);
+    expect(two.bytes).toEqual(one.bytes);
+    expect(await speechRows(replyId)).toHaveLength(1);
+    expect(await speechUsage("purpose = 'speech' and session_id = $1", [sessionId])).toHaveLength(
+      2,
+    );
+  });
+
   it('uses speech.default_voice for an agent without a voice, and reads any message', async () => {
     const { sessionId, askedId } = await conversation(keys.alice, 'default', 'read me');
     const answer = await raw('GET', messageSpeech(sessionId, askedId), keys.alice);
