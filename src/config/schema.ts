@@ -366,6 +366,8 @@ export const fileSchema = z
             cached_input: z.number().nonnegative().optional(),
             // Image models: USD per generated image, on top of any tokens they report.
             per_image: z.number().nonnegative().optional(),
+            // Transcription models: USD per minute of audio heard.
+            per_minute: z.number().nonnegative().optional(),
           })
           .strict(),
       )

@@ -46,6 +46,21 @@ export const speechSchema = z
       .positive()
       .max(256 * 1024 * 1024)
       .default(32 * 1024 * 1024),
+    // Speech input (POST /api/v1/transcriptions): `<provider>/<model>` of an openai
+    // provider (whisper-1, gpt-4o-mini-transcribe); null: none, the web app shows no
+    // microphone. The most audio one request may send (OpenAI takes up to 25 MB).
+    transcription_model: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]+\/\S+$/, 'must be <provider>/<model>')
+      .max(200)
+      .nullable()
+      .default(null),
+    max_transcription_bytes: z
+      .number()
+      .int()
+      .positive()
+      .max(256 * 1024 * 1024)
+      .default(25 * 1024 * 1024),
   })
   .strict()
   .prefault({});

@@ -22,4 +22,7 @@ export interface SpeechConfig {
   maxCharacters: number;
   timeoutMs: number;
   maxAudioBytes: number;
+  /** Speech input's model, of an openai provider; null: no speech input. */
+  transcription: { provider: string; modelId: string } | null;
+  maxTranscriptionBytes: number;
 }

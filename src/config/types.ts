@@ -167,6 +167,8 @@ export interface Price {
   cachedInput: number;
   /** USD per generated image (image models); absent: images cost only their tokens. */
   perImage?: number;
+  /** Transcription models: USD per minute of audio. */
+  perMinute?: number;
 }
 
 /** One tool entry of an agent, compiled: the policy is always set (the tool's default). */
