@@ -6,11 +6,13 @@ import importX from 'eslint-plugin-import-x';
 // Which folders of src/ each folder may import (the arrows of docs/architecture.md).
 const arrows = {
   time: [],
+  // What images are (types by their bytes, picture URLs): the API's and the configuration's.
+  media: [],
   // The engine runs every kind of leased and outbox work and knows none of them: it reads
   // no table (the kinds bring their statements), only the wake-ups' type.
   work: ['store', 'time'],
   providers: ['config'],
-  config: ['tools'],
+  config: ['media', 'tools'],
   store: ['protocol', 'config'],
   tools: ['config', 'protocol', 'store'],
   agents: ['config', 'store', 'tools'],
@@ -31,13 +33,14 @@ const arrows = {
   ],
   // Spans of the runtime's turns; the OpenTelemetry SDK is imported here and nowhere else.
   telemetry: ['config'],
-  adapters: ['agents', 'config', 'protocol', 'store', 'time', 'work'],
+  adapters: ['agents', 'config', 'media', 'protocol', 'store', 'time', 'work'],
   webhooks: ['config', 'protocol', 'store', 'time', 'work'],
   api: [
     'adapters',
     'agents',
     'catalog',
     'config',
+    'media',
     'missions',
     'protocol',
     'retention',

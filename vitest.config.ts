@@ -1,10 +1,11 @@
 import { defineConfig } from 'vitest/config';
-import { engineFreeFiles } from './test/support/engineFree.js';
+import { engineFreeFiles, surfaceFiles } from './test/support/legs.js';
 
 // The suite runs once per engine (PARLEY_TEST_ENGINE=pglite|postgres, see package.json).
 // Files named *.pglite.test.ts or *.postgres.test.ts need that engine's process model
 // (one embedded process, or several processes on one PostgreSQL) and run only in its leg.
-// Files that never open a database (test/support/engineFree.ts) run only in the PGlite leg.
+// Files that never open a database, and the surfaces over the store (test/support/legs.ts),
+// run only in the PGlite leg.
 const engine = process.env.PARLEY_TEST_ENGINE === 'postgres' ? 'postgres' : 'pglite';
 const other = engine === 'postgres' ? 'pglite' : 'postgres';
 
@@ -14,7 +15,7 @@ export default defineConfig({
     exclude: [
       `test/**/*.${other}.test.ts`,
       '**/node_modules/**',
-      ...(engine === 'postgres' ? engineFreeFiles : []),
+      ...(engine === 'postgres' ? [...engineFreeFiles, ...surfaceFiles] : []),
     ],
     testTimeout: 60_000,
     hookTimeout: 60_000,

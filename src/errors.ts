@@ -80,6 +80,9 @@ export const errorCodes = {
   platform_event_failed: 500,
   // The speech provider failed (its HTTP status, espeak-ng's exit, the deadline, the size).
   speech_failed: 502,
+  // No `speech.transcription_model`: this server takes no speech input (a 404, not a 5xx:
+  // nothing failed, the route has nothing behind it here).
+  transcription_unavailable: 404,
   // A turn's `error` event code, never an HTTP answer: the progress watchdog ended a turn
   // whose steps kept making no progress (docs/governance.md, "Progress watchdog").
   stalled: 504,

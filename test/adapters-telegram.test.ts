@@ -22,9 +22,14 @@ async function send(body: string, token = secretToken) {
   return { status: response.status, body: await response.text() };
 }
 
-function message(chatId: number, userId: number, text: string) {
+function message(
+  chatId: number,
+  userId: number,
+  text: string,
+  photo?: { fileId: string; size: number },
+) {
   const n = next++;
-  return telegramMessageUpdate({ updateId: 1000 + n, chatId, messageId: n, userId, text });
+  return telegramMessageUpdate({ updateId: 1000 + n, chatId, messageId: n, userId, text, photo });
 }
 
 beforeAll(async () => {
@@ -53,7 +58,78 @@ afterAll(async () => {
   await telegram?.close();
 });
 
+/** A 1×1 PNG. */
+const png = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
+  'base64',
+);
+
 describe('Telegram through the Chat SDK', () => {
+  it("brings a photo into the turn as an attachment, in the sender's library; leaves out what is not one", async () => {
+    telegram.addFile('photo_1', png);
+    telegram.addFile('not_an_image', Buffer.from('just text, named a photo'));
+    const update = message(5101, 42, 'what is in this picture?', {
+      fileId: 'photo_1',
+      size: png.byteLength,
+    });
+    expect((await send(update)).status).toBe(200);
+    await until(
+      () => telegram.inChat('5101'),
+      (found) => found.some((reply) => /You said: what is in this picture/.test(reply.text)),
+      'the reply',
+    );
+    // Telegram's retry of the update: the same turn, the photo stored once.
+    expect((await send(update)).status).toBe(200);
+    const turns = await server.db.query<{ attachments: string[]; session_id: string }>(
+      `select t.attachments, t.session_id from turns t
+         join messages m on m.message_id = t.message_id
+        where m.content = 'what is in this picture?'`,
+    );
+    expect(turns.rows).toHaveLength(1);
+    const [turn] = turns.rows as [{ attachments: string[]; session_id: string }];
+    expect(turn.attachments).toHaveLength(1);
+    const stored = await server.db.query<{ media_type: string; bytes: number }>(
+      'select media_type, bytes from attachments where session_id = $1',
+      [turn.session_id],
+    );
+    expect(stored.rows).toEqual([{ media_type: 'image/png', bytes: png.byteLength }]);
+    const library = await server.db.query<{ owner: string; origin: string; source: any }>(
+      `select owner, origin, source from photos where tenant = 'tg'`,
+    );
+    expect(library.rows).toEqual([
+      {
+        owner: 'tina',
+        origin: 'upload',
+        source: { session_id: turn.session_id, attachment_id: turn.attachments[0] },
+      },
+    ]);
+
+    // Bytes that are no image, and a photo over limits.attachment_bytes (not even fetched):
+    // left out, the agent told why, nothing stored.
+    for (const [fileId, size, note] of [
+      ['not_an_image', 24, 'not a png, jpeg, webp or gif image'],
+      ['huge', 50_000_000, 'larger than'],
+    ] as const) {
+      const other = message(5102, 42, `look ${fileId}`, { fileId, size });
+      expect((await send(other)).status).toBe(200);
+      const said = await until(
+        () =>
+          server.db.query<{ content: string; attachments: string[] | null }>(
+            `select m.content, t.attachments from messages m join turns t on t.message_id = m.message_id
+              where m.content like $1`,
+            [`look ${fileId}%`],
+          ),
+        (found) => found.rowCount === 1,
+        'the turn',
+      );
+      expect(said.rows[0]?.content).toContain(note);
+      expect(said.rows[0]?.attachments ?? []).toEqual([]);
+    }
+    expect(
+      telegram.server.callsTo(`POST /bot${botToken}/getFile`).map((call) => call.body.file_id),
+    ).not.toContain('huge');
+  });
+
   it('turns a private message into one turn, answered by a post and its edits', async () => {
     const update = message(5001, 42, 'hello telegram bot');
     expect((await send(update)).status).toBe(200);

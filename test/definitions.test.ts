@@ -163,12 +163,15 @@ describe('agents at runtime', () => {
       url,
       'PUT',
       '/api/v1/agents/secret',
-      { instructions: 'Private.', greeting: 'Psst.' },
+      { instructions: 'Private.', greeting: 'Psst.', icon: 'https://example.com/secret.png' },
       alice,
     );
     expect(created.status).toBe(200);
     expect(created.body).toMatchObject({ is_customized: true, shipped_content_hash: null });
-    expect((await agentView(url, carol, 'secret'))?.greeting).toBe('Psst.');
+    expect(await agentView(url, carol, 'secret')).toMatchObject({
+      greeting: 'Psst.',
+      icon: 'https://example.com/secret.png',
+    });
 
     // globex: the same 404 as an agent that does not exist, everywhere.
     const missing = await request(url, 'GET', '/api/v1/agents/nothing', undefined, gina);
@@ -208,6 +211,10 @@ describe('agents at runtime', () => {
       ['agents', { model: 'nowhere/model' }, 'agents.helper.model: no provider named "nowhere"'],
       ['agents', { tools: { teleport: 'allow' } }, 'agents.helper.tools.teleport'],
       ['agents', { temperature: 'hot' }, 'agents.helper.temperature'],
+      ['agents', { icon: 'http://example.com/a.png' }, 'agents.helper.icon'],
+      ['agents', { icon: 'javascript:alert(1)' }, 'agents.helper.icon'],
+      // A data: URL whose bytes are not the type it names.
+      ['agents', { icon: 'data:image/png;base64,aGVsbG8=' }, 'agents.helper.icon'],
       [
         'missions',
         { prompt: 'x', agent: 'ghost' },

@@ -652,6 +652,20 @@ function generator(random: () => number) {
         format: pick([undefined, 'wav', 'mp3', value()]),
         ...(random() < 0.2 ? { [segment()]: value() } : {}),
       }),
+    'POST /api/v1/transcriptions': () => ({
+      method: 'POST',
+      path: `/api/v1/transcriptions?${query({ language: pick(['en', 'english', queryValue()]) })}`,
+      headers: {
+        'content-type': pick(['audio/wav', 'audio/webm', 'text/plain', 'audio/x-unknown', '']),
+      },
+      body: pick([
+        '',
+        'not audio',
+        'RIFF\u0000\u0000\u0000\u0000WAVEfmt ',
+        'OggS',
+        'x'.repeat(3000),
+      ]),
+    }),
     'GET /api/v1/chat/sessions/{session_id}/messages/{message_id}/speech': () =>
       get(
         `/api/v1/chat/sessions/${pick([sessionId, segment()])}/messages/${pick([spokenMessageId, segment()])}/speech`,

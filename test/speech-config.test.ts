@@ -31,6 +31,9 @@ describe('the voice configuration', () => {
       maxCharacters: 4000,
       timeoutMs: 60_000,
       maxAudioBytes: 32 * 1024 * 1024,
+      // No speech input unless a transcription model is named.
+      transcription: null,
+      maxTranscriptionBytes: 25 * 1024 * 1024,
     });
     expect(config.agents.default?.voice).toBeNull();
   });
@@ -114,6 +117,13 @@ describe('the voice configuration', () => {
         'agents.default.model',
       ],
       [{ speech: { max_characters: 0 } }, 'speech.max_characters'],
+      [{ speech: { transcription_model: 'nobody/whisper-1' } }, 'speech.transcription_model'],
+      [{ speech: { transcription_model: 'demo/whisper-1' } }, 'speech.transcription_model'],
+      [{ speech: { transcription_model: 'whisper-1' } }, 'speech.transcription_model'],
+      // An agent's icon is a picture URL: https, or inline bytes of the type it names.
+      [{ agents: { default: { icon: 'http://example.com/a.png' } } }, 'agents.default.icon'],
+      [{ agents: { default: { icon: 'data:image/gif;base64,aGVsbG8=' } } }, 'agents.default.icon'],
+      [{ agents: { default: { icon: 'data:text/html;base64,PGI+' } } }, 'agents.default.icon'],
     ];
     for (const [file, key] of cases) expect(configError(file), JSON.stringify(file)).toContain(key);
   });

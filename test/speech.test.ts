@@ -16,6 +16,9 @@ let providers: ProviderServer;
 const keys = { alice: 'alice-key', bob: 'bob-key', globex: 'globex-key' };
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });
 const piperVoice = 'piper/en_US-lessac-medium';
+/** A 1×1 PNG, inline. */
+const pngIcon =
+  'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
 
 beforeAll(async () => {
   providers = await ProviderServer.start();
@@ -50,12 +53,16 @@ beforeAll(async () => {
         },
         { id: 'espeak/de', provider: 'espeak', key: 'de', name: 'Deutsch', language: 'de' },
       ],
-      // OpenAI's tts-1: USD 15 per million characters.
-      pricing: { 'oa/tts-1': { input: 15, output: 0 } },
+      // OpenAI's tts-1: USD 15 per million characters; whisper-1: USD 0.006 a minute.
+      pricing: {
+        'oa/tts-1': { input: 15, output: 0 },
+        'oa/whisper-1': { input: 0, output: 0, per_minute: 0.006 },
+      },
+      speech: { transcription_model: 'oa/whisper-1', max_transcription_bytes: 65_536 },
       agents: {
         default: { model: 'demo/echo' },
-        deutsch: { model: 'demo/echo', voice: 'espeak/de' },
-        lessac: { model: 'demo/echo', voice: piperVoice },
+        deutsch: { model: 'demo/echo', voice: 'espeak/de', icon: pngIcon },
+        lessac: { model: 'demo/echo', voice: piperVoice, icon: 'https://example.com/lessac.png' },
       },
     },
     { K_ALICE: keys.alice, K_BOB: keys.bob, K_GLOBEX: keys.globex, TEST_PROVIDER_KEY: providerKey },
@@ -246,6 +253,25 @@ describe('the voice catalog', () => {
     // Every tenant sees the same (the operator's) catalog.
     const other = await request(server.url, 'GET', '/api/v1/voices', undefined, auth(keys.globex));
     expect(other.body).toEqual(answer.body);
+  });
+});
+
+describe('the agents listing', () => {
+  it("names each agent's voice (its own, else the default) and its icon", async () => {
+    const answer = await request(server.url, 'GET', '/api/v1/agents', undefined, auth(keys.alice));
+    expect(answer.status).toBe(200);
+    const byName = new Map(
+      (answer.body.items as { name: string; voice: string; icon: string | null }[]).map((item) => [
+        item.name,
+        item,
+      ]),
+    );
+    expect(byName.get('default')).toMatchObject({ voice: 'espeak/en', icon: null });
+    expect(byName.get('deutsch')).toMatchObject({ voice: 'espeak/de', icon: pngIcon });
+    expect(byName.get('lessac')).toMatchObject({
+      voice: piperVoice,
+      icon: 'https://example.com/lessac.png',
+    });
   });
 });
 
@@ -450,6 +476,22 @@ describe('a message read aloud (GET .../messages/{id}/speech)', () => {
     expect(billed[0]?.turn_id).not.toBeNull();
   });
 
+  it('answers two requests for one message made at once alike, keeping one copy', async () => {
+    const { sessionId, replyId } = await conversation(keys.alice, 'deutsch', 'zwei auf einmal');
+    // Both miss the cache and speak (a busy machine may let the first finish first): the
+    // second to store finds the first's copy there. Each synthesis is billed.
+    const [one, two] = await Promise.all([
+      raw('GET', messageSpeech(sessionId, replyId), keys.alice),
+      raw('GET', messageSpeech(sessionId, replyId), keys.alice),
+    ]);
+    expect([one.status, two.status]).toEqual([200, 200]);
+    expect(two.bytes).toEqual(one.bytes);
+    expect(await speechRows(replyId)).toHaveLength(1);
+    expect(await speechUsage("purpose = 'speech' and session_id = $1", [sessionId])).toHaveLength(
+      2,
+    );
+  });
+
   it('uses speech.default_voice for an agent without a voice, and reads any message', async () => {
     const { sessionId, askedId } = await conversation(keys.alice, 'default', 'read me');
     const answer = await raw('GET', messageSpeech(sessionId, askedId), keys.alice);
@@ -547,6 +589,77 @@ describe('a message read aloud (GET .../messages/{id}/speech)', () => {
   });
 });
 
+/** Posts a recording to POST /api/v1/transcriptions. */
+async function transcribe(body: Uint8Array, type: string, query = '', base = server.url) {
+  const response = await fetch(`${base}/api/v1/transcriptions${query}`, {
+    method: 'POST',
+    headers: { 'parley-protocol-version': '1', ...auth(keys.alice), 'content-type': type },
+    body,
+  });
+  return { status: response.status, body: (await response.json()) as any };
+}
+
+describe('POST /api/v1/transcriptions', () => {
+  it("hears a recording through OpenAI's /audio/transcriptions, billed by the minute", async () => {
+    providers.reset();
+    // OpenAI's verbose_json answer (whisper-1): the text, the language by name, the duration.
+    providers.on('POST', '/v1/audio/transcriptions', {
+      json: { task: 'transcribe', language: 'english', duration: 30, text: 'Ship it today.' },
+    });
+    const voices = await request(server.url, 'GET', '/api/v1/voices', undefined, auth(keys.alice));
+    expect(voices.body.transcription).toBe(true);
+    const answer = await transcribe(silentWav(0.5), 'audio/wav; codecs=1', '?language=en');
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect(answer.body).toEqual({
+      text: 'Ship it today.',
+      language: 'en',
+      duration_seconds: 30,
+      model: 'oa/whisper-1',
+    });
+    const sent = providers.requests.find((entry) => entry.path === '/v1/audio/transcriptions');
+    expect(sent?.headers.authorization).toBe(`Bearer ${providerKey}`);
+    expect(sent?.headers['content-type']).toMatch(/^multipart\/form-data/);
+    expect(sent?.body).toMatch(/name="model"\r\n\r\nwhisper-1/);
+    expect(sent?.body).toMatch(/name="language"\r\n\r\nen/);
+    expect(sent?.body).toContain('RIFF');
+    const [row] = await speechUsage("purpose = 'transcription'");
+    expect(row).toMatchObject({
+      tenant: 'acme',
+      user_name: 'alice',
+      model: 'oa/whisper-1',
+      characters: 'Ship it today.'.length,
+      session_id: null,
+    });
+    expect(row?.cost_usd).toBeCloseTo(0.003, 8);
+  });
+
+  it('refuses what it cannot hear, asking no provider and billing nothing', async () => {
+    providers.reset();
+    const before = (await speechUsage("purpose = 'transcription'")).length;
+    const cases: [Uint8Array, string, string, number, string][] = [
+      [silentWav(0.1), 'text/plain', '', 415, 'unsupported_media_type'],
+      [new TextEncoder().encode('not a recording'), 'audio/wav', '', 415, 'unsupported_media_type'],
+      [new Uint8Array(0), 'audio/webm', '', 400, 'invalid_request'],
+      [silentWav(0.1), 'audio/wav', '?language=english', 400, 'invalid_request'],
+      // Over speech.max_transcription_bytes (64 KiB here).
+      [silentWav(3), 'audio/wav', '', 413, 'payload_too_large'],
+    ];
+    for (const [body, type, query, status, code] of cases) {
+      const answer = await transcribe(body, type, query);
+      expect(answer.status, `${type} ${query} ${body.byteLength}`).toBe(status);
+      expect(answer.body.error).toBe(code);
+    }
+    expect(providers.requests).toEqual([]);
+    // The provider failing: 502 speech_failed, nothing billed.
+    providers.on('POST', '/v1/audio/transcriptions', { status: 500, json: { error: 'down' } });
+    const failed = await transcribe(silentWav(0.1), 'audio/wav');
+    expect(failed.status).toBe(502);
+    expect(failed.body.error).toBe('speech_failed');
+    expect(failed.body.message).not.toContain(providerKey);
+    expect(await speechUsage("purpose = 'transcription'")).toHaveLength(before);
+  });
+});
+
 describe('with speech.cache off', () => {
   it('speaks a message on every request and keeps nothing, billing each', async () => {
     const uncached = await startTestServer(
@@ -557,6 +670,18 @@ describe('with speech.cache off', () => {
       { K_ALICE: keys.alice },
     );
     try {
+      // No speech.transcription_model: no speech input, and the listing says so.
+      const voices = await request(
+        uncached.url,
+        'GET',
+        '/api/v1/voices',
+        undefined,
+        auth(keys.alice),
+      );
+      expect(voices.body.transcription).toBe(false);
+      const unheard = await transcribe(silentWav(0.1), 'audio/wav', '', uncached.url);
+      expect(unheard.status).toBe(404);
+      expect(unheard.body.error).toBe('transcription_unavailable');
       const created = await request(
         uncached.url,
         'POST',

@@ -25,6 +25,7 @@ import {
 import { hasRole, isAddressed } from '../config/principals.js';
 import { clientKey, mayAnswer, platformTurnId, principalFor } from './identity.js';
 import type { PlatformClient } from './platforms/types.js';
+import { platformImages } from './inboundImages.js';
 import { platformText, storable } from './text.js';
 
 export interface InboundDeps {
@@ -101,11 +102,16 @@ function resolve(deps: InboundDeps, adapterName: string): Resolved {
 async function onMessage(deps: InboundDeps, thread: Thread, message: Message): Promise<void> {
   if (message.author.isMe || message.author.isBot === true) return;
   const { client, platform, agent } = resolve(deps, thread.adapter.name);
-  const text = platformText(
+  const said = platformText(
     message.isMention ? withoutMention(message.text, client) : message.text,
     deps.config.server.maxMessageBytes,
   );
-  if (text.trim() === '') return;
+  const { images, notes } = await platformImages(message, deps.config.limits.attachmentBytes);
+  const text = platformText(
+    [said, ...notes].filter((line) => line.trim() !== '').join('\n'),
+    deps.config.server.maxMessageBytes,
+  );
+  if (text.trim() === '' && images.length === 0) return;
   const principal = principalFor(platform, message.author.userId);
   const sessionId = await bindThread(deps.db, {
     tenant: platform.tenant,
@@ -131,6 +137,8 @@ async function onMessage(deps: InboundDeps, thread: Thread, message: Message): P
     agent: null,
     defaultAgent: agent.name,
     attachments: [],
+    images,
+    imagesInLibrary: true,
     greetings: new Map([[agent.name, agent.greeting]]),
     visibilities: new Map([[agent.name, agent.visibility]]),
     message: text,

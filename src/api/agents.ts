@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { bytesMatch, isImageType } from './imageTypes.js';
+import { isPictureUrl, maxPictureUrlChars, pictureUrlRule } from '../media/pictureUrl.js';
 import type { DefinitionInfo } from '../agents/directory.js';
 import type { AgentConfig } from '../config/types.js';
 import { ParleyError } from '../errors.js';
@@ -23,10 +23,13 @@ function describeAgent(
   mayAnswer: boolean,
   origin: DefinitionInfo | null,
   acceptsImages: boolean,
+  defaultVoice: string,
 ) {
   return {
     name: agent.name,
     namespace: agent.namespace,
+    icon: agent.icon,
+    voice: agent.voice ?? defaultVoice,
     default: isDefault,
     model: `${agent.model.provider}/${agent.model.modelId}`,
     greeting: agent.greeting,
@@ -57,30 +60,12 @@ function acceptsImages(agent: AgentConfig, catalogVision: boolean | null): boole
 
 const listQuery = z.object({ namespace: z.string().max(64).optional() });
 
-/** A picture sent inline: what the web app shows, its policy loading no image from elsewhere. */
-const avatarDataUrlChars = 65_536;
-
-function isHttpsAvatar(url: string): boolean {
-  return url.length <= 2048 && /^https:\/\/[^\s]+$/.test(url) && URL.canParse(url);
-}
-
-/** `data:image/TYPE;base64,...` whose bytes are of that type (magic bytes, as uploads). */
-function isImageDataUrl(url: string): boolean {
-  const found = /^data:(image\/[a-z]+);base64,([A-Za-z0-9+/]+={0,2})$/.exec(url);
-  if (!found) return false;
-  const [, mediaType, data] = found as unknown as [string, string, string];
-  return isImageType(mediaType) && bytesMatch(mediaType, Buffer.from(data, 'base64'));
-}
-
 const profileBody = z
   .object({
     display_name: text().trim().min(1).max(80).nullable().optional(),
     avatar_url: text()
-      .max(avatarDataUrlChars)
-      .refine(
-        (url) => isHttpsAvatar(url) || isImageDataUrl(url),
-        'must be an https URL (at most 2,048 characters) or a data: URL of a png, jpeg, webp or gif image (at most 48 KiB)',
-      )
+      .max(maxPictureUrlChars)
+      .refine(isPictureUrl, pictureUrlRule)
       .nullable()
       .optional(),
   })
@@ -182,6 +167,7 @@ export function agentRoutes(app: FastifyInstance, deps: ApiDeps): void {
               agent,
               vision.get(`${agent.model.provider}/${agent.model.modelId}`) ?? null,
             ),
+            deps.config.speech.defaultVoice,
           ),
         ),
     };

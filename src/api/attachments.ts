@@ -7,7 +7,7 @@ import { readAttachments } from '../store/readAttachments.js';
 import { z } from 'zod';
 import { rawBodies, route, routeOptions, typed } from './contract.js';
 import type { ApiDeps } from './deps.js';
-import { bytesMatch, imageTypes, isImageType } from './imageTypes.js';
+import { bytesMatch, imageTypes, isImageType } from '../media/imageTypes.js';
 import { pathId } from './validate.js';
 
 const binary = { type: 'string', format: 'binary' };

@@ -17,7 +17,7 @@ import {
 import { readAttachmentById } from '../store/readAttachments.js';
 import { route, routeOptions, typed } from './contract.js';
 import type { ApiDeps } from './deps.js';
-import { bytesMatch, imageTypes, isImageType } from './imageTypes.js';
+import { bytesMatch, imageTypes, isImageType } from '../media/imageTypes.js';
 import { viewerOf } from './sessionAccess.js';
 import { isCursorTime, pathId, text, validate } from './validate.js';
 

@@ -1,11 +1,13 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { ParleyError } from '../errors.js';
 import { voice } from '../protocol/rest.js';
 import { characterCount, speechFormats, type Speech, type Spoken } from '../speech/speech.js';
 import { findSessionMessage, readSpeech, recordSpeechUsage, saveSpeech } from '../store/speech.js';
 import type { VoiceConfig } from '../config/types.js';
-import { route, routeOptions, typed } from './contract.js';
+import { audioBytesMatch, audioTypes, isAudioType, type AudioType } from '../media/audioTypes.js';
+import type { Transcribe } from '../speech/transcribe.js';
+import { rawBodies, route, routeOptions, typed } from './contract.js';
 import { agentsOf, speechOf, type ApiDeps } from './deps.js';
 import { pathId, text } from './validate.js';
 
@@ -26,8 +28,46 @@ export const speechContracts = {
     method: 'GET',
     url: '/api/v1/voices',
     summary: 'The voice catalog: configured voices, the built-in espeak/en, OpenAI voices',
-    responses: { '200': z.object({ items: z.array(voice) }) },
+    responses: {
+      '200': z.object({
+        items: z.array(voice),
+        transcription: z.boolean().meta({
+          description:
+            'whether POST /api/v1/transcriptions takes speech (speech.transcription_model)',
+        }),
+      }),
+    },
     errors: {},
+  }),
+  transcribe: route({
+    method: 'POST',
+    url: '/api/v1/transcriptions',
+    summary: 'What a recording says (raw audio body; speech.transcription_model)',
+    rawBody: { contentTypes: audioTypes },
+    querystring: z
+      .object({
+        language: z
+          .string()
+          .regex(/^[a-z]{2}$/, 'an ISO 639-1 code (en)')
+          .optional()
+          .meta({ description: 'a hint; absent: the model detects it' }),
+      })
+      .strict(),
+    responses: {
+      '200': z.object({
+        text: z.string(),
+        language: z.string().nullable(),
+        duration_seconds: z.number().nullable(),
+        model: z.string(),
+      }),
+    },
+    errors: {
+      '400': 'invalid_request (empty audio, a bad language)',
+      '413': 'payload_too_large (speech.max_transcription_bytes)',
+      '415': 'unsupported_media_type (type not taken, or bytes not of it)',
+      '404': 'transcription_unavailable (no speech.transcription_model)',
+      '502': 'speech_failed',
+    },
   }),
   speak: route({
     method: 'POST',
@@ -79,7 +119,9 @@ export function speechRoutes(app: FastifyInstance, deps: ApiDeps): void {
 
   api.get(voices.url, routeOptions(voices), async () => ({
     items: speechOf(deps).voices.map((entry) => ({ ...entry })),
+    transcription: speechOf(deps).transcribe !== null,
   }));
+  transcriptionRoute(app, deps);
 
   api.post(speak.url, routeOptions(speak), async (request, reply) => {
     const body = request.body;
@@ -150,6 +192,80 @@ export function speechRoutes(app: FastifyInstance, deps: ApiDeps): void {
     });
     return sendAudio(reply, spoken.mediaType, spoken.audio);
   });
+}
+
+/**
+ * Speech input: the raw recording (a type browsers record, its bytes checked) in, the
+ * text heard out, billed as a `usage` row of purpose `transcription`. Refused before a
+ * byte is read: no transcription model (404), a type not taken (415), a Content-Length
+ * over `speech.max_transcription_bytes` (413). Its own scope: a raw-body parser.
+ */
+function transcriptionRoute(app: FastifyInstance, deps: ApiDeps): void {
+  const { transcribe } = speechContracts;
+  const bodyLimit = deps.config.speech.maxTranscriptionBytes;
+  const refuseEarly = (request: FastifyRequest) => {
+    if (speechOf(deps).transcribe === null) {
+      throw new ParleyError('transcription_unavailable', 'this server takes no speech input');
+    }
+    return declaredAudio(request);
+  };
+  void app.register(async (scope) => {
+    rawBodies(scope, bodyLimit);
+    typed(scope).post(
+      transcribe.url,
+      {
+        ...routeOptions(transcribe),
+        bodyLimit,
+        preParsing: async (request: FastifyRequest) => {
+          refuseEarly(request);
+        },
+      },
+      async (request) => {
+        const mediaType = refuseEarly(request);
+        const data = request.body as Buffer | undefined;
+        if (!data || data.byteLength === 0) {
+          throw new ParleyError('invalid_request', 'the recording is empty');
+        }
+        if (!audioBytesMatch(mediaType, data)) {
+          throw new ParleyError('unsupported_media_type', `the bytes are not ${mediaType}`);
+        }
+        const heard = await (speechOf(deps).transcribe as Transcribe)({
+          audio: new Uint8Array(data),
+          language: request.query.language ?? null,
+        });
+        await recordSpeechUsage(deps.db, {
+          tenant: request.principal.tenant,
+          sessionId: null,
+          turnId: null,
+          agent: null,
+          user: request.principal.user,
+          model: heard.model,
+          characters: characterCount(heard.text),
+          costUsd: heard.costUsd,
+          latencyMs: heard.latencyMs,
+          purpose: 'transcription',
+        });
+        return {
+          text: heard.text,
+          language: heard.language,
+          duration_seconds: heard.durationSeconds,
+          model: heard.model,
+        };
+      },
+    );
+  });
+}
+
+function declaredAudio(request: FastifyRequest): AudioType {
+  const header = request.headers['content-type'] ?? '';
+  const mediaType = header.split(';')[0]?.trim().toLowerCase() ?? '';
+  if (!isAudioType(mediaType)) {
+    throw new ParleyError(
+      'unsupported_media_type',
+      `send the recording as one of ${audioTypes.join(', ')}`,
+    );
+  }
+  return mediaType;
 }
 
 function voiceOf(speech: Speech, id: string): VoiceConfig {

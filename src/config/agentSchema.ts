@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isPictureUrl, maxPictureUrlChars, pictureUrlRule } from '../media/pictureUrl.js';
 import {
   callTimeoutMs,
   durationMs,
@@ -154,5 +155,13 @@ export const agentSchema = z
     // The voice its messages are read aloud in (a voice id of the catalog, `voices:`);
     // absent: `speech.default_voice`.
     voice: z.string().min(1).max(200).nullable().optional(),
+    // Its picture where people see it (the agents listing, the web app): an https URL or a
+    // small inline image (a data: URL; the web app makes one of a photo of the library).
+    icon: z
+      .string()
+      .max(maxPictureUrlChars)
+      .refine(isPictureUrl, pictureUrlRule)
+      .nullable()
+      .optional(),
   })
   .strict();

@@ -124,6 +124,7 @@ export function compileAgent(name: string, agent: AgentFile, context: AgentConte
     fallbackModel,
     state: agent.state === null ? null : compileAgentState(`agents.${name}.state`, agent.state),
     voice: voiceId,
+    icon: agent.icon ?? null,
   };
 }
 

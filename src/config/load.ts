@@ -340,6 +340,7 @@ function compilePricing(file: ConfigFile): Record<string, Price> {
       output: price.output,
       cachedInput: price.cached_input ?? price.input,
       ...(price.per_image === undefined ? {} : { perImage: price.per_image }),
+      ...(price.per_minute === undefined ? {} : { perMinute: price.per_minute }),
     };
   }
   return pricing;

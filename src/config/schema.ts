@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { adaptersSchema, webhooksSchema } from './platformSchema.js';
-import { agentSchema, namespaceName, toolEntrySchema } from './agentSchema.js';
+import { agentSchema, toolEntrySchema } from './agentSchema.js';
+import { missionName, missionSchema, scheduleName, scheduleSchema } from './missionSchema.js';
+import { speechSchema, voiceSchema } from './speechSchema.js';
 import {
   callTimeoutMs,
   durationMs,
@@ -21,6 +23,14 @@ import {
  */
 
 export { agentSchema, namespaceName, toolEntrySchema } from './agentSchema.js';
+export {
+  interruptTo,
+  missionName,
+  missionSchema,
+  priorityName,
+  scheduleSchema,
+} from './missionSchema.js';
+export { speechSchema, voiceId, voiceSchema } from './speechSchema.js';
 export {
   maxBudgetIterations,
   maxBudgetToolCalls,
@@ -66,58 +76,6 @@ export const mcpServerSchema = z.union([
     })
     .strict(),
 ]);
-
-/** Mission names appear in URLs (`/api/v1/missions/{name}/executions`) and execution ids. */
-export const missionName = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, 'letters, digits, _ and - (at most 64)');
-
-/** Who answers an execution's approvals and questions (a person, anyone with a role, an agent). */
-export const interruptTo = z
-  .string()
-  .regex(/^(user|role|agent):[^\s:][^\s]{0,127}$/, 'must be user:NAME, role:NAME or agent:NAME');
-
-export const priorityName = z.enum(['low', 'normal', 'high', 'urgent']);
-
-/** A mission: what to do, by default with which agent, once or as a loop. */
-export const missionSchema = z
-  .object({
-    namespace: namespaceName.default('default'),
-    agent: z.string().min(1).max(128).nullable().default(null),
-    prompt: z.string().min(1),
-    loop_prompt: z.string().min(1).nullable().default(null),
-    max_iterations: z.number().int().positive().max(maxMissionIterations).default(10),
-    loop_delay_seconds: z.number().nonnegative().max(maxMissionSeconds).default(0),
-    input_schema: z.record(z.string(), z.unknown()).nullable().default(null),
-    interrupt_to: interruptTo.nullable().default(null),
-    priority: priorityName.default('normal'),
-    timeout_seconds: z.number().positive().max(maxMissionSeconds).nullable().default(null),
-    // How long the approvals its executions' turns raise wait (over the agent's, under a
-    // tool entry's), and what applies when nobody answers in time (approve: operator only).
-    approval_timeout_ms: durationMs.nullable().default(null),
-    on_timeout: z.enum(['reject', 'approve']).nullable().default(null),
-  })
-  .strict();
-
-/** A schedule's name is part of its executions' ids (`sched.NAME.EPOCH`). */
-const scheduleName = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, 'letters, digits, _ and - (at most 64)');
-
-export const scheduleSchema = z
-  .object({
-    mission: missionName,
-    cron: z.string().min(1).max(200),
-    timezone: z.string().min(1).default('UTC'),
-    input: z.record(z.string(), z.unknown()).default({}),
-    overlap: z.enum(['skip', 'queue', 'cancel_previous']).default('skip'),
-    catch_up: z.enum(['none', 'one', 'all']).default('one'),
-    // (added) whose executions these are: schedules are configuration, executions belong
-    // to a tenant and a user like any other.
-    tenant: z.string().min(1).default('default'),
-    user: z.string().min(1).default('scheduler'),
-  })
-  .strict();
 
 export const providerSchema = z
   .object({
@@ -257,53 +215,6 @@ export const telemetrySchema = z
     otlp_headers_from_env: z.record(z.string().regex(/^[A-Za-z0-9-]+$/), envName).default({}),
     capture_content: z.boolean().default(false),
     service_name: z.string().min(1).max(256).default('parley'),
-  })
-  .strict()
-  .prefault({});
-
-/** A voice id: `<provider>/<key>` (the key may hold further slashes, not spaces). */
-export const voiceId = z
-  .string()
-  .max(200)
-  .regex(/^[A-Za-z0-9_-]+\/[^\s/][^\s]*$/, 'must be <provider>/<key>');
-
-/**
- * One voice of the catalog (GET /api/v1/voices): a provider's key (espeak-ng's `-v` voice,
- * a Piper model name, an OpenAI voice) with what people see of it. Operator configuration
- * only: a tenant's agent may name a voice, never define one.
- */
-export const voiceSchema = z
-  .object({
-    id: voiceId.optional(),
-    name: z.string().min(1).max(200).optional(),
-    provider: z.string().regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ and -'),
-    key: z
-      .string()
-      .min(1)
-      .max(160)
-      .regex(/^[A-Za-z0-9][A-Za-z0-9_.:+\/-]*$/, 'letters, digits and _ . : + / -'),
-    language: z.string().max(35).default(''),
-    locale: z.string().max(35).default(''),
-    gender: z.string().max(32).default(''),
-    quality: z.string().max(32).default(''),
-  })
-  .strict();
-
-export const speechSchema = z
-  .object({
-    default_voice: voiceId.default('espeak/en'),
-    // Keep a message's speech once made (GET .../messages/{id}/speech answers from it).
-    cache: z.boolean().default(true),
-    // The longest text spoken at once, in characters.
-    max_characters: z.number().int().positive().max(100_000).default(4000),
-    // How long one synthesis may take, and the most audio it may return.
-    timeout_ms: callTimeoutMs.default(60_000),
-    max_audio_bytes: z
-      .number()
-      .int()
-      .positive()
-      .max(256 * 1024 * 1024)
-      .default(32 * 1024 * 1024),
   })
   .strict()
   .prefault({});
@@ -455,6 +366,8 @@ export const fileSchema = z
             cached_input: z.number().nonnegative().optional(),
             // Image models: USD per generated image, on top of any tokens they report.
             per_image: z.number().nonnegative().optional(),
+            // Transcription models: USD per minute of audio heard.
+            per_minute: z.number().nonnegative().optional(),
           })
           .strict(),
       )

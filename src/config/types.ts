@@ -1,7 +1,11 @@
 import type { MissionConfig, ScheduleConfig } from './missionTypes.js';
 import type { AdaptersConfig, WebhookConfig } from './platformTypes.js';
+import type { AgentPolicy, BudgetConfig } from './governanceTypes.js';
+import type { SpeechConfig, VoiceConfig } from './speechTypes.js';
 
 export type { MissionConfig, Priority, ScheduleConfig } from './missionTypes.js';
+export type { AgentPolicy, BudgetConfig } from './governanceTypes.js';
+export type { SpeechConfig, VoiceConfig } from './speechTypes.js';
 
 /**
  * The compiled configuration: validated once at start-up (config/load.ts) and passed to
@@ -99,6 +103,8 @@ export interface AgentConfig {
   state: AgentStateConfig | null;
   /** The voice its messages are read aloud in (a catalog id); null: `speech.defaultVoice`. */
   voice: string | null;
+  /** Its picture: an https URL or a data: URL of an image (media/pictureUrl.ts); null: none. */
+  icon: string | null;
 }
 
 /** A change of a session's domain state: a JSON merge patch, a result, completion. */
@@ -145,30 +151,6 @@ export type ProviderKind =
 /** Provider kinds that only speak (voices), with no language model. */
 export const speechOnlyKinds: readonly ProviderKind[] = ['espeak', 'piper'];
 
-/** One voice of the catalog (`voices:` and the built-in ones; docs/PROTOCOL.md). */
-export interface VoiceConfig {
-  /** `<provider>/<key>`. */
-  id: string;
-  name: string;
-  /** A provider's name (`providers:`), or `espeak`: the built-in espeak-ng. */
-  provider: string;
-  /** What the provider calls it: espeak-ng's voice, a Piper model, an OpenAI voice. */
-  key: string;
-  language: string;
-  locale: string;
-  gender: string;
-  quality: string;
-}
-
-/** `speech:` compiled. */
-export interface SpeechConfig {
-  defaultVoice: string;
-  cache: boolean;
-  maxCharacters: number;
-  timeoutMs: number;
-  maxAudioBytes: number;
-}
-
 /** Capabilities as the catalog stores them; each key of an override is optional. */
 export interface ModelCapabilities {
   tools: boolean | null;
@@ -185,6 +167,8 @@ export interface Price {
   cachedInput: number;
   /** USD per generated image (image models); absent: images cost only their tokens. */
   perImage?: number;
+  /** Transcription models: USD per minute of audio. */
+  perMinute?: number;
 }
 
 /** One tool entry of an agent, compiled: the policy is always set (the tool's default). */
@@ -424,35 +408,6 @@ export interface Config {
   speech: SpeechConfig;
   /** Where the configuration came from, for the start-up line. */
   source: string;
-}
-
-/**
- * `tenancy.agent_policy`: the tools a tenant's definition may list (MCP tools are granted
- * per server instead) and the ceilings of its numbers.
- */
-export interface AgentPolicy {
-  tools: string[];
-  maxTimeoutMs: number;
-  maxBytes: number;
-  maxOutputBytes: number;
-  maxRedirects: number;
-  maxIterations: number;
-  maxToolCalls: number;
-  maxOutputTokens: number;
-  maxMissionIterations: number;
-  maxMissionTimeoutSeconds: number;
-  maxLoopDelaySeconds: number;
-}
-
-/** A spending budget of the file's `budgets` (docs/governance.md). */
-export interface BudgetConfig {
-  tenant: string;
-  budgetId: string;
-  scope: 'tenant' | 'user' | 'agent' | 'session' | 'execution';
-  scopeId: string | null;
-  metric: 'cost_usd' | 'tokens' | 'tool_calls' | 'wall_ms';
-  period: 'day' | 'month' | 'run';
-  limit: number;
 }
 
 export const devPrincipal: Principal = {

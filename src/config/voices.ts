@@ -139,5 +139,23 @@ export function compileSpeech(file: ConfigFile, voices: readonly VoiceConfig[]):
     maxCharacters: speech.max_characters,
     timeoutMs: speech.timeout_ms,
     maxAudioBytes: speech.max_audio_bytes,
+    transcription: transcriptionModel(file),
+    maxTranscriptionBytes: speech.max_transcription_bytes,
   };
+}
+
+function transcriptionModel(file: ConfigFile): SpeechConfig['transcription'] {
+  const named = file.speech.transcription_model;
+  if (named === null) return null;
+  const slash = named.indexOf('/');
+  const provider = named.slice(0, slash);
+  const kind = file.providers[provider]?.kind;
+  if (kind !== 'openai') {
+    throw new ConfigError(
+      kind === undefined
+        ? `speech.transcription_model: no provider named "${provider}"`
+        : `speech.transcription_model: the provider "${provider}" (kind ${kind}) has no transcription models; an openai provider has`,
+    );
+  }
+  return { provider, modelId: named.slice(slash + 1) };
 }

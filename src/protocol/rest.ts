@@ -149,6 +149,13 @@ export const agentInfo = z
   .object({
     name: z.string(),
     namespace: z.string(),
+    icon: z.string().nullable().meta({
+      description: 'its picture: an https URL or a data: URL of a png, jpeg, webp or gif image',
+    }),
+    voice: z.string().meta({
+      description:
+        'the voice its messages are read aloud in (GET /api/v1/voices): its own, else speech.default_voice',
+    }),
     default: z.boolean().meta({ description: 'The agent a turn without `agent` gets' }),
     model: z.string(),
     greeting: z.string().nullable(),

@@ -7,6 +7,7 @@ import { speakWithEspeak, type Spawn } from './espeak.js';
 import { SpeechFailure } from './failure.js';
 import { speakWithOpenAI } from './openaiSpeech.js';
 import { speakWithPiper } from './piper.js';
+import { createTranscriber, type Transcribe } from './transcribe.js';
 
 /** Audio formats a request may ask for; espeak and piper speak WAV only. */
 export const speechFormats = ['wav', 'mp3', 'opus', 'aac', 'flac'] as const;
@@ -42,6 +43,8 @@ export interface Speech {
    * does not speak), `speech_failed` (the provider's failure, without secrets).
    */
   speak(voice: VoiceConfig, text: string, format: SpeechFormat | null): Promise<Spoken>;
+  /** Speech input (`speech.transcription_model`, transcribe.ts); null: none configured. */
+  readonly transcribe: Transcribe | null;
 }
 
 export interface SpeechIo {
@@ -72,6 +75,7 @@ export function createSpeech(config: Config, io: SpeechIo): Speech {
   return {
     voices: config.voices,
     voice: (id) => byId.get(id) ?? null,
+    transcribe: createTranscriber(config, { env: io.env, fetch: fetchImpl }),
     async speak(voice, text, format) {
       const provider = speechProviderOf(config.providers, voice.provider);
       if (!provider) throw new ParleyError('voice_not_found', `no voice "${voice.id}"`);

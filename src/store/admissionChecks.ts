@@ -1,9 +1,10 @@
 import { ParleyError } from '../errors.js';
-import { newAttachmentId } from '../ids.js';
+import { newAttachmentId, newPhotoId } from '../ids.js';
 import type { AdmitTurnInput } from './admitTurn.js';
 import { createAttachment } from './createAttachment.js';
 import { currentDefinitionRevision } from './currentDefinitionRevision.js';
 import type { Queryable } from './db.js';
+import { insertPhoto } from './photos.js';
 
 // What an admission checks (and stores) inside its transaction beyond the turn itself: a
 // pressed option, the agent revision the client read, the attachments it names, the
@@ -82,7 +83,11 @@ export async function checkAttachments(
   }
 }
 
-/** Stores the turn's inline images as attachments of its session; their ids, in order. */
+/**
+ * Stores the turn's inline images as attachments of its session, with `imagesInLibrary`
+ * each also in its author's photo library (as an upload through the attachments route
+ * is); their ids, in order.
+ */
 export async function storeImages(
   tx: Queryable,
   input: AdmitTurnInput,
@@ -99,6 +104,18 @@ export async function storeImages(
       uploadedBy: input.author,
     });
     if (!stored) throw new ParleyError('session_not_found', 'no such session');
+    if (input.imagesInLibrary === true) {
+      await insertPhoto(tx, {
+        photoId: newPhotoId(),
+        tenant: input.tenant,
+        owner: input.author,
+        origin: 'upload',
+        title: null,
+        source: { session_id: sessionId, attachment_id: stored.attachment_id },
+        mediaType: image.mediaType,
+        bytes: image.data,
+      });
+    }
     ids.push(stored.attachment_id);
   }
   return ids;

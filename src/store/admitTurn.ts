@@ -54,6 +54,12 @@ export interface AdmitTurnInput {
    * nothing again.
    */
   images?: { mediaType: string; data: Uint8Array }[];
+  /**
+   * Whether each of `images` also lands in its author's photo library: a chat platform's
+   * photo, sent once; not the images of the OpenAI-compatible and AG-UI APIs, whose
+   * clients send them again with every request.
+   */
+  imagesInLibrary?: boolean;
   /** Instructions for this turn, appended to the agent's (part of the fingerprint). */
   instructions?: string | null;
   /** The client's own string pairs, kept with the turn (part of the fingerprint). */

@@ -67,12 +67,14 @@ export async function recordSpeechUsage(
     characters: number;
     costUsd: number;
     latencyMs: number;
+    /** Speech made (default), or speech heard (characters: of the text heard). */
+    purpose?: 'speech' | 'transcription';
   },
 ): Promise<void> {
   await db.query(
     `insert into usage (tenant, session_id, turn_id, agent, user_name, model, purpose, outcome,
                         characters, cost_usd, latency_ms)
-     values ($1, $2, $3, $4, $5, $6, 'speech', 'ok', $7, $8, $9)`,
+     values ($1, $2, $3, $4, $5, $6, $10, 'ok', $7, $8, $9)`,
     [
       row.tenant,
       row.sessionId,
@@ -83,6 +85,7 @@ export async function recordSpeechUsage(
       row.characters,
       row.costUsd,
       Math.round(row.latencyMs),
+      row.purpose ?? 'speech',
     ],
   );
 }

@@ -7,7 +7,7 @@ import type { Db } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
 import { openPglite } from '../../src/store/pglite.js';
 import { openPostgres } from '../../src/store/postgres.js';
-import { isEngineFree } from './engineFree.js';
+import { isEngineFree } from './legs.js';
 import { testSharedBuffersMb } from './embedded.js';
 import { copyPgliteInitdb, copyPgliteTemplate, postgresTemplateName } from './template.js';
 
@@ -36,7 +36,9 @@ export async function freshStorage(options: { empty?: boolean } = {}): Promise<{
     ? ((await import('vitest')).expect.getState().testPath ?? '')
     : '';
   if (isEngineFree(testPath))
-    throw new Error(`${testPath} opens a database: remove it from test/support/engineFree.ts`);
+    throw new Error(
+      `${testPath} opens a database: remove it from engineFreeFiles in test/support/legs.ts`,
+    );
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-test-'));
   if (engine === 'pglite') {
     if (options.empty) copyPgliteInitdb(dataDir);

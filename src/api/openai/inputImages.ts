@@ -1,5 +1,5 @@
 import { ParleyError } from '../../errors.js';
-import { bytesMatch, imageTypes, isImageType } from '../imageTypes.js';
+import { bytesMatch, imageTypes, isImageType } from '../../media/imageTypes.js';
 
 /** A Responses `input`: a string, or items whose content parts may be images. */
 type Input = string | ({ content?: string | { type: string; image_url?: string }[] } | object)[];

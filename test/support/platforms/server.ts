@@ -13,6 +13,8 @@ export interface FakeCall {
 export interface FakeAnswer {
   status?: number;
   json?: unknown;
+  /** A body of bytes (a file download) instead of JSON; `headers` says its type. */
+  raw?: Buffer;
   headers?: Record<string, string>;
 }
 
@@ -54,7 +56,8 @@ export class FakePlatform {
           'content-type': 'application/json',
           ...answer.headers,
         });
-        response.end(answer.json === undefined ? '' : JSON.stringify(answer.json));
+        if (answer.raw !== undefined) response.end(answer.raw);
+        else response.end(answer.json === undefined ? '' : JSON.stringify(answer.json));
       });
     });
     await new Promise<void>((resolve) => fake.server?.listen(0, '127.0.0.1', resolve));

@@ -14,6 +14,7 @@ export interface TelegramMessage {
 export class FakeTelegram {
   readonly messages: TelegramMessage[] = [];
   readonly actions: { chat_id: string; action: string }[] = [];
+  private readonly files = new Map<string, string>();
   private next = 700;
 
   constructor(
@@ -33,6 +34,20 @@ export class FakeTelegram {
       .on(`POST ${base}/getMe`, () =>
         ok({ id: 999, is_bot: true, first_name: 'Parley', username: 'parley_bot' }),
       )
+      .on(`POST ${base}/getFile`, (call) => {
+        const path = this.files.get(String(call.body.file_id));
+        if (path === undefined) {
+          return {
+            status: 400,
+            json: { ok: false, error_code: 400, description: 'Bad Request: invalid file_id' },
+          };
+        }
+        return ok({
+          file_id: call.body.file_id,
+          file_unique_id: `u${call.body.file_id}`,
+          file_path: path,
+        });
+      })
       .on(`POST ${base}/sendMessage`, (call) => {
         const message: TelegramMessage = {
           message_id: this.next++,
@@ -86,6 +101,19 @@ export class FakeTelegram {
       .on(`POST ${base}/answerCallbackQuery`, () => ok(true));
   }
 
+  /**
+   * A file users sent (a photo): `getFile` names its path, and the Bot API's file
+   * download (`GET /file/bot<token>/<path>`) answers its bytes.
+   */
+  addFile(fileId: string, bytes: Buffer, contentType = 'image/jpeg'): void {
+    const path = `photos/${fileId}.bin`;
+    this.server.on(`GET /file/bot${this.token}/${path}`, () => ({
+      raw: bytes,
+      headers: { 'content-type': contentType, 'content-length': String(bytes.byteLength) },
+    }));
+    this.files.set(fileId, path);
+  }
+
   static async start(token: string): Promise<FakeTelegram> {
     return new FakeTelegram(await FakePlatform.start(), token);
   }
@@ -106,7 +134,10 @@ export function telegramMessageUpdate(input: {
   messageId: number;
   userId: number;
   text: string;
+  /** A photo (its file id and size): the text is then its caption. */
+  photo?: { fileId: string; size: number };
 }): string {
+  const { photo } = input;
   return JSON.stringify({
     update_id: input.updateId,
     message: {
@@ -114,7 +145,20 @@ export function telegramMessageUpdate(input: {
       date: Math.floor(Date.now() / 1000),
       chat: { id: input.chatId, type: 'private', first_name: 'User' },
       from: { id: input.userId, is_bot: false, first_name: `User${input.userId}` },
-      text: input.text,
+      ...(photo === undefined
+        ? { text: input.text }
+        : {
+            ...(input.text === '' ? {} : { caption: input.text }),
+            photo: [
+              {
+                file_id: photo.fileId,
+                file_unique_id: `u${photo.fileId}`,
+                width: 64,
+                height: 64,
+                file_size: photo.size,
+              },
+            ],
+          }),
     },
   });
 }
