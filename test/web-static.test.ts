@@ -55,6 +55,8 @@ describe('the web app, served at /', () => {
       expect(response.headers['content-type']).toBe('text/html; charset=utf-8');
       expect(response.headers['cache-control']).toBe('no-cache');
       expect(response.headers['content-security-policy']).toContain("script-src 'self'");
+      // Speech the app fetched plays from a blob: URL (test/web-media.pglite.test.ts).
+      expect(response.headers['content-security-policy']).toContain("media-src 'self' blob:");
       expect(response.body).toContain('<title>Parley</title>');
     }
   });

@@ -58,12 +58,14 @@ const underReservedRoot = (path: string) =>
 const wantsJsonOnly = (accept: string) =>
   /\bapplication\/json\b/i.test(accept) && !/\btext\/html\b/i.test(accept);
 
-// The app loads only its own scripts and styles, and talks only to this origin.
+// The app loads only its own scripts and styles, and talks only to this origin. Images and
+// audio it fetched itself (an attachment, a reply's speech) play from blob: URLs.
 const contentSecurityPolicy = [
   "default-src 'self'",
   "script-src 'self'",
   "style-src 'self'",
   "img-src 'self' data: blob:",
+  "media-src 'self' blob:",
   "connect-src 'self'",
   "object-src 'none'",
   "base-uri 'none'",

@@ -71,6 +71,7 @@ export const surfaceFiles = [
   'ai-sdk-chat',
   'cli-missions',
   'client',
+  'client-media',
   'hardening',
   'image-generation',
   'mcp-server',
