@@ -28,7 +28,13 @@ beforeAll(async () => {
     {
       limits: { attachment_bytes: 4096 },
       auth: { keys: [{ key_env: 'K_ANN', tenant: 'acme', user: 'ann', roles: [] }] },
-      agents: { default: { model: 'demo/vision' } },
+      agents: {
+        default: {
+          model: 'demo/vision',
+          voice: 'espeak/en-us',
+          icon: `data:image/png;base64,${png.toString('base64')}`,
+        },
+      },
       voices: [{ provider: 'espeak', key: 'en-us', name: 'American' }],
       // Small, so that a reply too long to speak is quick to write.
       speech: { max_characters: 400 },
@@ -356,6 +362,10 @@ describe('speech', () => {
     await page.getByRole('textbox', { name: 'Message' }).fill('Read me.');
     await page.getByRole('textbox', { name: 'Message' }).press('Enter');
     const reply = replies().filter({ hasText: 'You said: Read me.' });
+    // The agent's icon beside its name.
+    expect(await reply.locator('img.avatar').getAttribute('src')).toBe(
+      `data:image/png;base64,${png.toString('base64')}`,
+    );
     const speech = page.waitForResponse((response) => response.url().endsWith('/speech'));
     await reply.getByRole('button', { name: 'Play reply' }).click();
     expect(magicOf(await (await speech).body())).toBe('RIFF');
@@ -400,7 +410,11 @@ describe('speech', () => {
       [sessionId],
     );
     expect(done.rows).toEqual([]);
-    expect(request.postDataJSON()).toEqual({ text: 'You said: Hello there.' });
+    // In the agent's voice, as Play reads it.
+    expect(request.postDataJSON()).toEqual({
+      text: 'You said: Hello there.',
+      voice: 'espeak/en-us',
+    });
     expect(magicOf(await (await firstClip).body())).toBe('RIFF');
     const reader = page.locator('audio[aria-label="Read aloud"]');
     await until(

@@ -44,18 +44,18 @@ export class SpeechQueue {
     private readonly onError: (message: string) => void,
   ) {}
 
-  /** Some text of a reply streamed: its complete sentences are queued. */
-  add(turnId: string, delta: string): void {
+  /** Some text of a reply streamed: its complete sentences are queued, in `voice`. */
+  add(turnId: string, delta: string, voice?: string | null): void {
     const { sentences, rest } = completeSentences((this.pending.get(turnId) ?? '') + delta);
     this.pending.set(turnId, rest);
-    for (const sentence of sentences) this.say(sentence);
+    for (const sentence of sentences) this.say(sentence, voice);
   }
 
   /** The reply ended: what is left of it is queued. */
-  finish(turnId: string): void {
+  finish(turnId: string, voice?: string | null): void {
     const rest = this.pending.get(turnId) ?? '';
     this.pending.delete(turnId);
-    this.say(rest);
+    this.say(rest, voice);
   }
 
   /** The attempt's text was dropped (a retry): so is what of it was not spoken yet. */

@@ -36,15 +36,18 @@ export function Conversation(props: {
   // Where the journal stood when this page opened the conversation: ephemeral panels
   // shown before it are not shown again, nor is anything before it read aloud.
   const opened = useRef<{ sessionId: string; sequence: number } | null>(null);
+  const voiceOf = useRef<string | null>(null);
   speaker.current ??= new SpeechQueue(client, () => player.current, setSpeechError);
   const listen = (event: ParleyEvent) => {
     // What happened before this page opened is history, not read aloud.
     const since = opened.current?.sessionId === sessionId ? opened.current.sequence : null;
     if (!readAloud || since === null || event.sequence <= since) return;
     const queue = speaker.current!;
-    if (event.type === 'text_delta') queue.add(event.turn_id, event.delta);
+    // A reply is read in its agent's voice (the listing's `voice`), as Play reads it.
+    const voice = voiceOf.current;
+    if (event.type === 'text_delta') queue.add(event.turn_id, event.delta, voice);
     else if (event.type === 'attempt_reset') queue.drop(event.turn_id);
-    else if (event.type === 'done') queue.finish(event.turn_id);
+    else if (event.type === 'done') queue.finish(event.turn_id, voice);
     else if (event.type === 'error') {
       queue.say(explainError(event.code, event.message), props.systemVoice);
     }
@@ -59,6 +62,7 @@ export function Conversation(props: {
   const bottom = useRef<HTMLDivElement>(null);
   const agentName = projection?.agent ?? '';
   const agent = props.agents.find((candidate) => candidate.name === agentName);
+  voiceOf.current = agent?.voice ?? null;
   // Other people in a room are shown by their profiles (display name, avatar).
   const people = useAuthors(
     client,

@@ -109,6 +109,11 @@ function ThreadItem(
               {item.role === 'user' && !mine ? (
                 <Avatar name={name} url={person?.avatarUrl} />
               ) : null}
+              {item.role === 'assistant' &&
+              props.agent?.icon &&
+              item.author === props.agent.name ? (
+                <Avatar name={who} url={props.agent.icon} />
+              ) : null}
               <span title={person?.displayName ? item.author : undefined}>{who}</span>
             </div>
             {item.option ? <p className="muted small">Chose “{item.option.value}”</p> : null}
@@ -129,7 +134,12 @@ function ThreadItem(
       return (
         <article className="message assistant" aria-label={`Reply from ${props.agentName}`}>
           <div className="bubble">
-            <div className="author">{item.author || props.agentName}</div>
+            <div className="author">
+              {props.agent?.icon && (item.author || props.agent.name) === props.agent.name ? (
+                <Avatar name={props.agent.name} url={props.agent.icon} />
+              ) : null}
+              <span>{item.author || props.agentName}</span>
+            </div>
             <Markdown source={item.text} />
             {item.options ? (
               <Options
