@@ -5,7 +5,7 @@ import { createAttachment } from '../store/createAttachment.js';
 import { insertPhoto } from '../store/photos.js';
 import { readAttachments } from '../store/readAttachments.js';
 import { z } from 'zod';
-import { rawBodies, route, routeOptions, typed } from './contract.js';
+import { declaredMediaType, rawBodies, route, routeOptions, typed } from './contract.js';
 import type { ApiDeps } from './deps.js';
 import { bytesMatch, imageTypes, isImageType } from '../media/imageTypes.js';
 import { pathId } from './validate.js';
@@ -140,8 +140,7 @@ export function attachmentRoutes(app: FastifyInstance, deps: ApiDeps): void {
 }
 
 function declaredType(request: FastifyRequest) {
-  const header = request.headers['content-type'] ?? '';
-  const mediaType = header.split(';')[0]?.trim().toLowerCase() ?? '';
+  const mediaType = declaredMediaType(request);
   if (!isImageType(mediaType)) {
     throw new ParleyError(
       'unsupported_media_type',

@@ -1,6 +1,7 @@
 import type {
   FastifyContextConfig,
   FastifyInstance,
+  FastifyRequest,
   FastifySchemaCompiler,
   FastifySerializerCompiler,
   FastifyTypeProvider,
@@ -124,6 +125,12 @@ export function rawBodies(scope: FastifyInstance, bodyLimit: number): void {
   scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (_request, body, done) =>
     done(null, body),
   );
+}
+
+/** A raw body's declared media type: its `Content-Type` without parameters, lowercased. */
+export function declaredMediaType(request: FastifyRequest): string {
+  const header = request.headers['content-type'] ?? '';
+  return header.split(';')[0]?.trim().toLowerCase() ?? '';
 }
 
 /** `app` with handlers typed from their contracts' schemas. */

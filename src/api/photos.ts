@@ -15,7 +15,7 @@ import {
   type PhotoCursor,
 } from '../store/photos.js';
 import { readAttachmentById } from '../store/readAttachments.js';
-import { route, routeOptions, typed } from './contract.js';
+import { declaredMediaType, route, routeOptions, typed } from './contract.js';
 import type { ApiDeps } from './deps.js';
 import { bytesMatch, imageTypes, isImageType } from '../media/imageTypes.js';
 import { viewerOf } from './sessionAccess.js';
@@ -127,8 +127,7 @@ function cursorOf(value: string | undefined): PhotoCursor | null {
 
 /** What the body of `POST /photos` is declared as: JSON, or one of the image types. */
 function declaredType(request: FastifyRequest): 'application/json' | (typeof imageTypes)[number] {
-  const header = request.headers['content-type'] ?? '';
-  const mediaType = header.split(';')[0]?.trim().toLowerCase() ?? '';
+  const mediaType = declaredMediaType(request);
   if (mediaType === 'application/json' || isImageType(mediaType)) return mediaType;
   throw new ParleyError(
     'unsupported_media_type',

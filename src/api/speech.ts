@@ -7,7 +7,7 @@ import { findSessionMessage, readSpeech, recordSpeechUsage, saveSpeech } from '.
 import type { VoiceConfig } from '../config/types.js';
 import { audioBytesMatch, audioTypes, isAudioType, type AudioType } from '../media/audioTypes.js';
 import type { Transcribe } from '../speech/transcribe.js';
-import { rawBodies, route, routeOptions, typed } from './contract.js';
+import { declaredMediaType, rawBodies, route, routeOptions, typed } from './contract.js';
 import { agentsOf, speechOf, type ApiDeps } from './deps.js';
 import { pathId, text } from './validate.js';
 
@@ -257,8 +257,7 @@ function transcriptionRoute(app: FastifyInstance, deps: ApiDeps): void {
 }
 
 function declaredAudio(request: FastifyRequest): AudioType {
-  const header = request.headers['content-type'] ?? '';
-  const mediaType = header.split(';')[0]?.trim().toLowerCase() ?? '';
+  const mediaType = declaredMediaType(request);
   if (!isAudioType(mediaType)) {
     throw new ParleyError(
       'unsupported_media_type',
