@@ -4,6 +4,8 @@ import { newPhotoId } from '../src/ids.js';
 import { insertPhoto } from '../src/store/photos.js';
 import { launchBrowser, longMessage, signedIn } from './support/browser.js';
 import { until } from './support/poll.js';
+import { ProviderServer } from './support/providerServer.js';
+import { providerKey } from './support/providerKinds.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
 // The web app's images, photos and voices in Chromium against a real Parley: composer
@@ -11,6 +13,7 @@ import { startTestServer, type TestServer } from './support/server.js';
 // aloud (espeak-ng speaks WAV). The demo model writes a word every 40 ms, so a reply is
 // still streaming when its first sentence is spoken. Every wait is for a state.
 let server: TestServer;
+let providers: ProviderServer;
 let browser: Browser;
 let page: Page;
 const key = 'ann-key';
@@ -24,8 +27,17 @@ const png = Buffer.from(
 const gif = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
 
 beforeAll(async () => {
+  // OpenAI's transcription endpoint, played locally: speech input for the microphone.
+  providers = await ProviderServer.start();
+  providers.on('POST', '/v1/audio/transcriptions', {
+    json: { task: 'transcribe', language: 'english', duration: 2, text: 'Ship it today.' },
+  });
   server = await startTestServer(
     {
+      providers: {
+        demo: { kind: 'demo' },
+        oa: { kind: 'openai', api_key_env: 'TEST_PROVIDER_KEY', base_url: `${providers.url}/v1` },
+      },
       limits: { attachment_bytes: 4096 },
       auth: { keys: [{ key_env: 'K_ANN', tenant: 'acme', user: 'ann', roles: [] }] },
       agents: {
@@ -37,9 +49,9 @@ beforeAll(async () => {
       },
       voices: [{ provider: 'espeak', key: 'en-us', name: 'American' }],
       // Small, so that a reply too long to speak is quick to write.
-      speech: { max_characters: 400 },
+      speech: { max_characters: 400, transcription_model: 'oa/whisper-1' },
     },
-    { K_ANN: key, PARLEY_DEMO_DELAY_MS: '40' },
+    { K_ANN: key, PARLEY_DEMO_DELAY_MS: '40', TEST_PROVIDER_KEY: providerKey },
   );
   browser = await launchBrowser();
   page = (await signedIn(browser, key)).page;
@@ -47,6 +59,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await server?.close();
+  await providers?.close();
 });
 
 async function api(method: string, path: string, body?: unknown): Promise<any> {
@@ -443,5 +456,31 @@ describe('speech', () => {
     await page.getByRole('textbox', { name: 'Message' }).fill('/fail permanent');
     await page.getByRole('textbox', { name: 'Message' }).press('Enter');
     expect((await notice).postDataJSON().text).toContain('credentials');
+  });
+
+  it('takes a spoken message from the microphone into the message box', async () => {
+    await newConversation();
+    const heard = page.waitForRequest((request) =>
+      request.url().endsWith('/api/v1/transcriptions'),
+    );
+    await page.getByRole('button', { name: 'Speak a message' }).click();
+    // Chromium's synthetic microphone beeps; stop once some of it is recorded.
+    const stop = page.getByRole('button', { name: 'Stop recording' });
+    await until(
+      async () => Number(await stop.getAttribute('data-parts')),
+      (parts) => parts > 0,
+      'some audio recorded',
+    );
+    await stop.click();
+    const sent = await heard;
+    expect(sent.headers()['content-type']).toMatch(/^audio\/webm/);
+    const box = page.getByRole('textbox', { name: 'Message' });
+    await until(
+      () => box.inputValue(),
+      (value) => value === 'Ship it today.',
+      'the words heard in the box',
+    );
+    const asked = providers.requests.find((entry) => entry.path === '/v1/audio/transcriptions');
+    expect(asked?.body).toMatch(/name="model"\r\n\r\nwhisper-1/);
   });
 });

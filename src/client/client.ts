@@ -6,6 +6,7 @@ import type {
   Admission,
   AgentInfo,
   Attachment,
+  Transcription,
   BudgetInfo,
   CancelResult,
   DefinitionRevision,
@@ -544,7 +545,9 @@ export class ParleyClient {
   }
 
   /** Extension: the voice catalog (ids for `speak`, an agent's `voice`, `system_voice`). */
-  listVoices(options: { signal?: AbortSignal } = {}): Promise<{ items: VoiceInfo[] }> {
+  listVoices(
+    options: { signal?: AbortSignal } = {},
+  ): Promise<{ items: VoiceInfo[]; transcription: boolean }> {
     return this.http.request('GET', '/api/v1/voices', { signal: options.signal });
   }
 
@@ -565,6 +568,27 @@ export class ParleyClient {
       idempotent: true,
       signal: options.signal,
     });
+  }
+
+  /**
+   * Extension: what a recording says (`audio/webm`, `audio/ogg`, `audio/wav`, ...;
+   * `mediaType` defaults to a Blob's own type, parameters such as `;codecs=opus` kept);
+   * `language` is a hint (ISO 639-1). 404 `transcription_unavailable` when the server
+   * takes no speech (`listVoices().transcription` says). One attempt: each is billed.
+   */
+  transcribe(
+    audio: RawBody,
+    options: { mediaType?: string; language?: string; signal?: AbortSignal } = {},
+  ): Promise<Transcription> {
+    return this.http.upload(
+      '/api/v1/transcriptions',
+      audio,
+      mediaTypeOf(audio, options.mediaType),
+      {
+        query: { language: options.language },
+        signal: options.signal,
+      },
+    );
   }
 
   /** Extension: a message of a session read aloud in its agent's voice (kept once made). */

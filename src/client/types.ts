@@ -23,6 +23,15 @@ export type {
   WorkspaceInfo,
 } from '../protocol/rest.js';
 
+/** What a recording says (POST /api/v1/transcriptions). */
+export interface Transcription {
+  text: string;
+  /** ISO 639-1, when the model said. */
+  language: string | null;
+  duration_seconds: number | null;
+  model: string;
+}
+
 /** An image stored for a session (POST /api/v1/chat/sessions/{id}/attachments). */
 export interface Attachment {
   attachment_id: string;

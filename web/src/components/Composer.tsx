@@ -2,6 +2,7 @@ import { useEffect, useRef, useState } from 'react';
 import type { ParleyClient } from 'parley/client';
 import { draftOf, handedDrafts, type Draft, forgetHandedDrafts } from '../media';
 import { explainRequestError } from '../words';
+import { Microphone } from './Microphone';
 
 /** What the server takes (src/api/imageTypes.ts); others are sent too, for it to refuse. */
 const imageTypes = 'image/png,image/jpeg,image/webp,image/gif';
@@ -178,6 +179,15 @@ export function Composer(props: {
         >
           +
         </button>
+        <Microphone
+          client={client}
+          disabled={closed}
+          onHeard={(heard) => {
+            setText((current) => (current.trim() === '' ? heard : `${current.trimEnd()} ${heard}`));
+            input.current?.focus();
+          }}
+          onProblem={setNotice}
+        />
         <textarea
           ref={input}
           aria-label="Message"
