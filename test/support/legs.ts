@@ -46,7 +46,7 @@ export function isEngineFree(path: string): boolean {
 
 /**
  * Files of the surfaces over the store: the chat platforms, the open protocols, the client
- * SDK and `useChat` transport, the shell's limits, media, telemetry. They open a database,
+ * SDK and `useChat` transport, the shell's limits, telemetry. They open a database,
  * but what they test is the surface, not the engine: the queries they reach are the
  * store's (src/store), and on PostgreSQL the fuzzer (test/fuzz.test.ts, both engines) first
  * fills nearly every table by real use of these surfaces, then sends every route real and
@@ -73,14 +73,12 @@ export const surfaceFiles = [
   'client',
   'client-media',
   'hardening',
-  'image-generation',
   'mcp-server',
   'openai-api',
   'platform-turn-ids',
   'provider-timeouts',
   'request-deadline',
   'shell-limits',
-  'speech',
   'telemetry',
   'tools-api',
   'web-static',
