@@ -2,6 +2,7 @@ import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDemoModel } from '../src/providers/demo.js';
 import { streamStep } from '../src/runtime/modelStep.js';
+import { readEvents } from '../src/store/readEvents.js';
 import { request, startTestServer, type TestServer } from './support/server.js';
 
 /** Small but real headers of each image type (magic bytes + padding). */
@@ -105,6 +106,45 @@ describe('attachments (vision uploads)', () => {
       expect(foreign.status).toBe(404);
       expect(((await foreign.json()) as { error: string }).error).toBe('not_found');
     }
+  });
+
+  it('names the images of a message in its journal event and in the transcript', async () => {
+    const stored = await upload(png, 'image/png');
+    expect(stored.status).toBe(201);
+    const id = stored.body.attachment_id as string;
+    const admitted = await request(
+      server.url,
+      'POST',
+      '/api/v1/chat/turns',
+      { session_id: sessionId, turn_id: 'with_image', message: 'look', attachments: [id] },
+      acme,
+    );
+    expect(admitted.status).toBe(202);
+    const plain = await request(
+      server.url,
+      'POST',
+      '/api/v1/chat/turns',
+      { session_id: sessionId, turn_id: 'without_image', message: 'plain' },
+      acme,
+    );
+    expect(plain.status).toBe(202);
+    const events = await readEvents(server.db, sessionId, 0, 1000);
+    const posted = (turnId: string) =>
+      (events.find((event) => event.type === 'message' && event.turn_id === turnId) as any)
+        ?.message;
+    expect(posted('with_image')).toMatchObject({ content: 'look', attachments: [id] });
+    expect(posted('without_image')).not.toHaveProperty('attachments');
+    const transcript = await request(
+      server.url,
+      'GET',
+      `/api/v1/chat/sessions/${sessionId}/messages`,
+      undefined,
+      acme,
+    );
+    const said = (content: string) =>
+      (transcript.body.items as any[]).find((item) => item.content === content);
+    expect(said('look')).toMatchObject({ role: 'user', attachments: [id] });
+    expect(said('plain')).not.toHaveProperty('attachments');
   });
 
   it('refuses a text file renamed .png (magic bytes), and a type that is not an image', async () => {

@@ -186,7 +186,9 @@ describe('composer attachments', () => {
     );
     expect(await drafts.count()).toBe(0);
 
-    // After a reload the message still shows its image (fetched from the server).
+    // After a reload the message still shows its image (fetched from the server), named
+    // by the journal: not from what this browser remembers sending.
+    await page.evaluate(() => (globalThis as any).localStorage.clear());
     await page.reload();
     const reloaded = mine().getByRole('img', { name: 'Attached image' });
     await reloaded.waitFor();

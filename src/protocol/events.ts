@@ -33,6 +33,8 @@ export interface TranscriptEntry {
   content: string;
   /** The option this user message pressed. */
   option?: { request_id: string; value: string };
+  /** The images a user message carried: attachment ids of its session (none: absent). */
+  attachments?: string[];
 }
 
 /** A transcript message: the greeting, a user post, another participant's post. */

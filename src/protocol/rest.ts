@@ -99,6 +99,10 @@ export const transcriptMessage = z
       .optional()
       .meta({ description: "a person's message: the author's avatar URL, else null" }),
     content: z.string(),
+    attachments: z.array(z.string()).optional().meta({
+      description:
+        "a person's message with images: their attachment ids (GET …/attachments/{id}); absent without",
+    }),
     turn_id: z.string().nullable(),
     sequence: z.number().int(),
     created_at: timestamp,

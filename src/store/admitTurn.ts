@@ -134,7 +134,11 @@ export async function admitTurn(db: Db, input: AdmitTurnInput): Promise<Admissio
   }
 }
 
-function messageEvent(input: AdmitTurnInput, messageId: string): NewEvent<'message'> {
+function messageEvent(
+  input: AdmitTurnInput,
+  messageId: string,
+  attachments: string[] = [],
+): NewEvent<'message'> {
   return newEvent('message', input.turnId, {
     message: {
       id: messageId,
@@ -142,6 +146,7 @@ function messageEvent(input: AdmitTurnInput, messageId: string): NewEvent<'messa
       author: input.author,
       content: input.message,
       ...(input.option ? { option: input.option } : {}),
+      ...(attachments.length > 0 ? { attachments } : {}),
     },
   });
 }
@@ -382,7 +387,7 @@ async function admitOnce(
   await journalEvents(
     tx,
     session.session_id,
-    [messageEvent(input, messageId), ...expired],
+    [messageEvent(input, messageId, attachments), ...expired],
     triggers ? 'input' : 'events',
   );
   return {

@@ -14,13 +14,15 @@ interface MessageRow {
   cost_usd?: number | null;
   author_display_name: string | null;
   author_avatar_url: string | null;
+  attachments: string[] | null;
 }
 
 /**
  * The durable transcript, newest first; `before` is a journal sequence (exclusive). A
  * reply carries what its turn cost (`usage`: every provider call of the burst it answers);
  * a person's message its author's profile (`users`: display name and avatar, null until
- * set), so a room shows names rather than user ids.
+ * set), so a room shows names rather than user ids, and the images it carried (its turn's
+ * `attachments`), so a client shows them.
  */
 export async function listMessages(
   db: Queryable,
@@ -31,9 +33,12 @@ export async function listMessages(
   const found = await db.query<MessageRow>(
     `select m.message_id, m.role, m.author, m.content, m.turn_id, m.sequence, m.created_at,
             t.input_tokens, t.output_tokens, t.cost_usd,
-            u.display_name as author_display_name, u.avatar_url as author_avatar_url
+            u.display_name as author_display_name, u.avatar_url as author_avatar_url,
+            p.attachments
        from messages m
        left join turns t on m.role = 'assistant' and t.tenant = m.tenant and t.turn_id = m.turn_id
+       left join turns p on m.role = 'user' and p.tenant = m.tenant and p.turn_id = m.turn_id
+                        and p.message_id = m.message_id
        left join users u on m.role = 'user' and u.tenant = m.tenant and u.user_name = m.author
       where m.tenant = $1 and m.session_id = $2 and m.sequence < $3
       order by m.sequence desc, m.role desc
@@ -59,8 +64,11 @@ function toMessage(row: MessageRow): TranscriptMessage {
           },
         }
       : {};
+  const attachments =
+    row.attachments && row.attachments.length > 0 ? { attachments: row.attachments } : {};
   return {
     ...usage,
+    ...attachments,
     id: row.message_id,
     role: row.role,
     author: row.author,

@@ -53,9 +53,9 @@ export function useAttachmentUrl(
 }
 
 /**
- * Which images each turn sent from this browser carried. The journal's `message` event and
- * the transcript name no attachments, so the page keeps what it sent (local storage, per
- * session) to show them in the user's message after a reload too.
+ * Which images each turn sent from this browser carried (local storage, per session): the
+ * journal's `message` event and the transcript name them (`attachments`), but journals
+ * written before they did do not.
  */
 const sentKey = (sessionId: string) => `parley.sent.${sessionId}`;
 

@@ -38,7 +38,8 @@ export function Thread(props: ThreadProps) {
   const lastTextOfTurn = new Map<string, string>();
   for (const item of state.items)
     if (item.kind === 'text') lastTextOfTurn.set(item.turnId, item.key);
-  // Images of the turns this browser sent (the journal does not name them).
+  // A message's images as the journal names them; from journals written before it did, those
+  // of the turns this browser sent.
   const sent = sentAttachments(props.sessionId);
   return (
     <div className="thread" role="log" aria-label="Conversation" aria-live="polite">
@@ -49,7 +50,11 @@ export function Thread(props: ThreadProps) {
           {...props}
           showUsage={item.kind === 'text' && lastTextOfTurn.get(item.turnId) === item.key}
           asked={item.kind === 'tool' && asked.has(item.callId)}
-          images={item.kind === 'message' && item.turnId ? (sent[item.turnId] ?? []) : []}
+          images={
+            item.kind !== 'message'
+              ? []
+              : (item.attachments ?? (item.turnId ? sent[item.turnId] : undefined) ?? [])
+          }
         />
       ))}
       {props.pending.map((post) => (

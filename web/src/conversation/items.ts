@@ -34,6 +34,8 @@ export type Item =
       content: string;
       turnId: string | null;
       option?: { request_id: string; value: string } | undefined;
+      /** The images it carried (attachment ids), as the journal or the transcript names them. */
+      attachments?: string[] | undefined;
     }
   | {
       kind: 'text';

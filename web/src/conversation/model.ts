@@ -33,6 +33,7 @@ export function reduce(state: ConversationState, event: ParleyEvent): Conversati
           content: message.content,
           turnId: event.turn_id ?? null,
           option: message.option,
+          attachments: message.attachments,
         },
       ];
       if (message.option)

@@ -28,6 +28,7 @@ export function fromTranscript(messages: TranscriptMessage[], cursor: number): C
             author: message.author,
             content: message.content,
             turnId: message.turn_id,
+            attachments: message.attachments,
           },
     ),
   };
