@@ -116,6 +116,14 @@ describe('the voice configuration', () => {
         },
         'agents.default.model',
       ],
+      [{ providers: { el: { kind: 'elevenlabs' } } }, 'providers.el.api_key_env'],
+      [
+        {
+          providers: { el: { kind: 'elevenlabs', api_key_env: 'EL_KEY' } },
+          agents: { default: { model: 'el/eleven_multilingual_v2' } },
+        },
+        'agents.default.model',
+      ],
       [{ speech: { max_characters: 0 } }, 'speech.max_characters'],
       [{ speech: { transcription_model: 'nobody/whisper-1' } }, 'speech.transcription_model'],
       [{ speech: { transcription_model: 'demo/whisper-1' } }, 'speech.transcription_model'],

@@ -16,6 +16,8 @@ let providers: ProviderServer;
 const keys = { alice: 'alice-key', bob: 'bob-key', globex: 'globex-key' };
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });
 const piperVoice = 'piper/en_US-lessac-medium';
+/** An ElevenLabs voice id (its premade "Rachel"). */
+const elevenVoice = '21m00Tcm4TlvDq8ikWAM';
 /** A 1×1 PNG, inline. */
 const pngIcon =
   'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
@@ -40,6 +42,11 @@ beforeAll(async () => {
           base_url: `${providers.url}/v1`,
           speech_model: 'tts-1',
         },
+        el: {
+          kind: 'elevenlabs',
+          api_key_env: 'TEST_PROVIDER_KEY',
+          base_url: `${providers.url}/el`,
+        },
       },
       voices: [
         {
@@ -52,11 +59,13 @@ beforeAll(async () => {
           quality: 'medium',
         },
         { id: 'espeak/de', provider: 'espeak', key: 'de', name: 'Deutsch', language: 'de' },
+        { provider: 'el', key: elevenVoice, name: 'Rachel', language: 'en', gender: 'female' },
       ],
       // OpenAI's tts-1: USD 15 per million characters; whisper-1: USD 0.006 a minute.
       pricing: {
         'oa/tts-1': { input: 15, output: 0 },
         'oa/whisper-1': { input: 0, output: 0, per_minute: 0.006 },
+        'el/eleven_multilingual_v2': { input: 100, output: 0 },
       },
       speech: { transcription_model: 'oa/whisper-1', max_transcription_bytes: 65_536 },
       agents: {
@@ -439,6 +448,59 @@ describe('POST /api/v1/speech', () => {
       'POST',
       '/api/v1/speech',
       { text: 'hello', voice: 'oa/alloy' },
+      auth(keys.alice),
+    );
+    expect(failed.status).toBe(502);
+    expect(failed.body.error).toBe('speech_failed');
+    expect(failed.body.message).toContain('401');
+    expect(JSON.stringify(failed.body)).not.toContain(providerKey);
+  });
+});
+
+describe('ElevenLabs speech', () => {
+  it('speaks through /v1/text-to-speech/{voice} via the AI SDK, billed per character', async () => {
+    providers.reset();
+    const mp3 = new Uint8Array([0x49, 0x44, 0x33, 0x04, 0, 0, 0, 0, 0, 0, 0xff, 0xfb, 0x90, 0x64]);
+    const path = `/el/v1/text-to-speech/${elevenVoice}`;
+    providers.on('POST', path, { bytes: mp3, headers: { 'content-type': 'audio/mpeg' } });
+    const text = 'Bonjour, ça va ?';
+    const answer = await raw('POST', '/api/v1/speech', keys.alice, {
+      text,
+      voice: `el/${elevenVoice}`,
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.type).toBe('audio/mpeg');
+    expect(answer.bytes).toEqual(mp3);
+    const sent = providers.requests.find((entry) => entry.path === path);
+    expect(sent?.headers['xi-api-key']).toBe(providerKey);
+    expect(sent?.query.get('output_format')).toBe('mp3_44100_128');
+    expect(JSON.parse(sent?.body ?? '{}')).toEqual({ text, model_id: 'eleven_multilingual_v2' });
+    const [row] = (await speechUsage()).slice(-1);
+    expect(row).toMatchObject({ model: 'el/eleven_multilingual_v2', characters: 16 });
+    expect(row?.cost_usd).toBeCloseTo((16 * 100) / 1_000_000, 8);
+  });
+
+  it('refuses a format ElevenLabs does not speak, and tells its failure without its body', async () => {
+    providers.reset();
+    const wav = await request(
+      server.url,
+      'POST',
+      '/api/v1/speech',
+      { text: 'hello', voice: `el/${elevenVoice}`, format: 'wav' },
+      auth(keys.alice),
+    );
+    expect(wav.status).toBe(400);
+    expect(wav.body).toMatchObject({ error: 'invalid_request', field: 'format' });
+    expect(providers.requests).toHaveLength(0);
+    providers.on('POST', `/el/v1/text-to-speech/${elevenVoice}`, {
+      status: 401,
+      json: { detail: { status: 'invalid_api_key', message: `Invalid key ${providerKey}` } },
+    });
+    const failed = await request(
+      server.url,
+      'POST',
+      '/api/v1/speech',
+      { text: 'hello', voice: `el/${elevenVoice}` },
       auth(keys.alice),
     );
     expect(failed.status).toBe(502);

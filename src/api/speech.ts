@@ -13,7 +13,8 @@ import { pathId, text } from './validate.js';
 
 const binary = { type: 'string', format: 'binary' };
 const audio = {
-  description: 'The audio: audio/wav (espeak, piper), else of the format asked (openai)',
+  description:
+    'The audio: audio/wav (espeak, piper), audio/mpeg (elevenlabs), else of the format asked (openai)',
   content: {
     'audio/wav': { schema: binary },
     'audio/mpeg': { schema: binary },
@@ -80,7 +81,8 @@ export const speechContracts = {
         }),
         voice: z.string().min(1).max(200).optional().meta({ description: 'a voice id' }),
         format: z.enum(speechFormats).optional().meta({
-          description: 'wav for espeak and piper (their only one); openai: any, default mp3',
+          description:
+            'wav for espeak and piper (their only one), mp3 for elevenlabs; openai: any, default mp3',
         }),
       })
       .strict(),

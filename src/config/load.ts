@@ -9,7 +9,7 @@ import { ConfigError } from './errors.js';
 import { compileMissions, compileSchedules } from './missions.js';
 import { compileAgentPolicy } from './tenancy.js';
 import { compileToolSettings, ToolConfigError } from './tools.js';
-import { compileSpeech, compileVoices, defaultOpenAISpeechModel } from './voices.js';
+import { compileSpeech, compileVoices, defaultSpeechModel, speechModelKinds } from './voices.js';
 import type {
   AgentConfig,
   ApiKey,
@@ -282,9 +282,9 @@ function compileProviders(file: ConfigFile): Record<string, ProviderConfig> {
     if (provider.api !== undefined && provider.kind !== 'openai') {
       throw new ConfigError(`providers.${name}.api: only an openai provider has an api choice`);
     }
-    if (provider.speech_model !== undefined && provider.kind !== 'openai') {
+    if (provider.speech_model !== undefined && !speechModelKinds.has(provider.kind)) {
       throw new ConfigError(
-        `providers.${name}.speech_model: only an openai provider has a speech model`,
+        `providers.${name}.speech_model: only an openai or elevenlabs provider has a speech model`,
       );
     }
     if (
@@ -305,7 +305,10 @@ function compileProviders(file: ConfigFile): Record<string, ProviderConfig> {
         `providers.${name}.base_url: espeak runs espeak-ng on this machine, it has no URL`,
       );
     }
-    if (!provider.api_key_env && ['openai', 'anthropic', 'google', 'fal'].includes(provider.kind)) {
+    if (
+      !provider.api_key_env &&
+      ['openai', 'anthropic', 'google', 'fal', 'elevenlabs'].includes(provider.kind)
+    ) {
       throw new ConfigError(`providers.${name}.api_key_env: required for kind ${provider.kind}`);
     }
     providers[name] = {
@@ -315,7 +318,7 @@ function compileProviders(file: ConfigFile): Record<string, ProviderConfig> {
       baseUrl: provider.base_url?.replace(/\/+$/, '') ?? null,
       headersFromEnv: provider.headers_from_env,
       api: provider.api ?? 'responses',
-      speechModel: provider.speech_model ?? defaultOpenAISpeechModel,
+      speechModel: provider.speech_model ?? defaultSpeechModel(provider.kind),
       firstTokenTimeoutMs: provider.first_token_timeout_ms,
       idleTimeoutMs: provider.idle_timeout_ms,
       circuit: { failures: provider.circuit.failures, openMs: provider.circuit.open_ms },

@@ -79,7 +79,7 @@ export const mcpServerSchema = z.union([
 
 export const providerSchema = z
   .object({
-    // espeak and piper speak (voices:), they have no language models.
+    // espeak, piper and elevenlabs speak (voices:), they have no language models.
     kind: z.enum([
       'demo',
       'openai',
@@ -89,6 +89,7 @@ export const providerSchema = z
       'ollama',
       'espeak',
       'piper',
+      'elevenlabs',
       // fal makes images only (the generate_image tool's model), no language models.
       'fal',
     ]),
@@ -98,7 +99,7 @@ export const providerSchema = z
     headers_from_env: z.record(z.string().regex(/^[A-Za-z0-9-]+$/), envName).default({}),
     // openai only: the Responses API (default) or Chat Completions.
     api: z.enum(['responses', 'chat']).optional(),
-    // openai only: the model its voices speak with (`voices:`; docs/PROTOCOL.md).
+    // openai and elevenlabs: the model their voices speak with (`voices:`; docs/PROTOCOL.md).
     speech_model: z.string().min(1).max(128).optional(),
     // Deadlines of one streaming call (providers.md, "Timeouts"); 0 turns one off.
     first_token_timeout_ms: z.number().int().nonnegative().default(60_000),

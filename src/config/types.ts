@@ -146,10 +146,11 @@ export type ProviderKind =
   | 'ollama'
   | 'espeak'
   | 'piper'
+  | 'elevenlabs'
   | 'fal';
 
 /** Provider kinds that only speak (voices), with no language model. */
-export const speechOnlyKinds: readonly ProviderKind[] = ['espeak', 'piper'];
+export const speechOnlyKinds: readonly ProviderKind[] = ['espeak', 'piper', 'elevenlabs'];
 
 /** Capabilities as the catalog stores them; each key of an override is optional. */
 export interface ModelCapabilities {

@@ -1,12 +1,12 @@
 import { ConfigError } from './errors.js';
 import type { ConfigFile } from './schema.js';
-import type { ProviderConfig, SpeechConfig, VoiceConfig } from './types.js';
+import type { ProviderConfig, ProviderKind, SpeechConfig, VoiceConfig } from './types.js';
 
 /**
  * The voice catalog (docs/PROTOCOL.md, "Voices and speech"): the built-in `espeak/en`
- * (espeak-ng, on the machine, no network), the configured `voices:`, and OpenAI's fixed
- * voices for each openai provider set up to speak (its `speech_model` set, or a configured
- * voice naming it). A voice id is `<provider>/<key>`; ids are unique. Voices are the operator's: a tenant's agent may name
+ * (espeak-ng, on the machine, no network), the configured `voices:` (an ElevenLabs voice is
+ * listed there by its voice id), and OpenAI's fixed voices for each openai provider set up
+ * to speak (its `speech_model` set, or a configured voice naming it). A voice id is `<provider>/<key>`; ids are unique. Voices are the operator's: a tenant's agent may name
  * one, never define one.
  */
 
@@ -39,7 +39,13 @@ export const openaiVoices = [
   'verse',
 ] as const;
 
-export const defaultOpenAISpeechModel = 'gpt-4o-mini-tts';
+/** Provider kinds whose voices speak through a named speech model (`speech_model`). */
+export const speechModelKinds: ReadonlySet<ProviderKind> = new Set(['openai', 'elevenlabs']);
+
+/** A provider's speech model when `speech_model` is not set (unused by other kinds). */
+export function defaultSpeechModel(kind: ProviderKind): string {
+  return kind === 'elevenlabs' ? 'eleven_multilingual_v2' : 'gpt-4o-mini-tts';
+}
 
 /** The provider a voice speaks through: a configured one, else the built-in espeak-ng. */
 export function speechProviderOf(
@@ -62,7 +68,7 @@ export function speechProviderOf(
   };
 }
 
-const speaking = new Set(['espeak', 'piper', 'openai']);
+const speaking = new Set<ProviderKind>(['espeak', 'piper', 'openai', 'elevenlabs']);
 
 export function compileVoices(
   file: ConfigFile,
@@ -83,7 +89,7 @@ export function compileVoices(
     }
     if (!speaking.has(provider.kind)) {
       throw new ConfigError(
-        `${where}.provider: a provider of kind ${provider.kind} does not speak (espeak, piper or openai)`,
+        `${where}.provider: a provider of kind ${provider.kind} does not speak (espeak, piper, openai or elevenlabs)`,
       );
     }
     if (voices.has(id)) throw new ConfigError(`${where}.id: the voice ${id} is listed twice`);

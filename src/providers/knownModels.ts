@@ -97,6 +97,7 @@ const tables: Record<ProviderKind, [string, Known][]> = {
   demo,
   espeak: [],
   piper: [],
+  elevenlabs: [],
   // fal's image models are no language models: nothing to know here.
   fal: [],
 };

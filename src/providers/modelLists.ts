@@ -48,6 +48,7 @@ export async function fetchModelList(
       return [];
     case 'espeak':
     case 'piper':
+    case 'elevenlabs':
       // Speech providers: their voices are the voice catalog (config/voices.ts).
       return [];
   }

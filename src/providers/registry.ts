@@ -72,6 +72,7 @@ function createModel(
       throw new Error(`provider "${provider.name}" (kind fal) makes images only, no replies`);
     case 'espeak':
     case 'piper':
+    case 'elevenlabs':
       // Refused when the configuration compiles (agents.ts); speech is src/speech/.
       throw new Error(
         `provider "${provider.name}" (kind ${provider.kind}) only speaks, no replies`,

@@ -1,17 +1,25 @@
 import { spawn as nodeSpawn } from 'node:child_process';
-import type { Config, VoiceConfig } from '../config/types.js';
+import type { Config, ProviderKind, VoiceConfig } from '../config/types.js';
 import { speechProviderOf } from '../config/voices.js';
 import { ParleyError } from '../errors.js';
 import { resolveCredentials, type Env } from '../providers/credentials.js';
 import { speakWithEspeak, type Spawn } from './espeak.js';
 import { SpeechFailure } from './failure.js';
-import { speakWithOpenAI } from './openaiSpeech.js';
+import { speakWithSdk } from './sdkSpeech.js';
 import { speakWithPiper } from './piper.js';
 import { createTranscriber, type Transcribe } from './transcribe.js';
 
-/** Audio formats a request may ask for; espeak and piper speak WAV only. */
+/** Audio formats a request may ask for (each provider kind speaks some: `spokenFormats`). */
 export const speechFormats = ['wav', 'mp3', 'opus', 'aac', 'flac'] as const;
 export type SpeechFormat = (typeof speechFormats)[number];
+
+/** What each speaking kind answers in, its default first. */
+const spokenFormats: Partial<Record<ProviderKind, readonly SpeechFormat[]>> = {
+  espeak: ['wav'],
+  piper: ['wav'],
+  openai: ['mp3', 'wav', 'opus', 'aac', 'flac'],
+  elevenlabs: ['mp3'],
+};
 
 const mediaTypes: Record<SpeechFormat, string> = {
   wav: 'audio/wav',
@@ -25,7 +33,7 @@ const mediaTypes: Record<SpeechFormat, string> = {
 export interface Spoken {
   audio: Uint8Array;
   mediaType: string;
-  /** What the usage row names: `<provider>/<speech model>` for openai, else the voice id. */
+  /** What the usage row names: `<provider>/<speech model>` for openai and elevenlabs, else the voice id. */
   model: string;
   /** Characters of text spoken (code points). */
   characters: number;
@@ -39,7 +47,7 @@ export interface Speech {
   voice(id: string): VoiceConfig | null;
   /**
    * Speaks `text` in `voice`, in `format` (null: the provider's own, wav for espeak and
-   * piper, mp3 for openai). Fails with ParleyError: `invalid_request` (a format the voice
+   * piper, mp3 for openai and elevenlabs). Fails with ParleyError: `invalid_request` (a format the voice
    * does not speak), `speech_failed` (the provider's failure, without secrets).
    */
   speak(voice: VoiceConfig, text: string, format: SpeechFormat | null): Promise<Spoken>;
@@ -64,7 +72,7 @@ export function characterCount(text: string): number {
 
 /**
  * The speech service of one process: the voice catalog and the three ways to speak
- * (espeak.ts, piper.ts, openaiSpeech.ts), each bounded by `speech.timeout_ms` and
+ * (espeak.ts, piper.ts, sdkSpeech.ts for openai and elevenlabs), each bounded by `speech.timeout_ms` and
  * `speech.max_audio_bytes`. Keys are read from the environment per call, never logged.
  */
 export function createSpeech(config: Config, io: SpeechIo): Speech {
@@ -79,10 +87,13 @@ export function createSpeech(config: Config, io: SpeechIo): Speech {
     async speak(voice, text, format) {
       const provider = speechProviderOf(config.providers, voice.provider);
       if (!provider) throw new ParleyError('voice_not_found', `no voice "${voice.id}"`);
-      if (provider.kind !== 'openai' && format !== null && format !== 'wav') {
-        throw new ParleyError('invalid_request', `format: the voice ${voice.id} speaks wav only`, {
-          field: 'format',
-        });
+      const formats = spokenFormats[provider.kind] ?? ['wav'];
+      if (format !== null && !formats.includes(format)) {
+        throw new ParleyError(
+          'invalid_request',
+          `format: the voice ${voice.id} speaks ${formats.join(', ')}`,
+          { field: 'format' },
+        );
       }
       const signal = AbortSignal.timeout(timeoutMs);
       const started = performance.now();
@@ -114,8 +125,8 @@ export function createSpeech(config: Config, io: SpeechIo): Speech {
               fetch: fetchImpl,
             });
           } else {
-            const chosen = format ?? 'mp3';
-            const spoken = await speakWithOpenAI(provider, credentials, {
+            const chosen = format ?? formats[0] ?? 'mp3';
+            const spoken = await speakWithSdk(provider, credentials, {
               voiceKey: voice.key,
               text,
               format: chosen,
