@@ -331,6 +331,72 @@ describe('the photo library', () => {
     expect((await content(landed.photo_id)).bytes.equals(gif)).toBe(true);
   });
 
+  it("attaches one of the caller's photos to a session without adding it again", async () => {
+    const added = await upload(jpeg, 'image/jpeg', keys.ann, '?title=Shelf');
+    expect(added.status).toBe(201);
+    const before = (await all(keys.ann)).length;
+    const sessionId = await sessionOf(keys.ann);
+    const photoBody = (photoId: string) => Buffer.from(JSON.stringify({ photo_id: photoId }));
+    const attached = await chatUpload(
+      sessionId,
+      photoBody(added.body.photo_id),
+      'application/json',
+    );
+    expect(attached.status).toBe(201);
+    expect(attached.body).toMatchObject({ media_type: 'image/jpeg', bytes: jpeg.byteLength });
+    const served = await fetch(
+      `${server.url}/api/v1/chat/sessions/${sessionId}/attachments/${attached.body.attachment_id}`,
+      { headers: auth(keys.ann) },
+    );
+    expect(Buffer.from(await served.arrayBuffer()).equals(jpeg)).toBe(true);
+    expect(await all(keys.ann)).toHaveLength(before);
+    // The attachment is the turn's like an upload: admitted with the message.
+    const turn = await request(
+      server.url,
+      'POST',
+      '/api/v1/chat/turns',
+      {
+        session_id: sessionId,
+        turn_id: 'photo_turn',
+        message: 'what is this?',
+        attachments: [attached.body.attachment_id],
+      },
+      auth(keys.ann),
+    );
+    expect(turn.status).toBe(202);
+
+    // Another user's photo (bob's session, ann's photo), a missing one, a bad body: refused,
+    // nothing attached.
+    const bobSession = await sessionOf(keys.bob);
+    const count = async (session: string) =>
+      (
+        await server.db.query<{ n: number }>(
+          'select count(*)::int as n from attachments where session_id = $1',
+          [session],
+        )
+      ).rows[0]?.n;
+    const notBobs = await chatUpload(
+      bobSession,
+      photoBody(added.body.photo_id),
+      'application/json',
+      keys.bob,
+    );
+    expect(notBobs.status).toBe(404);
+    expect(notBobs.body.error).toBe('photo_not_found');
+    const missing = await chatUpload(sessionId, photoBody('ph_missing'), 'application/json');
+    expect(missing.body.error).toBe('photo_not_found');
+    const extra = await chatUpload(
+      sessionId,
+      Buffer.from(JSON.stringify({ photo_id: added.body.photo_id, bytes: 1 })),
+      'application/json',
+    );
+    expect(extra.status).toBe(400);
+    const broken = await chatUpload(sessionId, Buffer.from('{"photo_id":'), 'application/json');
+    expect(broken.status).toBe(400);
+    expect(await count(bobSession)).toBe(0);
+    expect(await count(sessionId)).toBe(1);
+  });
+
   it('lists newest first, page by page, of one origin when asked', async () => {
     // A user of its own, so the listing holds exactly what this test made.
     const owner = 'pat'; // generated photos come from the store, as image generation adds them
@@ -523,6 +589,9 @@ describe('the photo library', () => {
     expect(Object.keys(create.requestBody.content).sort()).toEqual(
       ['application/json', 'image/gif', 'image/jpeg', 'image/png', 'image/webp'].sort(),
     );
+    const attach = openapi.body.paths['/api/v1/chat/sessions/{session_id}/attachments'].post;
+    expect(attach.requestBody.content['application/json']).toBeDefined();
+    expect(attach.requestBody.content['image/png']).toBeDefined();
     for (const path of ['/api/v1/photos/{photo_id}', '/api/v1/photos/{photo_id}/content']) {
       expect(openapi.body.paths[path], path).toBeDefined();
     }

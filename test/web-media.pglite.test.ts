@@ -348,6 +348,7 @@ describe('the photo explorer', () => {
   });
 
   it('opens a photo in a new conversation, attached to its composer', async () => {
+    const photos = (await api('GET', '/api/v1/photos?limit=200')).items.length as number;
     await page.goto(`${server.url}/photos`);
     await page.getByRole('button', { name: 'Open A red dot' }).click();
     await page
@@ -368,6 +369,8 @@ describe('the photo explorer', () => {
     const [turn] = await turnsOf(sessionId);
     expect(turn?.attachments).toHaveLength(1);
     await mine().getByRole('img', { name: 'Attached image' }).waitFor();
+    // Attached from the library, not uploaded again: the library holds it once.
+    expect((await api('GET', '/api/v1/photos?limit=200')).items).toHaveLength(photos);
   });
 });
 

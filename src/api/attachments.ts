@@ -2,22 +2,33 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ParleyError } from '../errors.js';
 import { newAttachmentId, newPhotoId } from '../ids.js';
 import { createAttachment } from '../store/createAttachment.js';
-import { insertPhoto } from '../store/photos.js';
+import { insertPhoto, readPhotoContent } from '../store/photos.js';
 import { readAttachments } from '../store/readAttachments.js';
 import { z } from 'zod';
-import { declaredMediaType, rawBodies, route, routeOptions, typed } from './contract.js';
+import { declaredMediaType, rawOrJsonBodies, route, routeOptions, typed } from './contract.js';
 import type { ApiDeps } from './deps.js';
 import { bytesMatch, imageTypes, isImageType } from '../media/imageTypes.js';
-import { pathId } from './validate.js';
+import { pathId, text, validate } from './validate.js';
 
 const binary = { type: 'string', format: 'binary' };
+
+const fromPhoto = z
+  .object({
+    photo_id: text().min(1).max(128).meta({
+      description: "one of the caller's photos: attached to the session, not added again",
+    }),
+  })
+  .strict();
 
 export const attachmentContracts = {
   upload: route({
     method: 'POST',
     url: '/api/v1/chat/sessions/:sessionId/attachments',
-    summary: 'Upload an image (raw body; png, jpeg, webp or gif; magic bytes checked)',
+    summary:
+      "Upload an image (raw body; png, jpeg, webp or gif; magic bytes checked), or JSON naming one of the caller's photos",
     rawBody: { contentTypes: imageTypes },
+    body: fromPhoto,
+    handlerValidates: true,
     responses: {
       '201': z.object({
         attachment_id: z.string(),
@@ -26,8 +37,8 @@ export const attachmentContracts = {
       }),
     },
     errors: {
-      '400': 'invalid_request (empty)',
-      '404': 'session_not_found',
+      '400': 'invalid_request (empty, or a bad field), malformed_json',
+      '404': "session_not_found, photo_not_found (also another user's photo)",
       '413': 'payload_too_large (limits.attachment_bytes)',
       '415': 'unsupported_media_type (type not allowed, or bytes not of it)',
     },
@@ -52,13 +63,14 @@ export const attachmentContracts = {
  * to whoever may see the session. Everything that can be refused without the body (the
  * session, by the session check every `:sessionId` route has; the declared type; a
  * Content-Length over `limits.attachment_bytes`) is refused before a byte of it is read.
- * A stored upload also lands in the uploader's photo library (photos.ts). Registered as
- * its own plugin so that its raw-body parser does not apply to the JSON routes.
+ * A stored upload also lands in the uploader's photo library (photos.ts); JSON
+ * `{"photo_id"}` instead attaches one of the caller's photos, which is in the library
+ * already. Registered as its own plugin so that its body parsers do not apply elsewhere.
  */
 export function attachmentRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const limit = deps.config.limits.attachmentBytes;
   void app.register(async (scope) => {
-    rawBodies(scope, limit);
+    rawOrJsonBodies(scope, limit, deps.config.server.bodyLimitBytes);
     const api = typed(scope);
     const { upload, download } = attachmentContracts;
     api.post(
@@ -73,7 +85,28 @@ export function attachmentRoutes(app: FastifyInstance, deps: ApiDeps): void {
         },
       },
       async (request, reply) => {
+        const { tenant, user } = request.principal;
+        const sessionId = request.session.session_id;
         const mediaType = declaredType(request);
+        if (mediaType === 'application/json') {
+          const body = validate(fromPhoto, request.body);
+          const photoId = pathId(body.photo_id, 'photo_id');
+          const photo = await readPhotoContent(deps.db, tenant, user, photoId);
+          if (!photo) throw new ParleyError('photo_not_found', 'photo_id: no such photo');
+          if (photo.bytes.byteLength > limit) {
+            throw new ParleyError('payload_too_large', 'the image is over limits.attachment_bytes');
+          }
+          const attached = await createAttachment(deps.db, {
+            attachmentId: newAttachmentId(),
+            tenant,
+            sessionId,
+            mediaType: photo.mediaType,
+            data: photo.bytes,
+            uploadedBy: user,
+          });
+          if (!attached) throw new ParleyError('session_not_found', 'no such session');
+          return reply.status(201).send(attachmentView(attached));
+        }
         const data = request.body as Buffer | undefined;
         if (!data || data.byteLength === 0) {
           throw new ParleyError('invalid_request', 'the attachment is empty');
@@ -81,14 +114,13 @@ export function attachmentRoutes(app: FastifyInstance, deps: ApiDeps): void {
         if (!bytesMatch(mediaType, data)) {
           throw new ParleyError('unsupported_media_type', `the bytes are not a ${mediaType} image`);
         }
-        const { tenant, user } = request.principal;
         // The uploader's photo library gets the image too (PROTOCOL.md, "Photos"), in the
         // same transaction: both rows, or neither.
         const stored = await deps.db.transaction(async (tx) => {
           const attachment = await createAttachment(tx, {
             attachmentId: newAttachmentId(),
             tenant,
-            sessionId: request.session.session_id,
+            sessionId,
             mediaType,
             data,
             uploadedBy: user,
@@ -106,11 +138,7 @@ export function attachmentRoutes(app: FastifyInstance, deps: ApiDeps): void {
           });
           return attachment;
         });
-        return reply.status(201).send({
-          attachment_id: stored.attachment_id,
-          media_type: stored.media_type,
-          bytes: stored.bytes,
-        });
+        return reply.status(201).send(attachmentView(stored));
       },
     );
 
@@ -139,13 +167,20 @@ export function attachmentRoutes(app: FastifyInstance, deps: ApiDeps): void {
   });
 }
 
-function declaredType(request: FastifyRequest) {
+/** What an upload's body is declared as: JSON naming a photo, or one of the image types. */
+function declaredType(request: FastifyRequest): 'application/json' | (typeof imageTypes)[number] {
   const mediaType = declaredMediaType(request);
-  if (!isImageType(mediaType)) {
-    throw new ParleyError(
-      'unsupported_media_type',
-      `send the image as one of ${imageTypes.join(', ')}`,
-    );
-  }
-  return mediaType;
+  if (mediaType === 'application/json' || isImageType(mediaType)) return mediaType;
+  throw new ParleyError(
+    'unsupported_media_type',
+    `send the image as one of ${imageTypes.join(', ')}, or JSON naming a photo`,
+  );
+}
+
+function attachmentView(stored: { attachment_id: string; media_type: string; bytes: number }) {
+  return {
+    attachment_id: stored.attachment_id,
+    media_type: stored.media_type,
+    bytes: stored.bytes,
+  };
 }

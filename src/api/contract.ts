@@ -127,6 +127,20 @@ export function rawBodies(scope: FastifyInstance, bodyLimit: number): void {
   );
 }
 
+/**
+ * As `rawBodies`, but a body declared `application/json` is parsed as JSON (bounded by
+ * `jsonLimit`, the server's body limit): a route that takes either the raw bytes or JSON
+ * naming where to copy them from.
+ */
+export function rawOrJsonBodies(scope: FastifyInstance, rawLimit: number, jsonLimit: number): void {
+  rawBodies(scope, rawLimit);
+  scope.addContentTypeParser(
+    'application/json',
+    { parseAs: 'string', bodyLimit: jsonLimit },
+    scope.getDefaultJsonParser('error', 'error'),
+  );
+}
+
 /** A raw body's declared media type: its `Content-Type` without parameters, lowercased. */
 export function declaredMediaType(request: FastifyRequest): string {
   const header = request.headers['content-type'] ?? '';

@@ -15,7 +15,7 @@ import {
   type PhotoCursor,
 } from '../store/photos.js';
 import { readAttachmentById } from '../store/readAttachments.js';
-import { declaredMediaType, route, routeOptions, typed } from './contract.js';
+import { declaredMediaType, rawOrJsonBodies, route, routeOptions, typed } from './contract.js';
 import type { ApiDeps } from './deps.js';
 import { bytesMatch, imageTypes, isImageType } from '../media/imageTypes.js';
 import { viewerOf } from './sessionAccess.js';
@@ -162,15 +162,7 @@ export function photoRoutes(app: FastifyInstance, deps: ApiDeps): void {
   });
 
   void app.register(async (scope) => {
-    scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser(
-      'application/json',
-      { parseAs: 'string', bodyLimit: deps.config.server.bodyLimitBytes },
-      scope.getDefaultJsonParser('error', 'error'),
-    );
-    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: limit }, (_r, body, done) =>
-      done(null, body),
-    );
+    rawOrJsonBodies(scope, limit, deps.config.server.bodyLimitBytes);
     typed(scope).post(
       create.url,
       {

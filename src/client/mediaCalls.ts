@@ -27,6 +27,23 @@ export abstract class MediaCalls {
     );
   }
 
+  /**
+   * Extension: attaches one of the caller's photos to a session (JSON `{"photo_id"}` to the
+   * same route): an attachment a turn can carry, without adding the photo to the library
+   * again. Not retried (a retry attaches it twice).
+   */
+  attachPhoto(
+    sessionId: string,
+    photoId: string,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<Attachment> {
+    return this.http.request('POST', `${sessionPath(sessionId)}/attachments`, {
+      body: { photo_id: photoId },
+      idempotent: false,
+      signal: options.signal,
+    });
+  }
+
   /** Extension: an attachment's bytes and media type. */
   attachmentContent(
     sessionId: string,

@@ -200,16 +200,18 @@ function PhotoDetail(props: {
       await client.deletePhoto(photo.photo_id);
       props.onDeleted();
     });
-  // A new conversation whose composer holds the photo: its bytes become an attachment of
-  // the new session when the first message is sent (the API copies no photo into a session).
+  // A new conversation whose composer holds the photo, attached to the session already
+  // (from the library: not uploaded again, so the library does not hold it twice).
   const converse = () =>
     act(async () => {
       const [session, media] = await Promise.all([
         client.createSession(props.agent ? { agent: props.agent } : {}),
         client.photoContent(photo.photo_id),
       ]);
+      const attached = await client.attachPhoto(session.session_id, photo.photo_id);
       const file = new Blob([media.bytes as BlobPart], { type: media.mediaType });
-      handDrafts(session.session_id, [draftOf(file, nameOf(photo))]);
+      const draft = { ...draftOf(file, nameOf(photo)), attachmentId: attached.attachment_id };
+      handDrafts(session.session_id, [draft]);
       props.onCreated();
       navigate(`/s/${session.session_id}`);
     });
