@@ -2,6 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { openPglite } from '../src/store/pglite.js';
+import { openPostgres } from '../src/store/postgres.js';
+import type { Db } from '../src/store/db.js';
+import { checkJournalInvariants } from './support/invariants.js';
 import { engine, freshStorage } from './support/db.js';
 import { FakeTelegram, telegramMessageUpdate } from './support/platforms/telegram.js';
 import { until } from './support/poll.js';
@@ -11,7 +15,9 @@ import { request } from './support/server.js';
 
 // A real `parley serve` killed with SIGKILL after a reply was committed to the journal
 // and before the platform acknowledged it (the fake holds the post unanswered): after a
-// restart on the same storage the reply is posted once.
+// restart on the same storage the reply is posted once. And one killed while it fetched a
+// user's photo (before the admission's transaction): the platform's redelivery admits the
+// message once, the photo stored once.
 
 const botToken = '424242:restart-token-made-by-the-test';
 const secretToken = 'restart-secret-made-by-the-test';
@@ -29,41 +35,130 @@ afterAll(async () => {
   await telegram?.close();
 });
 
-describe(`parley serve (${engine}) killed between a reply's commit and its delivery`, () => {
-  it('posts the reply once after the restart', async () => {
-    let storage: Pick<StartOptions, 'dataDir' | 'databaseUrl'>;
-    if (engine === 'pglite') {
-      const dataDir = mkdtempSync(join(tmpdir(), 'parley-adapters-restart-'));
-      copyPgliteTemplate(dataDir);
-      cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
-      storage = { dataDir };
-    } else {
-      const fresh = await freshStorage();
-      cleanup.push(() => fresh.drop());
-      storage = { databaseUrl: fresh.storage.url as string };
-    }
-    const options: StartOptions = {
-      ...storage,
-      env: {
-        TG_BOT_TOKEN: botToken,
-        TG_SECRET: secretToken,
-        PARLEY_DEMO_DELAY_MS: '0',
-        PARLEY_LEASE_TTL_MS: '3000',
-      },
-      config: {
-        runtime: { poll_ms: 200, shutdown_grace_ms: 2000 },
-        adapters: {
-          telegram: {
-            // The dev principal's tenant, so the test can read the session through the API.
-            tenant: 'default',
-            bot_token_env: 'TG_BOT_TOKEN',
-            secret_token_env: 'TG_SECRET',
-            api_url: telegram.server.url,
-            retry_base_ms: 50,
-          },
+type Storage = Pick<StartOptions, 'dataDir' | 'databaseUrl'>;
+
+async function newStorage(): Promise<Storage> {
+  if (engine === 'pglite') {
+    const dataDir = mkdtempSync(join(tmpdir(), 'parley-adapters-restart-'));
+    copyPgliteTemplate(dataDir);
+    cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    return { dataDir };
+  }
+  const fresh = await freshStorage();
+  cleanup.push(() => fresh.drop());
+  return { databaseUrl: fresh.storage.url as string };
+}
+
+/** The storage's database, once no process holds it (a PGlite directory has one owner). */
+async function openStorage(storage: Storage): Promise<Db> {
+  return storage.dataDir !== undefined
+    ? openPglite(storage.dataDir)
+    : openPostgres(storage.databaseUrl as string, 2);
+}
+
+function telegramOptions(storage: Storage): StartOptions {
+  return {
+    ...storage,
+    env: {
+      TG_BOT_TOKEN: botToken,
+      TG_SECRET: secretToken,
+      PARLEY_DEMO_DELAY_MS: '0',
+      PARLEY_LEASE_TTL_MS: '3000',
+    },
+    config: {
+      runtime: { poll_ms: 200, shutdown_grace_ms: 2000 },
+      adapters: {
+        telegram: {
+          tenant: 'default',
+          bot_token_env: 'TG_BOT_TOKEN',
+          secret_token_env: 'TG_SECRET',
+          api_url: telegram.server.url,
+          retry_base_ms: 50,
         },
       },
-    };
+    },
+  };
+}
+
+function deliver(url: string, update: string): Promise<Response> {
+  return fetch(`${url}/adapters/telegram/webhook`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'x-telegram-bot-api-secret-token': secretToken,
+    },
+    body: update,
+  });
+}
+
+describe(`parley serve (${engine}) killed while it fetched a user's photo`, () => {
+  it('admits the redelivered message once, its photo stored once', async () => {
+    const png = Buffer.from(
+      'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
+      'base64',
+    );
+    telegram.addFile('crash_photo', png, 'image/png');
+    const download = `GET /file/bot${botToken}/photos/crash_photo.bin`;
+    telegram.server.hold(download);
+    const storage = await newStorage();
+    const options = telegramOptions(storage);
+    const update = telegramMessageUpdate({
+      updateId: 77,
+      chatId: 9090,
+      messageId: 5,
+      userId: 8,
+      text: 'what is in this photo?',
+      photo: { fileId: 'crash_photo', size: png.byteLength },
+    });
+    const first = await startParley('serve', options);
+    const unanswered = deliver(first.url as string, update).catch(() => null);
+    await until(
+      () => telegram.server.heldCount(download),
+      (held) => held > 0,
+      'the photo download in flight',
+    );
+    first.kill('SIGKILL');
+    await first.exited;
+    // The platform got no answer: it delivers the update again.
+    expect(await unanswered).toBeNull();
+    telegram.server.release();
+
+    const second = await startParley('serve', options);
+    expect((await deliver(second.url as string, update)).status).toBe(200);
+    await until(
+      () => telegram.inChat('9090'),
+      (messages) => messages.length > 0,
+      'the reply after the restart',
+    );
+    // A redelivery after the admission is the same turn.
+    expect((await deliver(second.url as string, update)).status).toBe(200);
+    second.kill('SIGTERM');
+    await second.exited;
+
+    const db = await openStorage(storage);
+    try {
+      const count = async (sql: string) =>
+        (await db.query<{ n: number }>(`select count(*)::int as n from ${sql}`)).rows[0]?.n;
+      expect(await count(`turns where tenant = 'default'`)).toBe(1);
+      expect(await count(`attachments where tenant = 'default'`)).toBe(1);
+      expect(await count(`photos where tenant = 'default'`)).toBe(1);
+      const [turn] = (
+        await db.query<{ attachments: string[] }>(
+          `select attachments from turns where tenant = 'default'`,
+        )
+      ).rows;
+      expect(turn?.attachments).toHaveLength(1);
+      await checkJournalInvariants(db);
+    } finally {
+      await db.close();
+    }
+    expect(telegram.inChat('9090')).toHaveLength(1);
+  });
+});
+
+describe(`parley serve (${engine}) killed between a reply's commit and its delivery`, () => {
+  it('posts the reply once after the restart', async () => {
+    const options = telegramOptions(await newStorage());
 
     // Every post is held: the platform never answers the first process.
     telegram.server.hold(`POST /bot${botToken}/sendMessage`);
@@ -75,14 +170,7 @@ describe(`parley serve (${engine}) killed between a reply's commit and its deliv
       userId: 7,
       text: 'survive the crash',
     });
-    const answer = await fetch(`${first.url}/adapters/telegram/webhook`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'x-telegram-bot-api-secret-token': secretToken,
-      },
-      body: update,
-    });
+    const answer = await deliver(first.url as string, update);
     expect(answer.status).toBe(200);
 
     // The reply is committed (its `done` is in the journal) ...
