@@ -1,6 +1,7 @@
 import {
   Role,
   TaskState,
+  type ListTasksRequest,
   type Message,
   type SendMessageRequest,
   type StreamResponse,
@@ -40,6 +41,7 @@ beforeAll(async () => {
         default: { model: 'demo/echo', greeting: 'Hello from the front desk.' },
         careful: { model: 'demo/echo', tools: { calculator: 'approve' } },
         curious: { model: 'demo/echo', tools: { ask_user: 'allow' } },
+        lister: { model: 'demo/echo' },
       },
     },
     { K_ALICE: 'alice-key', K_GLOBEX: 'globex-key', K_LEAD: 'lead-key' },
@@ -336,6 +338,63 @@ describe('A2A with the official @a2a-js/sdk client', () => {
     expect(replyOf(answered)).toContain('the blue one');
   });
 
+  it("lists the agent's tasks newest first, page by page, by context and by state", async () => {
+    const client = await clientFor('alice-key', 'lister');
+    const list = (more: Partial<ListTasksRequest> = {}, at = client) =>
+      at.listTasks({
+        tenant: '',
+        contextId: '',
+        status: TaskState.TASK_STATE_UNSPECIFIED,
+        pageToken: '',
+        statusTimestampAfter: undefined,
+        ...more,
+      });
+    const first = (await client.sendMessage(sendRequest(userMessage('one')))) as Task;
+    const contextId = first.contextId;
+    const second = (await client.sendMessage(
+      sendRequest(userMessage('two', { contextId })),
+    )) as Task;
+    const third = (await client.sendMessage(
+      sendRequest(userMessage('three', { contextId })),
+    )) as Task;
+    const stalled = (await client.sendMessage(
+      sendRequest(userMessage('/stall until cancelled'), true),
+    )) as Task;
+    const ids = (tasks: Task[]) => tasks.map((task) => task.id);
+
+    const page1 = await list({ pageSize: 2 });
+    expect(ids(page1.tasks)).toEqual([stalled.id, third.id]);
+    expect(page1).toMatchObject({ pageSize: 2, totalSize: 4 });
+    expect(page1.nextPageToken).not.toBe('');
+    const page2 = await list({ pageSize: 2, pageToken: page1.nextPageToken });
+    expect(ids(page2.tasks)).toEqual([second.id, first.id]);
+    expect(page2.nextPageToken).toBe('');
+
+    const inContext = await list({ contextId });
+    expect(ids(inContext.tasks)).toEqual([third.id, second.id, first.id]);
+    // Artifacts only when asked; history trimmed as asked.
+    expect(inContext.tasks[0]?.artifacts).toEqual([]);
+    const full = await list({ contextId, includeArtifacts: true, historyLength: 1 });
+    expect(replyOf(full.tasks[0] as Task)).toBe('You said: three');
+    expect(full.tasks[0]?.history).toHaveLength(1);
+
+    const completed = await list({ status: TaskState.TASK_STATE_COMPLETED });
+    expect(ids(completed.tasks)).toEqual([third.id, second.id, first.id]);
+    const working = await list({ status: TaskState.TASK_STATE_WORKING });
+    expect(ids(working.tasks)).toEqual([stalled.id]);
+    expect(working.totalSize).toBe(1);
+
+    // Another tenant's agent of the same name lists none of them.
+    const globex = await list({}, await clientFor('globex-key', 'lister'));
+    expect(globex.tasks).toEqual([]);
+    expect(globex.totalSize).toBe(0);
+
+    await client.cancelTask({ tenant: '', id: stalled.id, metadata: undefined });
+    const cancelled = await list({ status: TaskState.TASK_STATE_CANCELED });
+    expect(ids(cancelled.tasks)).toEqual([stalled.id]);
+    expect((await list({ status: TaskState.TASK_STATE_WORKING })).tasks).toEqual([]);
+  });
+
   it("shows another tenant's task, context or agent exactly as a missing one", async () => {
     const alice = await clientFor('alice-key', 'default');
     const task = (await alice.sendMessage(sendRequest(userMessage('mine alone')))) as Task;
@@ -407,7 +466,18 @@ describe('A2A with the official @a2a-js/sdk client', () => {
         400,
         -32003,
       ],
-      [{ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} }, 400, -32004],
+      [{ jsonrpc: '2.0', id: 1, method: 'GetExtendedAgentCard', params: {} }, 400, -32004],
+      [{ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { pageSize: 101 } }, 400, -32602],
+      [
+        { jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { pageToken: 'not-a-token' } },
+        400,
+        -32602,
+      ],
+      [
+        { jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { status: 'TASK_STATE_BORED' } },
+        400,
+        -32602,
+      ],
       [{ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'nope' } }, 404, -32001],
     ];
     for (const [body, status, code] of cases) {

@@ -27,6 +27,7 @@ const rpcCodes: Partial<Record<ErrorCode, number>> = {
   malformed_json: -32700,
   method_not_found: -32601,
   invalid_request: -32602,
+  invalid_cursor: -32602,
   empty_message: -32602,
   message_too_long: -32602,
   payload_too_large: -32602,

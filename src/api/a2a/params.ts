@@ -65,6 +65,30 @@ export const taskParams = z
   })
   .loose();
 
+/** Task states a `ListTasks` may filter by (A2A's JSON names). */
+export const listableStates = [
+  'TASK_STATE_SUBMITTED',
+  'TASK_STATE_WORKING',
+  'TASK_STATE_INPUT_REQUIRED',
+  'TASK_STATE_COMPLETED',
+  'TASK_STATE_FAILED',
+  'TASK_STATE_CANCELED',
+] as const;
+
+export const listParams = z
+  .object({
+    tenant: z.string().max(128).optional(),
+    contextId: z.string().min(1).max(200).optional(),
+    status: z.enum(listableStates).optional(),
+    pageSize: z.number().int().min(1).max(100).optional(),
+    pageToken: z.string().max(500).optional(),
+    historyLength: z.number().int().min(0).max(10_000).optional(),
+    statusTimestampAfter: z.iso.datetime({ offset: true }).optional(),
+    includeArtifacts: z.boolean().optional(),
+    metadata,
+  })
+  .loose();
+
 export type SendParams = z.output<typeof sendParams>;
 export type MessageParams = z.output<typeof messageParams>;
 

@@ -1,4 +1,4 @@
-import { SendMessageResponse, StreamResponse, Task } from '@a2a-js/sdk';
+import { ListTasksResponse, SendMessageResponse, StreamResponse, Task } from '@a2a-js/sdk';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Principal } from '../../config/types.js';
@@ -25,9 +25,11 @@ import {
   rpcErrorBody,
   type RpcId,
 } from './jsonRpc.js';
+import { listTasks } from './listTasks.js';
 import {
   dataOf,
   decisionOf,
+  listParams,
   sendParams,
   taskParams,
   textOf,
@@ -39,7 +41,6 @@ import { TaskFold, type TaskIdentity } from './taskFold.js';
 
 /** Methods of A2A 1.0 that Parley does not offer, and what it answers them. */
 const unsupported: Record<string, 'unsupported_operation' | 'push_notification_not_supported'> = {
-  ListTasks: 'unsupported_operation',
   GetExtendedAgentCard: 'unsupported_operation',
   CreateTaskPushNotificationConfig: 'push_notification_not_supported',
   GetTaskPushNotificationConfig: 'push_notification_not_supported',
@@ -136,6 +137,13 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
         const { identity, from } = await taskOf(principal, agent, params.id);
         const fold = await foldTask(identity, from, 'now', request);
         return result(Task.toJSON(trimHistory(fold.snapshot(), params.historyLength)));
+      }
+      case 'ListTasks': {
+        const params = paramsOf(listParams, call.params);
+        const listed = await listTasks(deps, principal, agent, params, (identity, from) =>
+          foldTask(identity, from, 'now', request),
+        );
+        return result(ListTasksResponse.toJSON(listed));
       }
       case 'CancelTask': {
         const params = paramsOf(taskParams, call.params);
