@@ -20,7 +20,9 @@ const agents = {
   default: { model: 'demo/echo' },
   counter: { model: 'demo/echo', tools: { calculator: 'allow' } },
   careful: { model: 'demo/echo', tools: { calculator: 'approve' } },
+  gated: { model: 'demo/echo', gate: { model: 'demo/gate', topic: 'cooking' } },
 };
+const missions = { looping: { prompt: 'Tidy the inbox.', loop_prompt: '/decide continue:2' } };
 
 async function admit(url: string, turnId: string, message: string, agent = 'default') {
   const admitted = await request(url, 'POST', '/api/v1/chat/turns', {
@@ -62,6 +64,7 @@ describe('telemetry over OTLP/HTTP protobuf, without content', () => {
     server = await startTestServer(
       {
         agents,
+        missions,
         telemetry: {
           otlp_endpoint: receiver.url,
           otlp_headers_from_env: { 'x-collector-token': 'OTLP_TOKEN' },
@@ -154,6 +157,46 @@ describe('telemetry over OTLP/HTTP protobuf, without content', () => {
       expect(received.body.includes('6*7')).toBe(false);
       expect(received.body.includes('You said')).toBe(false);
     }
+  });
+
+  it("puts the gate's call under its run, and a loop's evaluation in its iteration's trace", async () => {
+    await admit(server.url, 'otel_gate_1', 'rewire the boiler /offtopic', 'gated');
+    const gated = await spansOfTurn(server, receiver, 'otel_gate_1');
+    const [run] = byName(gated, 'invoke_agent gated');
+    const [gate] = byName(gated, 'chat gate');
+    expect(gate?.parentSpanId).toBe(run?.spanId);
+    expect(gate?.attributes).toMatchObject({
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.request.model': 'gate',
+      'parley.purpose': 'gate',
+    });
+    expect(typeof gate?.attributes['gen_ai.usage.input_tokens']).toBe('number');
+    // Off topic: the gate's redirect is the reply, no other model call.
+    expect(gated.filter((span) => span.name.startsWith('chat '))).toHaveLength(1);
+
+    const dispatched = await request(server.url, 'POST', '/api/v1/missions/looping/executions', {
+      execution_id: 'otel_loop',
+    });
+    expect(dispatched.status).toBe(202);
+    const firstIteration = turnTraceId(tenant, 'exec.otel_loop.1');
+    const evaluations = await until(
+      async () => {
+        await server.telemetry.flush();
+        return receiver
+          .spans()
+          .filter(
+            (span) =>
+              span.traceId === firstIteration && span.attributes['parley.purpose'] === 'evaluation',
+          );
+      },
+      (found) => found.length === 1,
+      "the first iteration's evaluation",
+    );
+    expect(evaluations[0]).toMatchObject({ name: 'chat echo', parentSpanId: '', statusCode: 0 });
+    expect(evaluations[0]?.attributes).toMatchObject({
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.conversation.id': dispatched.body.session_id,
+    });
   });
 
   it('sends protobuf with the configured header and the service name', async () => {

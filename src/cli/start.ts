@@ -215,6 +215,7 @@ export async function startProcess(
         agents,
         missions,
         log,
+        telemetry,
         owner: `${hostname()}:${process.pid}`,
         ...(options.now ? { now: options.now } : {}),
       };

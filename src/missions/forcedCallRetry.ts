@@ -7,6 +7,9 @@ import { abortableDelay } from '../time/abortable.js';
 import { retryDelayMs } from '../time/backoff.js';
 import type { ExecutionDeps } from './deps.js';
 import { iterationTurnId } from './iteration.js';
+import { noTelemetry, structuredReply } from '../telemetry/tracing.js';
+
+const noTokens = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
 
 /** One forced structured call's answer (providers/evaluator.ts, providers/approvalDecision.ts). */
 export type ForcedAnswer =
@@ -49,8 +52,20 @@ export async function forcedCallWithRetries<Answer extends ForcedAnswer>(
   const { runtime } = deps.config;
   let garbage = options.garbageSoFar ?? 0;
   for (let calls = 1; ; calls++) {
+    const traced = (deps.telemetry ?? noTelemetry).structuredCall({
+      tenant: execution.tenant,
+      sessionId: execution.session_id,
+      turnId: iterationTurnId(execution.execution_id, execution.iteration),
+      agent: billing.agent.name,
+      provider: billing.agent.model.provider,
+      model: billing.agent.model.modelId,
+      purpose: billing.purpose,
+    });
     const answer = await call();
-    await bill(deps, execution, billing, answer.usage, answer.kind === 'decided');
+    const costUsd = await bill(deps, execution, billing, answer.usage, answer.kind === 'decided');
+    if (answer.kind === 'failed') traced.fail(answer.failure.code);
+    else if (answer.kind === 'garbage') traced.fail('answer_outside_schema');
+    else traced.end(structuredReply({ ...(answer.usage ?? noTokens), costUsd }));
     if (answer.kind === 'garbage') garbage += 1;
     options.onCall?.(answer, garbage);
     if (answer.kind === 'decided') return answer as Extract<Answer, { kind: 'decided' }>;
@@ -88,9 +103,10 @@ async function bill(
   },
   usage: CallUsage | null,
   ok: boolean,
-): Promise<void> {
-  if (!usage) return;
+): Promise<number> {
+  if (!usage) return 0;
   const model = `${billing.agent.model.provider}/${billing.agent.model.modelId}`;
+  const costUsd = priceUsage(deps.config, model, usage);
   await recordUsage(deps.db, [
     {
       tenant: execution.tenant,
@@ -104,9 +120,10 @@ async function bill(
       outputTokens: usage.outputTokens,
       cachedInputTokens: usage.cachedInputTokens,
       reasoningTokens: usage.reasoningTokens,
-      costUsd: priceUsage(deps.config, model, usage),
+      costUsd,
       latencyMs: usage.latencyMs,
       ttftMs: null,
     },
   ]);
+  return costUsd;
 }

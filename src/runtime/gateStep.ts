@@ -4,8 +4,11 @@ import { foldInputs } from '../providers/foldedPrompt.js';
 import { classifyTopic } from '../providers/gate.js';
 import type { QueuedTurn } from '../store/collectTurns.js';
 import type { Usage } from '../store/usageRows.js';
+import { structuredReply, type TurnTrace } from '../telemetry/tracing.js';
 import type { RuntimeDeps } from './deps.js';
 import { usageOf } from './usage.js';
+
+const noTokens = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
 
 export interface GateOutcome {
   /** The turn may go on to the main model. */
@@ -40,18 +43,33 @@ export async function runGate(
   lead: string,
   turns: QueuedTurn[],
   signal: AbortSignal,
+  trace: TurnTrace,
 ): Promise<GateOutcome> {
   const { gate } = agent;
   const model = deps.resolveModel(gate.model.provider, gate.model.modelId);
+  const input = foldInputs(turns.map((turn) => ({ author: turn.author, content: turn.content })));
+  // Its span: what it classified (content capture only) and what it cost.
+  const traced = trace.chat({
+    provider: gate.model.provider,
+    model: gate.model.modelId,
+    prompt: [
+      { role: 'system', content: gate.topic },
+      { role: 'user', content: [{ type: 'text', text: input }] },
+    ],
+    purpose: 'gate',
+  });
   const verdict = await classifyTopic(model, {
     topic: gate.topic,
-    input: foldInputs(turns.map((turn) => ({ author: turn.author, content: turn.content }))),
+    input,
     timeoutMs: gate.timeoutMs,
     signal,
   });
   const modelName = `${gate.model.provider}/${gate.model.modelId}`;
   const usage = verdict.usage ? usageOf(deps.config, modelName, verdict.usage, 'gate') : null;
   if (usage && verdict.failed) usage.outcome = 'failed';
+  if (verdict.failed) traced.fail('gate_failed');
+  else
+    traced.end(structuredReply({ ...(verdict.usage ?? noTokens), costUsd: usage?.cost_usd ?? 0 }));
   return {
     onTopic: verdict.on_topic,
     event: verdict.on_topic

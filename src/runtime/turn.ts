@@ -231,7 +231,7 @@ async function runBurst(
   // Gate: a fresh burst of messages only; off topic (or a failed gate: fail-closed), the
   // redirect is the reply.
   if (needsGate(agent, inBurst, resumed.resumed)) {
-    const gate = await runGate(deps, agent, burst.lead, inBurst, control.signal);
+    const gate = await runGate(deps, agent, burst.lead, inBurst, control.signal, trace);
     if (gate.usage) unbilled.push(gate.usage);
     if (!gate.onTopic) {
       return commit({

@@ -1,6 +1,7 @@
 import {
   ROOT_CONTEXT,
   SpanKind,
+  type Context,
   SpanStatusCode,
   trace,
   type Attributes,
@@ -38,8 +39,10 @@ import type {
  *
  *   parley.turn                an admission (API process); a root of its turn's trace
  *   invoke_agent {agent}       one turn run; a root of its turn's trace (traceId.ts)
- *   ├─ chat {model}            one model call (each retry its own)
+ *   ├─ chat {model}            one model call (each retry its own; the gate's: purpose gate)
  *   └─ execute_tool {tool}     one tool call
+ *   chat {model}               a loop iteration's evaluation or a model's approval
+ *                              decision (parley.purpose), a root in its iteration turn's trace
  */
 export function startTelemetry(
   config: Pick<Config, 'telemetry' | 'providers'>,
@@ -73,6 +76,12 @@ export function startTelemetry(
   return {
     admission: (turn) => admissionTrace(tracer, ids, turn),
     turn: (run) => new OtelTurn(tracer, ids, settings, providerKind, run),
+    structuredCall: (call) => {
+      ids.next = turnTraceId(call.tenant, call.turnId);
+      const traced = chatSpan(tracer, false, providerKind(call.provider), call, ROOT_CONTEXT, true);
+      ids.next = null;
+      return traced;
+    },
     flush: () => provider.forceFlush(),
     shutdown: () => provider.shutdown(),
   };
@@ -139,43 +148,13 @@ class OtelTurn implements TurnTrace {
 
   chat(call: Parameters<TurnTrace['chat']>[0]): ChatTrace {
     if (!this.span) return noChat;
-    const kind = this.providerKind(call.provider);
-    const attributes: Attributes = {
-      'gen_ai.operation.name': 'chat',
-      'gen_ai.provider.name': semconvProvider(kind) ?? call.provider,
-      'gen_ai.request.model': call.model,
-      'gen_ai.conversation.id': this.run.sessionId,
-      'parley.provider': call.provider,
-    };
-    if (this.settings.captureContent) {
-      const system = systemInstructions(call.prompt);
-      if (system !== null) attributes['gen_ai.system_instructions'] = system;
-      attributes['gen_ai.input.messages'] = inputMessages(call.prompt);
-    }
-    const span = this.tracer.startSpan(
-      `chat ${call.model}`,
-      { kind: SpanKind.CLIENT, attributes },
+    return chatSpan(
+      this.tracer,
+      this.settings.captureContent,
+      this.providerKind(call.provider),
+      { ...call, sessionId: this.run.sessionId },
       trace.setSpan(ROOT_CONTEXT, this.span),
     );
-    const capture = this.settings.captureContent;
-    return {
-      end: (reply: ChatReply) => {
-        const finishReason = semconvFinishReason(reply.finishReason);
-        span.setAttributes({
-          'gen_ai.usage.input_tokens': reply.inputTokens,
-          'gen_ai.usage.output_tokens': reply.outputTokens,
-          'gen_ai.usage.cache_read.input_tokens': reply.cachedInputTokens,
-          'gen_ai.usage.reasoning.output_tokens': reply.reasoningTokens,
-          'gen_ai.response.finish_reasons': [finishReason],
-          'parley.cost_usd': reply.costUsd,
-          ...(reply.responseModel === null ? {} : { 'gen_ai.response.model': reply.responseModel }),
-          ...(reply.responseId === null ? {} : { 'gen_ai.response.id': reply.responseId }),
-          ...(capture ? { 'gen_ai.output.messages': outputMessages(reply, finishReason) } : {}),
-        });
-        span.end();
-      },
-      fail: (errorType: string) => failSpan(span, errorType),
-    };
   }
 
   tool(call: Parameters<TurnTrace['tool']>[0]): ToolTrace {
@@ -242,6 +221,64 @@ function admissionTrace(
       span.end();
     },
     fail: (errorType) => failSpan(span, errorType),
+  };
+}
+
+/**
+ * One `chat` span: a step's model call under its run's span, or a structured call (the
+ * gate, an evaluation, an approval decision) with its `parley.purpose`.
+ */
+function chatSpan(
+  tracer: Tracer,
+  capture: boolean,
+  kind: string | undefined,
+  call: {
+    provider: string;
+    model: string;
+    sessionId: string;
+    prompt?: Parameters<TurnTrace['chat']>[0]['prompt'];
+    purpose?: string;
+  },
+  parent: Context,
+  root = false,
+): ChatTrace {
+  const attributes: Attributes = {
+    'gen_ai.operation.name': 'chat',
+    'gen_ai.provider.name': semconvProvider(kind) ?? call.provider,
+    'gen_ai.request.model': call.model,
+    'gen_ai.conversation.id': call.sessionId,
+    'parley.provider': call.provider,
+    ...(call.purpose ? { 'parley.purpose': call.purpose } : {}),
+  };
+  if (capture && call.prompt) {
+    const system = systemInstructions(call.prompt);
+    if (system !== null) attributes['gen_ai.system_instructions'] = system;
+    attributes['gen_ai.input.messages'] = inputMessages(call.prompt);
+  }
+  const span = tracer.startSpan(
+    `chat ${call.model}`,
+    { kind: SpanKind.CLIENT, attributes, root },
+    parent,
+  );
+  return {
+    end: (reply: ChatReply) => {
+      const finishReason = semconvFinishReason(reply.finishReason);
+      span.setAttributes({
+        'gen_ai.usage.input_tokens': reply.inputTokens,
+        'gen_ai.usage.output_tokens': reply.outputTokens,
+        'gen_ai.usage.cache_read.input_tokens': reply.cachedInputTokens,
+        'gen_ai.usage.reasoning.output_tokens': reply.reasoningTokens,
+        'gen_ai.response.finish_reasons': [finishReason],
+        'parley.cost_usd': reply.costUsd,
+        ...(reply.responseModel === null ? {} : { 'gen_ai.response.model': reply.responseModel }),
+        ...(reply.responseId === null ? {} : { 'gen_ai.response.id': reply.responseId }),
+        ...(capture && call.prompt
+          ? { 'gen_ai.output.messages': outputMessages(reply, finishReason) }
+          : {}),
+      });
+      span.end();
+    },
+    fail: (errorType: string) => failSpan(span, errorType),
   };
 }
 

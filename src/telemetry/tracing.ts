@@ -16,6 +16,19 @@ export interface Telemetry {
   admission(turn: { tenant: string; turnId: string }): AdmissionTrace;
   /** A turn run; its span starts at `begin` (a run that never starts leaves no span). */
   turn(run: { tenant: string; sessionId: string; agent: string }): TurnTrace;
+  /**
+   * A structured call made outside a turn run and billed to `turnId` (a loop iteration's
+   * evaluation, a model's approval decision): a `chat` span in that turn's trace.
+   */
+  structuredCall(call: {
+    tenant: string;
+    sessionId: string;
+    turnId: string;
+    agent: string;
+    provider: string;
+    model: string;
+    purpose: 'evaluation' | 'approval';
+  }): ChatTrace;
   /** Exports what is buffered now. */
   flush(): Promise<void>;
   /** Exports what is buffered and stops (the process's stop path). */
@@ -27,8 +40,13 @@ export interface TurnTrace {
   begin(attempt: { turnId: string; turnIds: string[]; attempt: number }): void;
   /** The turn ended with an `error` event of this code (the run itself went fine). */
   failed(code: string): void;
-  /** One model call (each retry is its own). */
-  chat(call: { provider: string; model: string; prompt: LanguageModelV3Prompt }): ChatTrace;
+  /** One model call (each retry is its own); `purpose` names a call that is not a step's. */
+  chat(call: {
+    provider: string;
+    model: string;
+    prompt: LanguageModelV3Prompt;
+    purpose?: 'gate';
+  }): ChatTrace;
   /** One tool call run by this worker. */
   tool(call: { tool: string; callId: string; arguments: unknown }): ToolTrace;
   /** How the run ended: its outcome's kind, or the error type of what was thrown. */
@@ -47,6 +65,25 @@ export interface ChatReply {
   responseModel: string | null;
   responseId: string | null;
   costUsd: number;
+}
+
+/** What a forced structured call (the gate, an evaluation) reports: its usage only. */
+export function structuredReply(usage: {
+  inputTokens: number;
+  outputTokens: number;
+  cachedInputTokens: number;
+  reasoningTokens: number;
+  costUsd: number;
+}): ChatReply {
+  return {
+    text: '',
+    reasoning: '',
+    calls: [],
+    ...usage,
+    finishReason: 'tool-calls',
+    responseModel: null,
+    responseId: null,
+  };
 }
 
 export interface ChatTrace {
@@ -83,6 +120,7 @@ const noTurn: TurnTrace = {
 export const noTelemetry: Telemetry = {
   admission: () => noAdmission,
   turn: () => noTurn,
+  structuredCall: () => noChat,
   flush: async () => {},
   shutdown: async () => {},
 };
