@@ -289,7 +289,7 @@ function Shell(props: {
             />
           </Suspense>
         ) : route.name === 'settings' ? (
-          <Settings client={client} />
+          <Settings client={client} onSaved={setPreferences} />
         ) : (
           <NewSession {...newSession} landing continuing={continuing} />
         )}

@@ -6,7 +6,8 @@ import { explainRequestError } from '../words';
  * Speech input: a button that records from the microphone and, once stopped, sends the
  * recording to `POST /api/v1/transcriptions`; what was heard goes to `onHeard`. Shown only
  * when the server takes speech (`GET /api/v1/voices` says `transcription`): without a
- * transcription model there is no button, rather than one that fails.
+ * transcription model there is no button, rather than one that fails (only a hidden mark,
+ * `data-speech-input="off"`, that the answer came and said so).
  */
 export function Microphone(props: {
   client: ParleyClient;
@@ -15,7 +16,8 @@ export function Microphone(props: {
   onProblem: (message: string) => void;
 }) {
   const { client } = props;
-  const [available, setAvailable] = useState(false);
+  // Null until the server answered.
+  const [available, setAvailable] = useState<boolean | null>(null);
   const [recording, setRecording] = useState(false);
   const [hearing, setHearing] = useState(false);
   // Parts of the recording so far (the recorder hands one over every quarter second).
@@ -34,7 +36,9 @@ export function Microphone(props: {
     };
   }, [client]);
 
-  if (!available || typeof MediaRecorder === 'undefined') return null;
+  if (available === null) return null;
+  if (!available || typeof MediaRecorder === 'undefined')
+    return <span hidden data-speech-input="off" />;
 
   async function start() {
     let stream: MediaStream;

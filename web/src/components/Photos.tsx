@@ -11,7 +11,7 @@ const pageSize = 30;
 /** Object URLs of photos already fetched, by photo id (a photo's bytes never change). */
 const photoUrls = new Map<string, Promise<string>>();
 
-function usePhotoUrl(client: ParleyClient, photoId: string): string | null {
+export function usePhotoUrl(client: ParleyClient, photoId: string): string | null {
   const [url, setUrl] = useState<string | null>(null);
   useEffect(() => {
     let live = true;
@@ -32,7 +32,7 @@ function usePhotoUrl(client: ParleyClient, photoId: string): string | null {
   return url;
 }
 
-const nameOf = (photo: PhotoInfo) => photo.title ?? 'Untitled photo';
+export const nameOf = (photo: PhotoInfo) => photo.title ?? 'Untitled photo';
 const sizeOf = (bytes: number) =>
   bytes < 1024 ? `${bytes} bytes` : `${(bytes / 1024).toFixed(bytes < 10240 ? 1 : 0)} KiB`;
 

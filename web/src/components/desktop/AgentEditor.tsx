@@ -7,6 +7,7 @@ import {
   type ParleyClient,
 } from 'parley/client';
 import { explainRequestError, formatDateTime, timeAgo } from '../../words';
+import { AgentIcon } from './AgentIcon';
 import { diffLines, stableJson, type DiffLine } from './diff';
 import {
   getAgentDefinition,
@@ -98,6 +99,25 @@ export function AgentEditor(props: {
       live = false;
     };
   }, [read, show]);
+
+  // The draft as an object, for the icon controls (null while it is not valid JSON).
+  const drafted = useMemo(() => {
+    try {
+      const parsed: unknown = JSON.parse(draft);
+      return parsed && typeof parsed === 'object' && !Array.isArray(parsed)
+        ? (parsed as Record<string, unknown>)
+        : null;
+    } catch {
+      return null;
+    }
+  }, [draft]);
+
+  function setIcon(icon: string | null) {
+    if (!drafted) return;
+    const { icon: _old, ...rest } = drafted;
+    setDraft(stableJson(icon === null ? rest : { ...rest, icon }));
+    setMessage(null);
+  }
 
   const changes = useMemo(
     () => (view && draft !== saved ? diffLines(saved, draft) : null),
@@ -234,6 +254,13 @@ export function AgentEditor(props: {
               Not in use: {view.refused}
             </p>
           ) : null}
+          <AgentIcon
+            client={client}
+            agent={agent.name}
+            icon={typeof drafted?.icon === 'string' ? drafted.icon : null}
+            disabled={busy !== null || drafted === null}
+            onChange={setIcon}
+          />
           <label>
             Definition (JSON)
             <textarea
