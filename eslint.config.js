@@ -18,7 +18,17 @@ const arrows = {
   agents: ['config', 'store', 'tools'],
   retention: ['config', 'store'],
   catalog: ['config', 'providers', 'store'],
-  missions: ['agents', 'config', 'protocol', 'providers', 'store', 'time', 'tools', 'work'],
+  missions: [
+    'agents',
+    'config',
+    'protocol',
+    'providers',
+    'store',
+    'telemetry',
+    'time',
+    'tools',
+    'work',
+  ],
   runtime: [
     'agents',
     'config',
@@ -31,7 +41,7 @@ const arrows = {
     'tools',
     'work',
   ],
-  // Spans of the runtime's turns; the OpenTelemetry SDK is imported here and nowhere else.
+  // Spans of turns and missions' calls; the OpenTelemetry SDK is imported here and nowhere else.
   telemetry: ['config'],
   adapters: ['agents', 'config', 'media', 'protocol', 'store', 'time', 'work'],
   webhooks: ['config', 'protocol', 'store', 'time', 'work'],
