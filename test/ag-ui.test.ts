@@ -12,31 +12,36 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readEvents } from '../src/store/readEvents.js';
 import { checkJournalInvariants } from './support/invariants.js';
 import { until } from './support/poll.js';
+import { providerKey } from './support/providerKinds.js';
+import { ProviderServer } from './support/providerServer.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
 // AG-UI (docs/protocols.md), driven by the official `@ag-ui/client` HttpAgent pointed at
 // `<parley>/ag-ui/<agent>`, on the engine the suite runs on.
 
 let server: TestServer;
+let providers: ProviderServer;
 const keys = { alice: 'alice-key', bob: 'bob-key', globex: 'globex-key' };
 
 /** The docs' subclass: `connect()` follows the thread's events (HttpAgent has none). */
 class ParleyAgent extends HttpAgent {
   lastEventId: string | null = null;
+  /** The thread stream's query (`?include=reasoning`). */
+  query = '';
 
   protected override connect(input: RunAgentInput): Observable<BaseEvent> {
     const headers: Record<string, string> = { ...this.headers, accept: 'text/event-stream' };
     if (this.lastEventId) headers['last-event-id'] = this.lastEventId;
-    const url = `${this.url}/threads/${encodeURIComponent(input.threadId)}/events`;
+    const url = `${this.url}/threads/${encodeURIComponent(input.threadId)}/events${this.query}`;
     return transformHttpEventStream(
       runHttpRequest(() => fetch(url, { headers, signal: this.abortController.signal })),
     );
   }
 }
 
-function agentFor(name: string, key: string, threadId?: string): ParleyAgent {
+function agentFor(name: string, key: string, threadId?: string, query = ''): ParleyAgent {
   return new ParleyAgent({
-    url: `${server.url}/ag-ui/${name}`,
+    url: `${server.url}/ag-ui/${name}${query}`,
     headers: { authorization: `Bearer ${key}` },
     ...(threadId ? { threadId } : {}),
   });
@@ -93,11 +98,12 @@ async function readThread(
   threadId: string,
   cursor: string | null,
   enough: (events: Record<string, unknown>[]) => boolean,
+  query = '',
 ): Promise<{ events: Record<string, unknown>[]; ids: string[] }> {
   const controller = new AbortController();
   const headers: Record<string, string> = { authorization: `Bearer ${keys.alice}` };
   if (cursor !== null) headers['last-event-id'] = cursor;
-  const response = await fetch(`${server.url}/ag-ui/${name}/threads/${threadId}/events`, {
+  const response = await fetch(`${server.url}/ag-ui/${name}/threads/${threadId}/events${query}`, {
     headers,
     signal: controller.signal,
   });
@@ -128,6 +134,9 @@ async function readThread(
 }
 
 beforeAll(async () => {
+  // A provider whose model reasons (Anthropic's thinking, replayed from a fixture).
+  providers = await ProviderServer.start();
+  providers.on('POST', '/v1/messages', { stream: 'anthropic/thinking.txt' });
   server = await startTestServer(
     {
       auth: {
@@ -137,8 +146,17 @@ beforeAll(async () => {
           { key_env: 'K_GLOBEX', tenant: 'globex', user: 'gus', roles: [] },
         ],
       },
+      providers: {
+        demo: { kind: 'demo' },
+        thinking: {
+          kind: 'anthropic',
+          api_key_env: 'TEST_PROVIDER_KEY',
+          base_url: `${providers.url}/v1`,
+        },
+      },
       agents: {
         default: { model: 'demo/echo', visibility: 'private' },
+        thinker: { model: 'thinking/claude-sonnet-4-5', visibility: 'private' },
         helper: {
           model: 'demo/echo',
           visibility: 'private',
@@ -153,7 +171,7 @@ beforeAll(async () => {
         },
       },
     },
-    { K_ALICE: keys.alice, K_BOB: keys.bob, K_GLOBEX: keys.globex },
+    { K_ALICE: keys.alice, K_BOB: keys.bob, K_GLOBEX: keys.globex, TEST_PROVIDER_KEY: providerKey },
   );
 });
 afterAll(async () => {
@@ -161,6 +179,7 @@ afterAll(async () => {
     await checkJournalInvariants(server.db);
     await server.close();
   }
+  await providers?.close();
 });
 
 describe('AG-UI with the official HttpAgent', () => {
@@ -338,7 +357,7 @@ describe('AG-UI with the official HttpAgent', () => {
     const whole = await readThread(
       'default',
       agent.threadId,
-      null,
+      '0',
       (events) => finishedRuns(events) >= 2,
     );
     const runs = whole.events
@@ -403,6 +422,7 @@ describe('AG-UI with the official HttpAgent', () => {
     // The thread's stream shows the first change whole and the second as a patch; the
     // client's own apply (through its checks) ends with the session's state.
     const watcher = agentFor('keeper', keys.alice, agent.threadId);
+    watcher.lastEventId = '0';
     const seen = await watchThread(watcher, 2);
     const stateEvents = seen.filter((event) => String(event.type).startsWith('STATE_'));
     expect(stateEvents).toEqual([
@@ -517,6 +537,196 @@ describe('AG-UI with the official HttpAgent', () => {
     expect(await count('ag_ui_threads where thread_id = $1', [agent.threadId])).toBe(2);
   });
 
+  it("shows the model's reasoning to the callers who ask, around the reply, and re-opens it on resume", async () => {
+    const reasoningText = 'The user asks for 2+2. That is 4.';
+    // Asked for: the reasoning streams as a reasoning message in its span, before the reply.
+    const asking = agentFor('thinker', keys.alice, undefined, '?include=reasoning');
+    say(asking, 'what is 2+2?');
+    const shown = await run(asking);
+    const order = types(shown.events).filter(
+      (type) => type.startsWith('REASONING_') || type.startsWith('TEXT_MESSAGE_'),
+    );
+    expect(order[0]).toBe('REASONING_START');
+    expect(order.slice(-4)).toEqual([
+      'REASONING_END',
+      'TEXT_MESSAGE_START',
+      'TEXT_MESSAGE_CONTENT',
+      'TEXT_MESSAGE_END',
+    ]);
+    expect(order).toContain('REASONING_MESSAGE_START');
+    expect(order).toContain('REASONING_MESSAGE_END');
+    expect(asking.messages.slice(-2)).toMatchObject([
+      { role: 'reasoning', content: reasoningText },
+      { role: 'assistant', content: '2 + 2 = 4.' },
+    ]);
+
+    // Not asked for: the run shows that it reasons, never what.
+    const quiet = agentFor('thinker', keys.alice);
+    say(quiet, 'what is 2+2?');
+    const bare = await run(quiet);
+    expect(types(bare.events).filter((type) => type.startsWith('REASONING_'))).toEqual([
+      'REASONING_START',
+      'REASONING_END',
+    ]);
+    expect(JSON.stringify(bare.events)).not.toContain('The user asks');
+    expect(quiet.messages.map((message) => message.role)).toEqual(['user', 'assistant']);
+    const untold = await readThread('thinker', quiet.threadId, '0', (events) =>
+      events.some((event) => event.type === 'RUN_FINISHED'),
+    );
+    expect(JSON.stringify(untold.events)).not.toContain('The user asks');
+
+    // A reconnect inside the reasoning re-opens its span and message with the same ids,
+    // through the client's own checks, and the text goes on where it stopped.
+    const sessionId = await sessionOf(asking.threadId);
+    const fragments = (await readEvents(server.db, sessionId, 0, 1000)).flatMap((event) =>
+      event.type === 'reasoning_delta' ? [{ sequence: event.sequence, delta: event.delta }] : [],
+    );
+    const cut = fragments[0] as { sequence: number; delta: string };
+    const resumed = await readThread(
+      'thinker',
+      asking.threadId,
+      String(cut.sequence),
+      (events) => events.some((event) => event.type === 'RUN_FINISHED'),
+      '?include=reasoning',
+    );
+    const span = shown.events.find(
+      (event) => event.type === EventType.REASONING_START,
+    ) as unknown as {
+      messageId: string;
+    };
+    const thought = asking.messages.at(-2)?.id;
+    expect(resumed.events.slice(0, 3)).toMatchObject([
+      { type: 'RUN_STARTED' },
+      { type: 'REASONING_START', messageId: span.messageId },
+      { type: 'REASONING_MESSAGE_START', messageId: thought, role: 'reasoning' },
+    ]);
+    const rest = resumed.events
+      .filter((event) => event.type === 'REASONING_MESSAGE_CONTENT')
+      .map((event) => event.delta)
+      .join('');
+    expect(cut.delta + rest).toBe(reasoningText);
+    const watcher = agentFor('thinker', keys.alice, asking.threadId);
+    watcher.query = '?include=reasoning';
+    watcher.lastEventId = String(cut.sequence);
+    await watchThread(watcher, 1);
+    expect(watcher.messages).toMatchObject([
+      { id: thought, role: 'reasoning', content: rest },
+      { role: 'assistant', content: '2 + 2 = 4.' },
+    ]);
+  });
+
+  it("starts a thread's stream without a cursor with a snapshot of its messages, then follows it live", async () => {
+    const agent = agentFor('helper', keys.alice);
+    say(agent, '/tool calculator {"expression": "6*7"}');
+    await run(agent);
+    say(agent, 'thanks');
+    await run(agent);
+
+    // What a replay of every run leaves a client with.
+    const replay = agentFor('helper', keys.alice, agent.threadId);
+    replay.lastEventId = '0';
+    await watchThread(replay, 2);
+
+    const watcher = agentFor('helper', keys.alice, agent.threadId);
+    const seen: BaseEvent[] = [];
+    const connected = watcher.connectAgent({}, { onEvent: ({ event }) => void seen.push(event) });
+    const finished = () => seen.filter((event) => event.type === EventType.RUN_FINISHED).length;
+    await until(
+      async () => finished(),
+      (count) => count >= 1,
+      'the snapshot',
+    );
+    expect(types(seen)).toEqual(['RUN_STARTED', 'MESSAGES_SNAPSHOT', 'RUN_FINISHED']);
+    const snapshot = (seen[1] as unknown as { messages: { role: string; content?: unknown }[] })
+      .messages;
+    expect(snapshot.filter((message) => message.role === 'user')).toMatchObject([
+      { content: '/tool calculator {"expression": "6*7"}' },
+      { content: 'thanks' },
+    ]);
+    // The runs' messages are the replay's: the same ids, tool calls and results.
+    expect(snapshot.filter((message) => message.role !== 'user')).toEqual(replay.messages);
+    expect(watcher.messages).toEqual(snapshot);
+
+    // A new run streams live, after the snapshot, without any earlier run again.
+    say(agent, 'one more');
+    const next = await run(agent);
+    await until(
+      async () => finished(),
+      (count) => count >= 2,
+      'the live run',
+    );
+    await watcher.detachActiveRun();
+    watcher.abortRun();
+    await connected;
+    const runIds = seen
+      .filter((event) => event.type === EventType.RUN_STARTED)
+      .map((event) => (event as unknown as { runId: string }).runId);
+    expect(runIds.slice(1)).toEqual([(next.events[0] as unknown as { runId: string }).runId]);
+    expect(watcher.messages.slice(0, snapshot.length)).toEqual(snapshot);
+    expect(watcher.messages.slice(snapshot.length)).toMatchObject([
+      { role: 'assistant', content: 'You said: one more' },
+    ]);
+
+    // A run open when the stream starts: the snapshot stops before it, and the run streams
+    // from its start, then live to its end.
+    const stallId = `open_${Date.now()}`;
+    say(agent, '/stall forever');
+    const stalling = run(agent, { runId: stallId });
+    const sessionId = await sessionOf(agent.threadId);
+    await until(
+      async () =>
+        (await readEvents(server.db, sessionId, 0, 1000)).some(
+          (event) => event.type === 'text_delta' && event.turn_id === stallId,
+        ),
+      Boolean,
+      'the open run to stream',
+    );
+    const cancels: Promise<Response>[] = [];
+    const open = await readThread('helper', agent.threadId, null, (events) => {
+      if (cancels.length === 0 && events.some((event) => event.type === 'TEXT_MESSAGE_CONTENT')) {
+        const cancel = fetch(
+          `${server.url}/api/v1/chat/sessions/${sessionId}/turns/${stallId}/cancel`,
+          {
+            method: 'POST',
+            headers: { authorization: `Bearer ${keys.alice}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ command_id: `cancel_${stallId}` }),
+          },
+        );
+        cancels.push(cancel);
+      }
+      return events.some((event) => event.type === 'RUN_FINISHED' && event.runId === stallId);
+    });
+    expect((await Promise.all(cancels)).map((response) => response.status)).toEqual([200]);
+    await stalling;
+    const openSnapshot = open.events[1] as { messages: { role: string; content?: unknown }[] };
+    expect(openSnapshot.messages.at(-1)).toMatchObject({ role: 'user', content: '/stall forever' });
+    expect(
+      open.events.filter((event) => event.type === 'RUN_STARTED').map((event) => event.runId),
+    ).toEqual([open.events[0]?.runId, stallId]);
+    expect(
+      open.events
+        .filter((event) => event.type === 'TEXT_MESSAGE_CONTENT')
+        .map((event) => event.delta)
+        .join(''),
+    ).toBe('You said: ');
+    expect(open.events.at(-1)).toMatchObject({
+      type: 'RUN_FINISHED',
+      outcome: { type: 'cancelled' },
+    });
+  });
+
+  it("takes the client's context into its run's turn only", async () => {
+    const agent = agentFor('default', keys.alice);
+    say(agent, 'hi');
+    await run(agent, { context: [{ description: 'How to sign', value: '/sign from-context' }] });
+    expect(agent.messages.at(-1)).toMatchObject({
+      content: 'You said: hi\n(signed: from-context)',
+    });
+    say(agent, 'again');
+    await run(agent);
+    expect(agent.messages.at(-1)).toMatchObject({ content: 'You said: again' });
+  });
+
   it('refuses bad input with a code, writing nothing', async () => {
     const before = [await count('turns'), await count('sessions'), await count('ag_ui_threads')];
     const post = (name: string, body: unknown) =>
@@ -562,12 +772,45 @@ describe('AG-UI with the official HttpAgent', () => {
         404,
         'session_not_found',
       ],
+      [
+        'default',
+        {
+          ...base,
+          messages: [{ id: 'm', role: 'user', content: 'hi' }],
+          context: [{ description: 'too much', value: 'x'.repeat(16 * 1024) }],
+        },
+        400,
+        'invalid_request',
+      ],
+      [
+        'default',
+        { ...base, messages: [{ id: 'm', role: 'user', content: 'hi' }], context: [{ value: 1 }] },
+        400,
+        'invalid_request',
+      ],
+      [
+        'default?include=Reasoning!',
+        { ...base, messages: [{ id: 'm', role: 'user', content: 'hi' }] },
+        400,
+        'invalid_request',
+      ],
     ];
     for (const [name, body, status, code] of cases) {
       const response = await post(name, body);
       expect(response.status, code).toBe(status);
       expect(await response.json(), code).toMatchObject({ error: code });
     }
+    // The context's limit is named.
+    const tooMuch = await post('default', {
+      ...base,
+      messages: [{ id: 'm', role: 'user', content: 'hi' }],
+      context: [{ description: 'd', value: 'x'.repeat(16 * 1024) }],
+    });
+    expect(await tooMuch.json()).toMatchObject({
+      error: 'invalid_request',
+      field: 'context',
+      limit_bytes: 16 * 1024,
+    });
     const cursor = await fetch(
       `${server.url}/ag-ui/default/threads/${randomUUID()}/events?after=x`,
       {

@@ -844,27 +844,32 @@ function generator(random: () => number) {
     // AG-UI: a run whose stream would follow a turn no worker runs is never generated
     // (made-up interrupts, a refused cursor), so every fuzzed request answers.
     'POST /ag-ui/{agent}': () =>
-      json('POST', `/ag-ui/${pick(['default', segment()])}`, {
-        threadId: pick([sessionId, 'fuzz-thread', value()]),
-        runId: pick(['fuzz_run', value()]),
-        messages: pick([
-          [{ id: 'm', role: 'user', content: 'hi' }],
-          [],
-          [{ role: value() }],
-          value(),
-        ]),
-        resume: pick([
-          [
-            {
-              interruptId: pick(['req_fuzz_missing', value()]),
-              status: 'resolved',
-              payload: value(),
-            },
-          ],
-          [{ interruptId: 'req_fuzz_missing', status: value() }],
-          value(),
-        ]),
-      }),
+      json(
+        'POST',
+        `/ag-ui/${pick(['default', segment()])}${pick(['', `?${query({ include: pick([queryValue(), 'reasoning', 'reasoning,x']) })}`])}`,
+        {
+          threadId: pick([sessionId, 'fuzz-thread', value()]),
+          runId: pick(['fuzz_run', value()]),
+          messages: pick([
+            [{ id: 'm', role: 'user', content: 'hi' }],
+            [],
+            [{ role: value() }],
+            value(),
+          ]),
+          resume: pick([
+            [
+              {
+                interruptId: pick(['req_fuzz_missing', value()]),
+                status: 'resolved',
+                payload: value(),
+              },
+            ],
+            [{ interruptId: 'req_fuzz_missing', status: value() }],
+            value(),
+          ]),
+          context: pick([[{ description: 'd', value: value() }], [{ value: value() }], value()]),
+        },
+      ),
     'GET /ag-ui/{agent}/threads/{thread_id}/events': () =>
       random() < 0.5
         ? get(`/ag-ui/${pick(['default', segment()])}/threads/${segment()}/events`)

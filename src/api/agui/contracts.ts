@@ -14,6 +14,11 @@ const textContent = z.union([
     .meta({ description: 'content parts: the text parts are taken' }),
 ]);
 
+/** The most bytes a run's `context` may bring (descriptions and values together). */
+export const contextLimitBytes = 16 * 1024;
+
+const contextEntry = z.object({ description: text(), value: text() }).loose();
+
 const message = z
   .object({
     id: text().max(200).optional(),
@@ -53,12 +58,26 @@ export const runInput = z
       .optional()
       .meta({ description: "not taken: a session's state is the server's" }),
     tools: z.array(z.unknown()).optional().meta({ description: 'not taken: tools run in Parley' }),
-    context: z.array(z.unknown()).optional(),
+    context: z
+      .array(contextEntry)
+      .max(100)
+      .optional()
+      .meta({
+        description: `taken into this run's turn as instructions added to the agent's own, for that turn only (at most ${contextLimitBytes} bytes; not taken with \`resume\`, which goes on with a turn as admitted)`,
+      }),
     forwardedProps: z.unknown().optional(),
   })
   .loose();
 
 const sse = { description: 'AG-UI events, as text/event-stream' };
+
+const include = {
+  name: 'include',
+  in: 'query',
+  description:
+    'a comma-separated list: `reasoning` shows the reasoning text (REASONING_MESSAGE_*); without it a run shows REASONING_START and REASONING_END only',
+  schema: { type: 'string' },
+};
 
 export const aguiContracts = {
   run: route({
@@ -66,11 +85,12 @@ export const aguiContracts = {
     url: `${aguiBase}/:agent`,
     summary: 'AG-UI: run the agent (RunAgentInput in, AG-UI events out as SSE)',
     description:
-      "Admits the last user message as a turn (runId = the turn id) of the thread's session, or, with `resume`, answers the interrupts the turn waits for; then streams the run: RUN_STARTED, TEXT_MESSAGE_*, TOOL_CALL_*, STATE_SNAPSHOT then STATE_DELTA (JSON Patch), and RUN_FINISHED (outcome success, cancelled or interrupt) or RUN_ERROR.",
+      "Admits the last user message as a turn (runId = the turn id) of the thread's session, or, with `resume`, answers the interrupts the turn waits for; then streams the run: RUN_STARTED, REASONING_*, TEXT_MESSAGE_*, TOOL_CALL_*, STATE_SNAPSHOT then STATE_DELTA (JSON Patch), and RUN_FINISHED (outcome success, cancelled or interrupt) or RUN_ERROR.",
+    parameters: [include],
     body: runInput,
     responses: { '201': sse },
     errors: {
-      '400': 'invalid_request, empty_message, message_too_long',
+      '400': 'invalid_request (context beyond its limit, include), empty_message, message_too_long',
       '401': 'unauthorized',
       '403': 'forbidden (may not answer an interrupt)',
       '404': 'unknown_agent, session_not_found, input_not_found',
@@ -82,14 +102,15 @@ export const aguiContracts = {
     url: `${aguiBase}/:agent/threads/:threadId/events`,
     summary: "AG-UI: a thread's runs as AG-UI events, replayed after a cursor, then live",
     description:
-      "Every run of the thread's session (the server's own too: missions, schedules, platform turns) as AG-UI events; the stream does not end at RUN_FINISHED. Each write's last event carries an SSE id; a reconnect with Last-Event-ID (or ?after=) continues exactly, re-opening a run that was open.",
+      "Every run of the thread's session (the server's own too: missions, schedules, platform turns) as AG-UI events; the stream does not end at RUN_FINISHED. Without a cursor it starts with a run of its own holding MESSAGES_SNAPSHOT (the thread's messages so far) and the state, then follows from there (a run open then streams from its start). Each write's last event carries an SSE id; a reconnect with Last-Event-ID (or ?after=, 0 replays every run) continues exactly, re-opening a run that was open.",
     parameters: [
       { name: 'Last-Event-ID', in: 'header', schema: { type: 'string' } },
       { name: 'after', in: 'query', schema: { type: 'integer', minimum: 0 } },
+      include,
     ],
     responses: { '200': sse },
     errors: {
-      '400': 'invalid_cursor',
+      '400': 'invalid_cursor, invalid_request (include)',
       '401': 'unauthorized',
       '404': 'unknown_agent, session_not_found',
       '409': 'agent_mismatch',

@@ -1,4 +1,4 @@
-import { EventType, type Event as AgUiEvent, type Interrupt } from '@ag-ui/core';
+import { EventType, type Event as AgUiEvent, type Interrupt, type Message } from '@ag-ui/core';
 import type { InputRequiredEvent, ParleyEvent } from '../../protocol/events.js';
 import { jsonPatch } from './jsonPatch.js';
 
@@ -26,6 +26,11 @@ export interface FoldScope {
   threadId: string;
   /** Fold one run only: the turn a request admitted or resumed, under the client's run id. */
   only?: { turnId: string; runId: string };
+  /**
+   * Show the model's reasoning text (`?include=reasoning`, as on Parley's own stream);
+   * without it a run shows only that it reasons: `REASONING_START` and `REASONING_END`.
+   */
+  reasoning?: boolean;
 }
 
 interface Run {
@@ -35,9 +40,13 @@ interface Run {
   attempt: number;
   /** The assistant message being streamed, if one is open. */
   message: { id: string; text: string } | null;
+  /** The reasoning being streamed, if any: its span, and its message when text is shown. */
+  reasoning: { span: string; message: string | null } | null;
   /** The text of the attempt so far (every message of it), to reconcile with the reply. */
   text: string;
   lastMessageId: string | null;
+  /** The journal sequence the run started at. */
+  start: number;
 }
 
 export class AgUiFold {
@@ -70,6 +79,11 @@ export class AgUiFold {
     return this.pending.length > 0;
   }
 
+  /** Where the open run started (null: none is open, nothing is held). */
+  get openSince(): number | null {
+    return this.run?.start ?? null;
+  }
+
   apply(event: ParleyEvent): void {
     if (this.finished) return;
     if (this.pending.length > 0 && event.type !== 'input_required') this.release();
@@ -91,6 +105,15 @@ export class AgUiFold {
       case 'text_delta': {
         if (!this.mine(event.turn_id) || event.delta === '') return;
         this.appendText(this.ensure(event.turn_id, event.sequence), event.sequence, event.delta);
+        return;
+      }
+      case 'reasoning_delta': {
+        if (!this.mine(event.turn_id)) return;
+        this.appendReasoning(
+          this.ensure(event.turn_id, event.sequence),
+          event.sequence,
+          event.delta,
+        );
         return;
       }
       case 'attempt_reset': {
@@ -241,6 +264,16 @@ export class AgUiFold {
     const events: AgUiEvent[] = [
       { type: EventType.RUN_STARTED, threadId: this.scope.threadId, runId: run.runId },
     ];
+    if (run.reasoning) {
+      events.push({ type: EventType.REASONING_START, messageId: run.reasoning.span });
+      if (run.reasoning.message) {
+        events.push({
+          type: EventType.REASONING_MESSAGE_START,
+          messageId: run.reasoning.message,
+          role: 'reasoning',
+        });
+      }
+    }
     if (run.message) {
       events.push({
         type: EventType.TEXT_MESSAGE_START,
@@ -248,6 +281,28 @@ export class AgUiFold {
         role: 'assistant',
       });
     }
+    return events;
+  }
+
+  /**
+   * A thread stream's start without a cursor, while no run is open: a run of its own that
+   * hands the client the thread's messages so far (`MESSAGES_SNAPSHOT`) and the session's
+   * state where it has one (later changes are patches of it), instead of replaying every
+   * run. AG-UI clients take events inside a run only, hence the run around it.
+   */
+  snapshot(runId: string, messages: Message[]): AgUiEvent[] {
+    const threadId = this.scope.threadId;
+    const events: AgUiEvent[] = [
+      { type: EventType.RUN_STARTED, threadId, runId },
+      { type: EventType.MESSAGES_SNAPSHOT, messages },
+    ];
+    const state = this.heldState?.data ?? this.shownState;
+    if (state) {
+      events.push({ type: EventType.STATE_SNAPSHOT, snapshot: state });
+      this.shownState = state;
+      this.heldState = null;
+    }
+    events.push({ type: EventType.RUN_FINISHED, threadId, runId, outcome: { type: 'success' } });
     return events;
   }
 
@@ -281,7 +336,16 @@ export class AgUiFold {
   private open(turnId: string, sequence: number): Run {
     const continued = this.paused.delete(turnId);
     const runId = this.scope.only?.runId ?? (continued ? `${turnId}.${sequence}` : turnId);
-    const run: Run = { turnId, runId, attempt: 0, message: null, text: '', lastMessageId: null };
+    const run: Run = {
+      turnId,
+      runId,
+      attempt: 0,
+      message: null,
+      reasoning: null,
+      text: '',
+      lastMessageId: null,
+      start: sequence,
+    };
     this.run = run;
     this.emit(sequence, { type: EventType.RUN_STARTED, threadId: this.scope.threadId, runId });
     if (this.heldState) {
@@ -305,7 +369,44 @@ export class AgUiFold {
     this.shownState = data;
   }
 
+  /**
+   * Reasoning streams in a span of its own, closed before the reply's text (or a tool
+   * call) starts; its text, when shown, as one reasoning message.
+   */
+  private appendReasoning(run: Run, sequence: number, delta: string | undefined): void {
+    this.closeText(run, sequence);
+    if (!run.reasoning) {
+      run.reasoning = { span: `${run.turnId}.${sequence}.reasoning`, message: null };
+      this.emit(sequence, { type: EventType.REASONING_START, messageId: run.reasoning.span });
+    }
+    if (!this.scope.reasoning || !delta) return;
+    if (!run.reasoning.message) {
+      run.reasoning.message = `${run.turnId}.${sequence}.thinking`;
+      this.emit(sequence, {
+        type: EventType.REASONING_MESSAGE_START,
+        messageId: run.reasoning.message,
+        role: 'reasoning',
+      });
+    }
+    this.emit(sequence, {
+      type: EventType.REASONING_MESSAGE_CONTENT,
+      messageId: run.reasoning.message,
+      delta,
+    });
+  }
+
+  private closeReasoning(run: Run, sequence: number): void {
+    const reasoning = run.reasoning;
+    if (!reasoning) return;
+    if (reasoning.message) {
+      this.emit(sequence, { type: EventType.REASONING_MESSAGE_END, messageId: reasoning.message });
+    }
+    this.emit(sequence, { type: EventType.REASONING_END, messageId: reasoning.span });
+    run.reasoning = null;
+  }
+
   private appendText(run: Run, sequence: number, delta: string): void {
+    this.closeReasoning(run, sequence);
     if (!run.message) {
       run.message = { id: `${run.turnId}.${sequence}`, text: '' };
       run.lastMessageId = run.message.id;
@@ -324,7 +425,13 @@ export class AgUiFold {
     });
   }
 
+  /** Whatever streams is closed: the reasoning, the text message. */
   private closeMessage(run: Run, sequence: number): void {
+    this.closeReasoning(run, sequence);
+    this.closeText(run, sequence);
+  }
+
+  private closeText(run: Run, sequence: number): void {
     if (!run.message) return;
     this.emit(sequence, { type: EventType.TEXT_MESSAGE_END, messageId: run.message.id });
     run.message = null;

@@ -17,8 +17,9 @@ import { isStorableText } from '../validate.js';
 import { StreamSlots } from '../streamSlots.js';
 import type { SseWriter } from '../sseWriter.js';
 import { admitForPrincipal, checkMessage } from '../turns.js';
-import { aguiContracts, type resumeEntry, type runInput } from './contracts.js';
+import { aguiContracts, contextLimitBytes, type resumeEntry, type runInput } from './contracts.js';
 import { AgUiFold, type AgUiFrame } from './fold.js';
+import { AgUiMessages } from './messages.js';
 
 type RunInput = z.output<typeof runInput>;
 
@@ -45,16 +46,19 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
     const principal = request.principal;
     const input = request.body;
     const agent = agentOf(principal, request.params.agent);
+    const reasoning = includesReasoning(request);
     const resume = input.resume ?? [];
     if (resume.length > 0) {
       const session = await threadSession(principal, agent, input.threadId);
       if (!session) throw new ParleyError('session_not_found', 'no such thread');
       const { turnId, from } = await answerInterrupts(principal, session, resume);
-      return streamRun(request, reply, input, session, { turnId, runId: input.runId }, from);
+      const only = { turnId, runId: input.runId };
+      return streamRun(request, reply, input, session, only, from, reasoning);
     }
     const text = lastUserMessage(input);
     // Checked before a first run creates the thread's session: bad input writes nothing.
     checkMessage(deps, text);
+    const instructions = instructionsOf(input.context ?? []);
     const session =
       (await threadSession(principal, agent, input.threadId)) ??
       (await newThread(principal, agent, input.threadId));
@@ -63,9 +67,10 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
       sessionId: session,
       agent,
       message: text,
+      instructions,
     });
     const only = { turnId: admission.turn_id, runId: input.runId };
-    return streamRun(request, reply, input, session, only, admission.sequence);
+    return streamRun(request, reply, input, session, only, admission.sequence, reasoning);
   });
 
   api.get(thread.url, routeOptions(thread), async (request, reply) => {
@@ -80,6 +85,7 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
     const session = await threadSession(principal, agent, threadId);
     if (!session) throw new ParleyError('session_not_found', 'no such thread');
     const after = cursorOf(request);
+    const reasoning = includesReasoning(request);
     const release = slots.acquire(`${principal.tenant}\u0000${principal.user}`);
     if (!release) {
       throw new ParleyError('too_many_streams', 'this key has too many open event streams', {
@@ -87,7 +93,7 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
       });
     }
     try {
-      await streamThread(request, reply, threadId, session, after);
+      await streamThread(request, reply, threadId, session, after, reasoning);
     } finally {
       release();
     }
@@ -192,8 +198,9 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
     sessionId: string,
     only: { turnId: string; runId: string },
     from: number,
+    reasoning: boolean,
   ): Promise<void> {
-    const fold = new AgUiFold({ threadId: input.threadId, only });
+    const fold = new AgUiFold({ threadId: input.threadId, only, reasoning });
     await pump(request, reply, sessionId, from, fold, (response, frames) =>
       write(response, frames, false),
     );
@@ -201,16 +208,25 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
 
   /**
    * The thread from `after` on: the run open at the cursor is folded again silently from
-   * its start (so its ids are the ones the client saw), re-opened, and followed.
+   * its start (so its ids are the ones the client saw), re-opened, and followed. Without a
+   * cursor, the thread's messages so far come first as one snapshot (`threadStart`).
    */
   async function streamThread(
     request: FastifyRequest,
     reply: FastifyReply,
     threadId: string,
     sessionId: string,
-    after: number,
+    after: number | null,
+    reasoning: boolean,
   ): Promise<void> {
-    const fold = new AgUiFold({ threadId });
+    if (after === null) {
+      const start = await threadStart(threadId, sessionId, reasoning);
+      await pump(request, reply, sessionId, start.from, start.fold, (response, frames, first) =>
+        write(response, first ? [...start.preamble, ...frames] : frames, true),
+      );
+      return;
+    }
+    const fold = new AgUiFold({ threadId, reasoning });
     let from = after;
     let preamble: AgUiFrame[] = [];
     if (after > 0) {
@@ -238,6 +254,64 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
     await pump(request, reply, sessionId, from, fold, (response, frames, first) =>
       write(response, first ? [...preamble, ...frames] : frames, true),
     );
+  }
+
+  /**
+   * A thread stream's start without a cursor: the journal folded up to the last point no
+   * run was open at (the open run, if any, is then streamed from its start, live), and
+   * the messages of that point as a snapshot. The snapshot and the stream's start are one
+   * position of the journal: nothing is left out or sent twice.
+   */
+  async function threadStart(
+    threadId: string,
+    sessionId: string,
+    reasoning: boolean,
+  ): Promise<{ fold: AgUiFold; from: number; preamble: AgUiFrame[] }> {
+    let folded = await foldThread(threadId, sessionId, reasoning, null);
+    if (folded.fold.openSince !== null) {
+      // A run is open now: the snapshot stops where the thread was last idle.
+      folded = await foldThread(threadId, sessionId, reasoning, folded.idle);
+    }
+    const { fold, messages, at } = folded;
+    const events = fold.snapshot(`snapshot:${at}`, messages.list());
+    return { fold, from: at, preamble: events.map((event) => ({ sequence: at, event })) };
+  }
+
+  /**
+   * The session's journal (up to `upTo`, else all of it now) through a fold, its events
+   * taken into the thread's messages; where the fold last had no run open.
+   */
+  async function foldThread(
+    threadId: string,
+    sessionId: string,
+    reasoning: boolean,
+    upTo: number | null,
+  ): Promise<{ fold: AgUiFold; messages: AgUiMessages; at: number; idle: number }> {
+    const fold = new AgUiFold({ threadId, reasoning });
+    const messages = new AgUiMessages();
+    let at = 0;
+    let idle = 0;
+    const took = () => {
+      for (const frame of fold.take()) messages.apply(frame.event);
+    };
+    const follower = new JournalFollower(deps.db, feed, sessionId, 0);
+    try {
+      await follower.drain((event) => {
+        if (upTo !== null && event.sequence > upTo) return;
+        fold.apply(event);
+        took();
+        if (event.type === 'message') messages.transcript(event);
+        at = event.sequence;
+        if (fold.openSince === null) idle = at;
+      });
+    } finally {
+      follower.close();
+    }
+    // Requests the journal ends with are all in: the run waiting for them has ended.
+    fold.settle();
+    took();
+    if (fold.openSince === null) idle = at;
+    return { fold, messages, at, idle };
   }
 
   /**
@@ -344,11 +418,12 @@ function answerOf(entry: z.output<typeof resumeEntry>): {
   );
 }
 
-/** The cursor: Last-Event-ID (wins) or `?after=`, a sequence number. */
-function cursorOf(request: FastifyRequest): number {
+/** The cursor: Last-Event-ID (wins) or `?after=`, a sequence number; null when none. */
+function cursorOf(request: FastifyRequest): number | null {
   const header = request.headers['last-event-id'];
   const query = (request.query as { after?: unknown }).after;
-  const raw = typeof header === 'string' && header.trim() !== '' ? header.trim() : (query ?? '0');
+  const raw = typeof header === 'string' && header.trim() !== '' ? header.trim() : query;
+  if (raw === undefined) return null;
   if (typeof raw !== 'string' || !/^\d{1,15}$/.test(raw)) {
     throw new ParleyError(
       'invalid_cursor',
@@ -356,4 +431,39 @@ function cursorOf(request: FastifyRequest): number {
     );
   }
   return Number(raw);
+}
+
+/**
+ * `?include=reasoning`: the model's reasoning text is shown, as Parley's own event stream
+ * shows it to the clients that ask (docs/providers.md, "Reasoning").
+ */
+function includesReasoning(request: FastifyRequest): boolean {
+  const include = (request.query as { include?: unknown } | undefined)?.include;
+  if (include === undefined) return false;
+  if (typeof include !== 'string' || !/^[a-z_,]{0,64}$/.test(include)) {
+    throw new ParleyError('invalid_request', 'include: a comma-separated list, e.g. reasoning', {
+      field: 'include',
+    });
+  }
+  return include.split(',').includes('reasoning');
+}
+
+/**
+ * The client's `context` as the turn's own instructions, added to the agent's for this
+ * turn only (as the OpenAI adapter's `instructions`); at most `contextLimitBytes`.
+ */
+function instructionsOf(context: z.output<typeof runInput>['context'] & object): string | null {
+  if (context.length === 0) return null;
+  const bytes = context.reduce(
+    (sum, entry) => sum + Buffer.byteLength(entry.description) + Buffer.byteLength(entry.value),
+    0,
+  );
+  if (bytes > contextLimitBytes) {
+    throw new ParleyError('invalid_request', `context: more than ${contextLimitBytes} bytes`, {
+      field: 'context',
+      limit_bytes: contextLimitBytes,
+    });
+  }
+  const entries = context.map((entry) => `${entry.description}:\n${entry.value}`);
+  return ['Context the client gave for this turn:', ...entries].join('\n\n');
 }
