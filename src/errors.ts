@@ -63,6 +63,8 @@ export const errorCodes = {
   session_busy: 409,
   not_customized: 409,
   workspace_name_taken: 409,
+  // An upload's Idempotency-Key sent again with other bytes.
+  idempotency_conflict: 409,
   request_timeout: 408,
   resync_required: 410,
   payload_too_large: 413,

@@ -1,4 +1,4 @@
-import { randomBytes, randomFillSync } from 'node:crypto';
+import { createHash, randomBytes, randomFillSync } from 'node:crypto';
 import { monotonicFactory } from 'ulid';
 
 /**
@@ -48,6 +48,15 @@ export function newUnblockCommandId(): string {
 
 export function newAttachmentId(): string {
   return `att_${nextUlid()}`;
+}
+
+/**
+ * An id derived from a client's `Idempotency-Key` and its scope (tenant, user, ...): the
+ * same key in the same scope is the same id, so a retried upload stores nothing twice.
+ */
+export function keyedId(prefix: string, scope: string[]): string {
+  const digest = createHash('sha256').update(scope.join('\0')).digest('hex');
+  return `${prefix}_k${digest.slice(0, 32)}`;
 }
 
 export function newWorkspaceId(): string {

@@ -67,6 +67,36 @@ async function doneOf(sessionId: string, turnId: string): Promise<ParleyEvent & 
 }
 
 describe('attachments', () => {
+  it('retries an upload with an idempotency key after a lost answer, storing it once', async () => {
+    // The first answer is lost on the way back (the server stored it): a network error.
+    let lost = 0;
+    const losing = new ParleyClient({
+      baseUrl: server.url,
+      apiKey: 'ann-key',
+      backoff: { initialMs: 1, maxMs: 5 },
+      fetch: async (input, init) => {
+        const response = await fetch(input, init);
+        if (init?.method === 'POST' && lost === 0) {
+          lost += 1;
+          await response.body?.cancel();
+          throw new TypeError('fetch failed');
+        }
+        return response;
+      },
+    });
+    const session = await client.createSession();
+    const stored = await losing.uploadAttachment(session.session_id, png, {
+      mediaType: 'image/png',
+      idempotencyKey: 'client-upload-1',
+    });
+    expect(lost).toBe(1);
+    const rows = await server.db.query<{ attachment_id: string }>(
+      'select attachment_id from attachments where session_id = $1',
+      [session.session_id],
+    );
+    expect(rows.rows.map((row) => row.attachment_id)).toEqual([stored.attachment_id]);
+  });
+
   it('uploads an image, a turn carries it, and its bytes come back', async () => {
     const session = await client.createSession();
     const attachment = await client.uploadAttachment(

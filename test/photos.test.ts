@@ -105,10 +105,16 @@ async function sessionOf(key: string): Promise<string> {
   return created.body.session_id as string;
 }
 
-async function chatUpload(sessionId: string, body: Buffer, type: string, key = keys.ann) {
+async function chatUpload(
+  sessionId: string,
+  body: Buffer,
+  type: string,
+  key = keys.ann,
+  headers: Record<string, string> = {},
+) {
   const response = await fetch(`${server.url}/api/v1/chat/sessions/${sessionId}/attachments`, {
     method: 'POST',
-    headers: { 'content-type': type, ...auth(key) },
+    headers: { 'content-type': type, ...auth(key), ...headers },
     body,
   });
   return { status: response.status, body: (await response.json()) as any };
@@ -395,6 +401,73 @@ describe('the photo library', () => {
     expect(broken.status).toBe(400);
     expect(await count(bobSession)).toBe(0);
     expect(await count(sessionId)).toBe(1);
+  });
+
+  it('stores an upload retried with its Idempotency-Key once, and refuses the key for other bytes', async () => {
+    const sessionId = await sessionOf(keys.ann);
+    const rows = async () =>
+      (
+        await server.db.query<{ attachments: number; photos: number }>(
+          `select (select count(*)::int from attachments where session_id = $1) as attachments,
+                  (select count(*)::int from photos where source->>'session_id' = $1) as photos`,
+          [sessionId],
+        )
+      ).rows[0];
+    const keyed = (key: string) => ({ 'idempotency-key': key });
+    // Sent twice at once, then once more: one attachment, one photo, one id.
+    const answers = await Promise.all([
+      chatUpload(sessionId, png, 'image/png', keys.ann, keyed('upload-1')),
+      chatUpload(sessionId, png, 'image/png', keys.ann, keyed('upload-1')),
+    ]);
+    const again = await chatUpload(sessionId, png, 'image/png', keys.ann, keyed('upload-1'));
+    for (const answer of [...answers, again]) expect(answer.status).toBe(201);
+    const ids = new Set([...answers, again].map((answer) => answer.body.attachment_id));
+    expect(ids.size).toBe(1);
+    expect(await rows()).toEqual({ attachments: 1, photos: 1 });
+    // The same key for other bytes: refused, nothing stored; a bad key: refused.
+    const other = await chatUpload(sessionId, gif, 'image/gif', keys.ann, keyed('upload-1'));
+    expect(other.status).toBe(409);
+    expect(other.body.error).toBe('idempotency_conflict');
+    const bad = await chatUpload(sessionId, png, 'image/png', keys.ann, keyed('no spaces'));
+    expect(bad.status).toBe(400);
+    expect(bad.body.field).toBe('Idempotency-Key');
+    // Another user's same key is another upload; a photo attached by key, once.
+    const photo = await upload(jpeg, 'image/jpeg', keys.ann, '');
+    const json = Buffer.from(JSON.stringify({ photo_id: photo.body.photo_id }));
+    const first = await chatUpload(
+      sessionId,
+      json,
+      'application/json',
+      keys.ann,
+      keyed('attach-1'),
+    );
+    const second = await chatUpload(
+      sessionId,
+      json,
+      'application/json',
+      keys.ann,
+      keyed('attach-1'),
+    );
+    expect(second.body.attachment_id).toBe(first.body.attachment_id);
+    expect(await rows()).toEqual({ attachments: 2, photos: 1 });
+
+    // The library's own upload: the same key answers the same photo.
+    const before = (await all(keys.ann)).length;
+    const sent = (body: Buffer, type: string) =>
+      fetch(`${server.url}/api/v1/photos?title=Keyed`, {
+        method: 'POST',
+        headers: { 'content-type': type, ...auth(keys.ann), ...keyed('photo-1') },
+        body,
+      }).then(async (response) => ({
+        status: response.status,
+        body: (await response.json()) as any,
+      }));
+    const made = await sent(gif, 'image/gif');
+    const remade = await sent(gif, 'image/gif');
+    expect(made.status).toBe(201);
+    expect(remade.body.photo_id).toBe(made.body.photo_id);
+    expect((await sent(png, 'image/png')).body.error).toBe('idempotency_conflict');
+    expect(await all(keys.ann)).toHaveLength(before + 1);
   });
 
   it('lists newest first, page by page, of one origin when asked', async () => {

@@ -1,14 +1,21 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ParleyError } from '../errors.js';
-import { newAttachmentId, newPhotoId } from '../ids.js';
+import { keyedId, newAttachmentId, newPhotoId } from '../ids.js';
 import { createAttachment } from '../store/createAttachment.js';
 import { insertPhoto, readPhotoContent } from '../store/photos.js';
 import { readAttachments } from '../store/readAttachments.js';
 import { z } from 'zod';
-import { declaredMediaType, rawOrJsonBodies, route, routeOptions, typed } from './contract.js';
+import {
+  declaredMediaType,
+  idempotencyKeyParameter,
+  rawOrJsonBodies,
+  route,
+  routeOptions,
+  typed,
+} from './contract.js';
 import type { ApiDeps } from './deps.js';
 import { bytesMatch, imageTypes, isImageType } from '../media/imageTypes.js';
-import { pathId, text, validate } from './validate.js';
+import { idempotencyKeyOf, pathId, text, validate } from './validate.js';
 
 const binary = { type: 'string', format: 'binary' };
 
@@ -29,6 +36,7 @@ export const attachmentContracts = {
     rawBody: { contentTypes: imageTypes },
     body: fromPhoto,
     handlerValidates: true,
+    parameters: [idempotencyKeyParameter],
     responses: {
       '201': z.object({
         attachment_id: z.string(),
@@ -39,6 +47,7 @@ export const attachmentContracts = {
     errors: {
       '400': 'invalid_request (empty, or a bad field), malformed_json',
       '404': "session_not_found, photo_not_found (also another user's photo)",
+      '409': 'idempotency_conflict (the Idempotency-Key was used for another image)',
       '413': 'payload_too_large (limits.attachment_bytes)',
       '415': 'unsupported_media_type (type not allowed, or bytes not of it)',
     },
@@ -82,12 +91,26 @@ export function attachmentRoutes(app: FastifyInstance, deps: ApiDeps): void {
         // check, does a session the principal may not see).
         preParsing: async (request: FastifyRequest) => {
           declaredType(request);
+          idempotencyKeyOf(request.headers['idempotency-key']);
         },
       },
       async (request, reply) => {
         const { tenant, user } = request.principal;
         const sessionId = request.session.session_id;
         const mediaType = declaredType(request);
+        // With an Idempotency-Key the ids are the key's: a retry stores nothing twice.
+        const key = idempotencyKeyOf(request.headers['idempotency-key']);
+        const attachmentId =
+          key === null ? newAttachmentId() : keyedId('att', [tenant, user, sessionId, key]);
+        const photoId = key === null ? newPhotoId() : keyedId('ph', [tenant, attachmentId]);
+        const replayCheck = (attached: { conflicting: boolean }) => {
+          if (attached.conflicting) {
+            throw new ParleyError(
+              'idempotency_conflict',
+              'Idempotency-Key: already used for another image in this session',
+            );
+          }
+        };
         if (mediaType === 'application/json') {
           const body = validate(fromPhoto, request.body);
           const photoId = pathId(body.photo_id, 'photo_id');
@@ -97,7 +120,7 @@ export function attachmentRoutes(app: FastifyInstance, deps: ApiDeps): void {
             throw new ParleyError('payload_too_large', 'the image is over limits.attachment_bytes');
           }
           const attached = await createAttachment(deps.db, {
-            attachmentId: newAttachmentId(),
+            attachmentId,
             tenant,
             sessionId,
             mediaType: photo.mediaType,
@@ -105,6 +128,7 @@ export function attachmentRoutes(app: FastifyInstance, deps: ApiDeps): void {
             uploadedBy: user,
           });
           if (!attached) throw new ParleyError('session_not_found', 'no such session');
+          replayCheck(attached);
           return reply.status(201).send(attachmentView(attached));
         }
         const data = request.body as Buffer | undefined;
@@ -118,7 +142,7 @@ export function attachmentRoutes(app: FastifyInstance, deps: ApiDeps): void {
         // same transaction: both rows, or neither.
         const stored = await deps.db.transaction(async (tx) => {
           const attachment = await createAttachment(tx, {
-            attachmentId: newAttachmentId(),
+            attachmentId,
             tenant,
             sessionId,
             mediaType,
@@ -126,8 +150,10 @@ export function attachmentRoutes(app: FastifyInstance, deps: ApiDeps): void {
             uploadedBy: user,
           });
           if (!attachment) throw new ParleyError('session_not_found', 'no such session');
+          replayCheck(attachment);
+          // A replay's photo is there already (same transaction): this stores nothing.
           await insertPhoto(tx, {
-            photoId: newPhotoId(),
+            photoId,
             tenant,
             owner: user,
             origin: 'upload',

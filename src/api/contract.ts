@@ -127,6 +127,16 @@ export function rawBodies(scope: FastifyInstance, bodyLimit: number): void {
   );
 }
 
+/** An upload's `Idempotency-Key` header, as its contract documents it. */
+export const idempotencyKeyParameter = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'A retry with the same key (1-128 of A-Z a-z 0-9 _ -) answers the first upload, storing nothing again',
+  schema: { type: 'string' },
+};
+
 /**
  * As `rawBodies`, but a body declared `application/json` is parsed as JSON (bounded by
  * `jsonLimit`, the server's body limit): a route that takes either the raw bytes or JSON

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { ParleyError } from '../errors.js';
-import { newPhotoId } from '../ids.js';
+import { keyedId, newPhotoId } from '../ids.js';
 import { page, photoView } from '../protocol/rest.js';
 import { findVisibleSession } from '../store/findVisibleSession.js';
 import { decodeCursor } from '../store/listSessions.js';
@@ -12,14 +12,22 @@ import {
   readPhoto,
   readPhotoContent,
   updatePhotoTitle,
+  type NewPhoto,
   type PhotoCursor,
 } from '../store/photos.js';
 import { readAttachmentById } from '../store/readAttachments.js';
-import { declaredMediaType, rawOrJsonBodies, route, routeOptions, typed } from './contract.js';
+import {
+  declaredMediaType,
+  idempotencyKeyParameter,
+  rawOrJsonBodies,
+  route,
+  routeOptions,
+  typed,
+} from './contract.js';
 import type { ApiDeps } from './deps.js';
 import { bytesMatch, imageTypes, isImageType } from '../media/imageTypes.js';
 import { viewerOf } from './sessionAccess.js';
-import { isCursorTime, pathId, text, validate } from './validate.js';
+import { idempotencyKeyOf, isCursorTime, pathId, text, validate } from './validate.js';
 
 const binary = { type: 'string', format: 'binary' };
 const title = text().min(1).max(200);
@@ -66,10 +74,12 @@ export const photoContracts = {
     body: fromAttachment,
     // The body is bytes or JSON: the handler reads it by its content type.
     handlerValidates: true,
+    parameters: [idempotencyKeyParameter],
     responses: { '201': photoView },
     errors: {
       '400': 'invalid_request (empty, or a bad field), malformed_json',
       '404': 'attachment_not_found (also one of a session the caller may not see)',
+      '409': 'idempotency_conflict (the Idempotency-Key was used for another image)',
       '413': 'payload_too_large (limits.attachment_bytes)',
       '415': 'unsupported_media_type (type not allowed, or bytes not of it)',
     },
@@ -137,6 +147,10 @@ function declaredType(request: FastifyRequest): 'application/json' | (typeof ima
 
 const notFound = () => new ParleyError('photo_not_found', 'no such photo');
 
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b);
+}
+
 /**
  * The photo library (PROTOCOL.md, "Photos"): a user's own images, uploaded here, copied
  * from a conversation's attachment, landed by a chat upload (attachments.ts) or made by
@@ -169,12 +183,45 @@ export function photoRoutes(app: FastifyInstance, deps: ApiDeps): void {
         ...routeOptions(create),
         preParsing: async (request: FastifyRequest) => {
           declaredType(request);
+          idempotencyKeyOf(request.headers['idempotency-key']);
         },
       },
       async (request, reply) => {
         const { principal } = request;
         const query = validate(createQuery, request.query);
         const mediaType = declaredType(request);
+        const key = idempotencyKeyOf(request.headers['idempotency-key']);
+        const photoId =
+          key === null ? newPhotoId() : keyedId('ph', [principal.tenant, principal.user, key]);
+        // A retry with the key answers the photo stored by the first, if it has these bytes.
+        const add = async (photo: Omit<NewPhoto, 'photoId' | 'tenant' | 'owner'>) => {
+          if (key !== null) {
+            const stored = await readPhotoContent(
+              deps.db,
+              principal.tenant,
+              principal.user,
+              photoId,
+            );
+            if (stored) {
+              if (stored.mediaType !== photo.mediaType || !sameBytes(stored.bytes, photo.bytes)) {
+                throw new ParleyError(
+                  'idempotency_conflict',
+                  'Idempotency-Key: already used for another image',
+                );
+              }
+              const replayed = await readPhoto(deps.db, principal.tenant, principal.user, photoId);
+              if (!replayed) throw notFound();
+              return reply.status(201).send(replayed);
+            }
+          }
+          const made = await insertPhoto(deps.db, {
+            ...photo,
+            photoId,
+            tenant: principal.tenant,
+            owner: principal.user,
+          });
+          return reply.status(201).send(made);
+        };
         if (mediaType === 'application/json') {
           const body = validate(fromAttachment, request.body);
           const attachmentId = pathId(body.attachment_id, 'attachment_id');
@@ -193,17 +240,13 @@ export function photoRoutes(app: FastifyInstance, deps: ApiDeps): void {
           if (found.data.byteLength > limit) {
             throw new ParleyError('payload_too_large', 'the image is over limits.attachment_bytes');
           }
-          const made = await insertPhoto(deps.db, {
-            photoId: newPhotoId(),
-            tenant: principal.tenant,
-            owner: principal.user,
+          return add({
             origin: 'upload',
             title: body.title ?? query.title ?? null,
             source: { session_id: found.session_id, attachment_id: found.attachment_id },
             mediaType: found.media_type,
             bytes: found.data,
           });
-          return reply.status(201).send(made);
         }
         const data = request.body as Buffer | undefined;
         if (!data || data.byteLength === 0) {
@@ -212,17 +255,13 @@ export function photoRoutes(app: FastifyInstance, deps: ApiDeps): void {
         if (!bytesMatch(mediaType, data)) {
           throw new ParleyError('unsupported_media_type', `the bytes are not a ${mediaType} image`);
         }
-        const made = await insertPhoto(deps.db, {
-          photoId: newPhotoId(),
-          tenant: principal.tenant,
-          owner: principal.user,
+        return add({
           origin: 'upload',
           title: query.title ?? null,
           source: {},
           mediaType,
           bytes: data,
         });
-        return reply.status(201).send(made);
       },
     );
   });

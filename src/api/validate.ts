@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ParleyError } from '../errors.js';
+import { clientKeyPattern } from '../ids.js';
 
 /** Parses a body or query with a zod schema; failures name the field, never its value. */
 export function validate<T>(schema: z.ZodType<T>, value: unknown): T {
@@ -42,6 +43,25 @@ export function storableJson(value: unknown): boolean {
  * A path segment naming a resource (a session, a turn, a request): storable text of at
  * most 128 characters, else 400 before any query runs.
  */
+/**
+ * A request's `Idempotency-Key` header (a client key: 1-128 of A-Z a-z 0-9 _ -), or null
+ * when it sent none.
+ */
+export function idempotencyKeyOf(header: string | string[] | undefined): string | null {
+  if (header === undefined) return null;
+  const key = Array.isArray(header) ? header[0] : header;
+  if (typeof key !== 'string' || !clientKeyPattern.test(key)) {
+    throw new ParleyError(
+      'invalid_request',
+      'Idempotency-Key: 1-128 characters of A-Z a-z 0-9 _ -',
+      {
+        field: 'Idempotency-Key',
+      },
+    );
+  }
+  return key;
+}
+
 export function pathId(value: string, name: string): string {
   if (value.length === 0 || value.length > 128 || !isStorableText(value)) {
     throw new ParleyError('invalid_request', `${name}: not a valid identifier`, { field: name });

@@ -60,16 +60,26 @@ export class HttpTransport {
   }
 
   /** A JSON call; retried (same body, same idempotency key) when `idempotent`. */
-  async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
-    const idempotent = options.idempotent ?? method === 'GET';
+  request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    return this.retried(options.idempotent ?? method === 'GET', options.signal, () =>
+      this.once<T>(method, path, options),
+    );
+  }
+
+  /** `call` once, or — `idempotent` — again after each retryable failure, with backoff. */
+  private async retried<T>(
+    idempotent: boolean,
+    signal: AbortSignal | undefined,
+    call: () => Promise<T>,
+  ): Promise<T> {
     const retries = idempotent ? (this.options.retries ?? 3) : 0;
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.once<T>(method, path, options);
+        return await call();
       } catch (error) {
         const retry = error instanceof ParleyClientError && error.retryable && attempt < retries;
         if (!retry) throw error;
-        if (!(await sleep(backoffDelay(attempt + 1, this.options.backoff), options.signal))) {
+        if (!(await sleep(backoffDelay(attempt + 1, this.options.backoff), signal))) {
           throw aborted();
         }
       }
@@ -101,29 +111,34 @@ export class HttpTransport {
   }
 
   /**
-   * Sends raw bytes (an upload) and reads the JSON answer. One attempt: an upload stores
-   * something new each time, so a retry after a lost answer would store it twice.
+   * Sends raw bytes (an upload) and reads the JSON answer. Without an `idempotencyKey`, one
+   * attempt: a retry after a lost answer would store it twice. With one (the
+   * `Idempotency-Key` header), retried like `request`: the server stores it once.
    */
   upload<T>(
     path: string,
     body: RawBody,
     contentType: string,
-    options: Pick<RequestOptions, 'query' | 'signal'> = {},
+    options: Pick<RequestOptions, 'query' | 'signal'> & { idempotencyKey?: string } = {},
   ): Promise<T> {
-    return this.attempt('POST', path, options, {
-      headers: { 'content-type': contentType },
-      body: body as NonNullable<RequestInit['body']>,
-      read: (response) => this.json<T>('POST', path, response),
-    });
+    const key = options.idempotencyKey;
+    return this.retried(key !== undefined, options.signal, () =>
+      this.attempt('POST', path, options, {
+        headers: {
+          'content-type': contentType,
+          ...(key === undefined ? {} : { 'idempotency-key': key }),
+        },
+        body: body as NonNullable<RequestInit['body']>,
+        read: (response) => this.json<T>('POST', path, response),
+      }),
+    );
   }
 
   /**
    * A call answered with bytes (an image, audio): JSON in (`body`), bytes out. Retried
    * like `request` when `idempotent`.
    */
-  async media(method: string, path: string, options: RequestOptions = {}): Promise<Media> {
-    const idempotent = options.idempotent ?? method === 'GET';
-    const retries = idempotent ? (this.options.retries ?? 3) : 0;
+  media(method: string, path: string, options: RequestOptions = {}): Promise<Media> {
     const hasBody = options.body !== undefined;
     const read = async (response: Response): Promise<Media> => ({
       bytes: new Uint8Array(await response.arrayBuffer()),
@@ -131,22 +146,14 @@ export class HttpTransport {
         .split(';')[0]!
         .trim(),
     });
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await this.attempt(method, path, options, {
-          headers: hasBody ? { 'content-type': 'application/json' } : {},
-          body: hasBody ? JSON.stringify(options.body) : null,
-          accept: '*/*',
-          read,
-        });
-      } catch (error) {
-        const retry = error instanceof ParleyClientError && error.retryable && attempt < retries;
-        if (!retry) throw error;
-        if (!(await sleep(backoffDelay(attempt + 1, this.options.backoff), options.signal))) {
-          throw aborted();
-        }
-      }
-    }
+    return this.retried(options.idempotent ?? method === 'GET', options.signal, () =>
+      this.attempt(method, path, options, {
+        headers: hasBody ? { 'content-type': 'application/json' } : {},
+        body: hasBody ? JSON.stringify(options.body) : null,
+        accept: '*/*',
+        read,
+      }),
+    );
   }
 
   private once<T>(method: string, path: string, options: RequestOptions): Promise<T> {

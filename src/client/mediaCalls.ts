@@ -12,18 +12,19 @@ export abstract class MediaCalls {
   /**
    * Extension: stores an image (png, jpeg, webp or gif) as an attachment of a session, for
    * a turn to carry (`admitTurn({attachments})`); it lands in the uploader's photo library
-   * too. `mediaType` defaults to a Blob's own type. Not retried (a retry stores it twice).
+   * too. `mediaType` defaults to a Blob's own type. Retried only with an `idempotencyKey`
+   * (the server then stores it once).
    */
   uploadAttachment(
     sessionId: string,
     image: RawBody,
-    options: { mediaType?: string; signal?: AbortSignal } = {},
+    options: { mediaType?: string; idempotencyKey?: string; signal?: AbortSignal } = {},
   ): Promise<Attachment> {
     return this.http.upload(
       `${sessionPath(sessionId)}/attachments`,
       image,
       mediaTypeOf(image, options.mediaType),
-      { signal: options.signal },
+      { signal: options.signal, idempotencyKey: options.idempotencyKey },
     );
   }
 
@@ -83,16 +84,22 @@ export abstract class MediaCalls {
   }
 
   /**
-   * Extension: adds an image to the caller's library. Not retried (a retry stores it twice).
+   * Extension: adds an image to the caller's library. Retried only with an `idempotencyKey`.
    * `mediaType` defaults to a Blob's own type.
    */
   uploadPhoto(
     image: RawBody,
-    options: { mediaType?: string; title?: string; signal?: AbortSignal } = {},
+    options: {
+      mediaType?: string;
+      title?: string;
+      idempotencyKey?: string;
+      signal?: AbortSignal;
+    } = {},
   ): Promise<PhotoInfo> {
     return this.http.upload('/api/v1/photos', image, mediaTypeOf(image, options.mediaType), {
       query: { title: options.title },
       signal: options.signal,
+      idempotencyKey: options.idempotencyKey,
     });
   }
 

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Principal } from '../../config/types.js';
 import { ParleyError } from '../../errors.js';
 import type { ParleyEvent } from '../../protocol/events.js';
-import { clientKeyPattern } from '../../ids.js';
+import { idempotencyKeyOf } from '../validate.js';
 import { findInputRequest } from '../../store/findInputRequest.js';
 import { deleteResponse } from '../../store/deleteResponse.js';
 import { findVisibleSession } from '../../store/findVisibleSession.js';
@@ -383,16 +383,7 @@ function turnFailed(response: ResponseObject): ParleyError {
 
 /** The turn id: the client's `Idempotency-Key` when it sends one, else a new one. */
 function turnIdFrom(header: string | string[] | undefined): string {
-  if (header === undefined) return `oai_${randomUUID().replaceAll('-', '')}`;
-  const key = Array.isArray(header) ? header[0] : header;
-  if (typeof key !== 'string' || !clientKeyPattern.test(key)) {
-    throw new ParleyError(
-      'invalid_request',
-      'Idempotency-Key: 1-128 characters of A-Z a-z 0-9 _ -',
-      { field: 'Idempotency-Key' },
-    );
-  }
-  return key;
+  return idempotencyKeyOf(header) ?? `oai_${randomUUID().replaceAll('-', '')}`;
 }
 
 function isApprovalResponse(item: unknown): item is z.output<typeof approvalResponse> {
