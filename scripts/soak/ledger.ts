@@ -19,7 +19,13 @@ export type TurnKind =
   | 'cancel'
   | 'transient'
   | 'effects'
-  | 'budget';
+  | 'budget'
+  /**
+   * A message carrying an image (mediaClient.ts). The demo model (not a vision one) reads
+   * a note of the image after the message, so the reply is the echo and then that note:
+   * checker/media.ts holds it to begin with the echo, `checkReplies` leaves it alone.
+   */
+  | 'media';
 
 export interface AcknowledgedTurn {
   turnId: string;
@@ -49,6 +55,21 @@ export interface AnswerRecord {
   approved: boolean;
 }
 
+/**
+ * One upload of the media client, by its label (its `Idempotency-Key` and its turn_id):
+ * where it went, the attachment every answer named, and what came of it.
+ */
+export interface MediaRecord {
+  label: string;
+  sessionId: string;
+  /** The first answer's `attachment_id`; every later answer must name the same. */
+  attachmentId: string;
+  /** Answers (200 or 201) received for this key: retries and deliberate repeats. */
+  answers: number;
+  /** The reply read aloud (200 `audio/wav` twice, byte for byte): its message id. */
+  spokenMessageId: string | null;
+}
+
 /** Something a client saw that the protocol rules out, told as it happened. */
 export interface ClientViolation {
   check: string;
@@ -61,6 +82,8 @@ export class Ledger {
   /** Answers acknowledged with 200. */
   readonly answers: AnswerRecord[] = [];
   readonly violations: ClientViolation[] = [];
+  /** The media client's uploads, by label. */
+  readonly media = new Map<string, MediaRecord>();
   readonly counters = {
     admissionAttempts: 0,
     /** Admissions retried after a connection error, a 5xx or a timeout. */
@@ -95,10 +118,41 @@ export class Ledger {
     mcpCalls: 0,
     /** Calls made again (same idempotency key, a new MCP session) after a failure or `in_progress`. */
     mcpRetries: 0,
+    /** Images uploaded by the media client (one per label, however often sent). */
+    mediaUploads: 0,
+    /** Uploads sent again (same `Idempotency-Key`) after no answer, a 5xx or a timeout. */
+    mediaUploadRetries: 0,
+    /** Uploads sent again on purpose after their answer, as a double-clicking user would. */
+    mediaUploadRepeats: 0,
+    /** Replies read aloud: requests answered 200 (each reply is asked twice). */
+    speechRequests: 0,
+    /** Speech requests sent again after no answer, a 5xx or a timeout. */
+    speechRetries: 0,
+    /** Media rounds given up on (no session, upload, 202, end or speech in time). */
+    mediaGivenUp: 0,
   };
 
   violation(check: string, detail: string): void {
     this.violations.push({ check, detail });
+  }
+
+  /**
+   * Records an upload's answer. Every answer for one key must name the same attachment
+   * (the `Idempotency-Key` promise): another id is a second attachment stored.
+   */
+  uploaded(label: string, sessionId: string, attachmentId: string): void {
+    const known = this.media.get(label);
+    if (!known) {
+      this.media.set(label, { label, sessionId, attachmentId, answers: 1, spokenMessageId: null });
+      return;
+    }
+    known.answers += 1;
+    if (known.attachmentId !== attachmentId) {
+      this.violation(
+        'attachment duplicate',
+        `upload ${label}: answered attachment ${attachmentId}, the first answer was ${known.attachmentId}`,
+      );
+    }
   }
 
   /**

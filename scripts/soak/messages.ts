@@ -28,8 +28,11 @@ const vocabulary = [
   'retry',
 ];
 
-/** The share of rounds of each kind (a `follow_up` only ever follows a `supersede`). */
-export const roundWeights: Record<Exclude<TurnKind, 'follow_up'>, number> = {
+/**
+ * The share of rounds of each kind (a `follow_up` only ever follows a `supersede`; `media`
+ * turns are the media client's, not a session loop's).
+ */
+export const roundWeights: Record<Exclude<TurnKind, 'follow_up' | 'media'>, number> = {
   plain: 40,
   burst: 12,
   approval: 18,
@@ -66,6 +69,7 @@ export function messageFor(kind: TurnKind, turnId: string, random: Random): stri
     case 'plain':
     case 'burst':
     case 'follow_up':
+    case 'media':
       return `${turnId} ${words(random, random.int(6, 20))}`;
   }
 }

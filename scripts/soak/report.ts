@@ -81,6 +81,16 @@ export function figuresTable(facts: RunFacts): string {
       'MCP tool calls / made again (same key, new MCP session)',
       `${counters.mcpCalls} / ${counters.mcpRetries}`,
     ],
+    [
+      'images uploaded / sent again (same Idempotency-Key: retries, on purpose)',
+      `${counters.mediaUploads} / ${counters.mediaUploadRetries}, ${counters.mediaUploadRepeats}`,
+    ],
+    ['attachments / photos stored for them', `${check.media.attachments} / ${check.media.photos}`],
+    [
+      'replies read aloud / speech requests answered / retried / speech rows kept',
+      `${check.media.spoken} / ${counters.speechRequests} / ${counters.speechRetries} / ${check.media.speechRows}`,
+    ],
+    ['media rounds given up', counters.mediaGivenUp],
     ['rounds left to the drain (follow timeouts)', counters.followTimeouts],
     ['sessions unparked (clients / drain)', `${counters.unparks} / ${drain.unparked}`],
     ['requests approved by the drain', drain.answered],

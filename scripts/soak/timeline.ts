@@ -157,6 +157,7 @@ export function writeRunReport(
     totals: check.totals,
     effects: check.effects,
     budgetExtensions: check.budgetExtensions,
+    media: check.media,
     violations: check.findings.violations,
     passed: !failed(facts),
     timeline,

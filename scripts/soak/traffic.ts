@@ -4,6 +4,7 @@ import { Ledger } from './ledger.js';
 import { MissionLedger } from './missionLedger.js';
 import { runOpenaiClient } from './openaiClient.js';
 import { runMcpClient } from './mcpClient.js';
+import { runMediaClient } from './mediaClient.js';
 import { runMissionClient } from './missions.js';
 import type { SoakOptions } from './options.js';
 import type { Outside } from './outside.js';
@@ -14,9 +15,9 @@ import { SessionLoop } from './session.js';
 /**
  * Everything the soak's clients do during the chaos, whichever the engine: the chat
  * sessions (turns, effect tools, approvals, cancels, budgets), the protocol clients
- * (OpenAI Responses, A2A, MCP), the mission client (executions, cancels, unblocks), and
- * the people on Telegram and Slack. What they were
- * told is in `ledger` and `missions`, the platforms' traffic in `outside`.
+ * (OpenAI Responses, A2A, MCP), the media client (uploads, photos, speech), the mission
+ * client (executions, cancels, unblocks), and the people on Telegram and Slack. What they
+ * were told is in `ledger` and `missions`, the platforms' traffic in `outside`.
  */
 export class Traffic {
   readonly ledger = new Ledger();
@@ -94,6 +95,15 @@ export class Traffic {
         ledger: this.ledger,
         random: random.fork('mcp'),
         count: Math.max(2, Math.round(options.turns / 20)),
+        windowMs: this.windowMs,
+        followTimeoutMs: 90_000,
+      }),
+      // One image round per 40 turns, at least two: upload, a turn carrying it, its reply read aloud.
+      runMediaClient({
+        apis: new Apis(this.urls),
+        ledger: this.ledger,
+        random: random.fork('media'),
+        count: Math.max(2, Math.round(options.turns / 40)),
         windowMs: this.windowMs,
         followTimeoutMs: 90_000,
       }),

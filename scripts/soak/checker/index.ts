@@ -7,6 +7,7 @@ import { checkBudgets } from './budgets.js';
 import { checkEffects, type EffectTotals } from './effects.js';
 import { Findings, Journal } from './findings.js';
 import { checkGapless, checkOrder, checkTerminals } from './journal.js';
+import { checkMedia, readMedia, type MediaFigures } from './media.js';
 import { checkExecutions, checkSchedules } from './missions.js';
 import { readMissionSnapshot } from './missionSnapshot.js';
 import { checkPlatform, type PlatformEvidence, type PlatformFigures } from './platforms.js';
@@ -52,6 +53,8 @@ export interface CheckResult {
   effects: EffectTotals | null;
   /** Budget extension requests answered (by clients or the drain). */
   budgetExtensions: number;
+  /** The media client's uploads, photos and speech as the database holds them. */
+  media: MediaFigures;
   /** Approvals ended by their deadline (the timer, with the safe default). */
   timedOut: number;
 }
@@ -89,6 +92,7 @@ export async function checkDatabase(
   checkAcknowledged(journal, ledger, findings);
   checkPromises(journal, ledger, findings);
   checkReplies(journal, ledger, findings);
+  const media = checkMedia(journal, await readMedia(db, ledger), ledger, findings);
   if (options.stoppedPids) checkAtRest(journal, options.stoppedPids, findings);
   const budgetExtensions = checkBudgets(journal, findings);
   const effects = options.effects ? checkEffects(journal, options.effects, findings) : null;
@@ -147,6 +151,7 @@ export async function checkDatabase(
     },
     effects,
     budgetExtensions,
+    media,
     timedOut: journal.snapshot.requests.filter((request) => request.state === 'timeout').length,
   };
 }
