@@ -7,7 +7,6 @@ import { cancelExecution } from '../store/cancelExecution.js';
 import { unblockExecution } from '../store/unblockExecution.js';
 import { getExecution, toExecutionProjection, type ExecutionRow } from '../store/getExecution.js';
 import { listExecutions } from '../store/listExecutions.js';
-import { decodeCursor } from '../store/listSessions.js';
 import { findVisibleSession } from '../store/findVisibleSession.js';
 import type { ApiDeps } from './deps.js';
 import { hasRole, isAddressed } from './principal.js';
@@ -15,7 +14,7 @@ import { viewerOf } from './sessionAccess.js';
 import { page } from '../protocol/rest.js';
 import { execution, executionCommandAnswer, executionStatus } from '../protocol/missions.js';
 import { route, routeOptions, typed } from './contract.js';
-import { isCursorTime, pathId, text } from './validate.js';
+import { pathId, text, timeCursor } from './validate.js';
 import { requireMemberWorkspace } from './workspaces.js';
 
 const listQuery = z.object({
@@ -134,15 +133,8 @@ export function executionRoutes(app: FastifyInstance, deps: ApiDeps): void {
     const query = request.query;
     let cursor = null;
     if (query.cursor !== undefined) {
-      const [createdAt, executionId] = decodeCursor(query.cursor) ?? [];
-      if (
-        typeof createdAt !== 'string' ||
-        typeof executionId !== 'string' ||
-        !isCursorTime(createdAt)
-      ) {
-        throw new ParleyError('invalid_cursor', 'cursor: not a cursor this server made');
-      }
-      cursor = { createdAt, executionId: pathId(executionId, 'cursor') };
+      const { at, id } = timeCursor(query.cursor);
+      cursor = { createdAt: at, executionId: id };
     }
     if (query.workspace_id !== undefined) {
       await requireMemberWorkspace(deps.db, request.principal, query.workspace_id, 'workspace_id');

@@ -4,7 +4,6 @@ import { ParleyError } from '../errors.js';
 import { keyedId, newPhotoId } from '../ids.js';
 import { page, photoView } from '../protocol/rest.js';
 import { findVisibleSession } from '../store/findVisibleSession.js';
-import { decodeCursor } from '../store/listSessions.js';
 import {
   deletePhoto,
   insertPhoto,
@@ -27,7 +26,7 @@ import {
 import type { ApiDeps } from './deps.js';
 import { bytesMatch, imageTypes, isImageType } from '../media/imageTypes.js';
 import { viewerOf } from './sessionAccess.js';
-import { idempotencyKeyOf, isCursorTime, pathId, text, validate } from './validate.js';
+import { idempotencyKeyOf, pathId, text, timeCursor, validate } from './validate.js';
 
 const binary = { type: 'string', format: 'binary' };
 const title = text().min(1).max(200);
@@ -122,17 +121,8 @@ export const photoContracts = {
 
 function cursorOf(value: string | undefined): PhotoCursor | null {
   if (value === undefined) return null;
-  const parts = decodeCursor(value);
-  const [createdAt, photoId] = parts ?? [];
-  if (
-    parts?.length !== 2 ||
-    typeof createdAt !== 'string' ||
-    typeof photoId !== 'string' ||
-    !isCursorTime(createdAt)
-  ) {
-    throw new ParleyError('invalid_cursor', 'cursor: not a cursor this server made');
-  }
-  return { createdAt, photoId: pathId(photoId, 'cursor') };
+  const { at, id } = timeCursor(value);
+  return { createdAt: at, photoId: id };
 }
 
 /** What the body of `POST /photos` is declared as: JSON, or one of the image types. */

@@ -7,7 +7,7 @@ import { createSession } from '../store/createSession.js';
 import { deleteSession } from '../store/deleteSession.js';
 import { getSession } from '../store/getSession.js';
 import { listMessages } from '../store/listMessages.js';
-import { decodeCursor, listSessions } from '../store/listSessions.js';
+import { listSessions } from '../store/listSessions.js';
 import { updateSessionAccess } from '../store/updateSessionAccess.js';
 import { editSessionData } from '../store/editSessionData.js';
 import type { SessionAccess } from '../store/findVisibleSession.js';
@@ -19,7 +19,7 @@ import { route, routeOptions, typed } from './contract.js';
 import { agentsOf, type ApiDeps } from './deps.js';
 import { hasRole } from './principal.js';
 import { mayManage, viewerOf } from './sessionAccess.js';
-import { isCursorTime, pathId, text } from './validate.js';
+import { text, timeCursor } from './validate.js';
 import { requireMemberWorkspace } from './workspaces.js';
 
 const visibility = z.enum(['private', 'tenant', 'room']);
@@ -192,16 +192,8 @@ export function sessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
     const query = request.query;
     let cursor = null;
     if (query.cursor !== undefined) {
-      const parts = decodeCursor(query.cursor);
-      const [updatedAt, sessionId] = parts ?? [];
-      if (
-        typeof updatedAt !== 'string' ||
-        typeof sessionId !== 'string' ||
-        !isCursorTime(updatedAt)
-      ) {
-        throw new ParleyError('invalid_cursor', 'cursor: not a cursor this server made');
-      }
-      cursor = { updatedAt, sessionId: pathId(sessionId, 'cursor') };
+      const { at, id } = timeCursor(query.cursor);
+      cursor = { updatedAt: at, sessionId: id };
     }
     const principal = request.principal;
     if (query.workspace_id !== undefined) {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ParleyError } from '../errors.js';
 import { clientKeyPattern } from '../ids.js';
+import { decodeCursor } from '../store/listSessions.js';
 
 /** Parses a body or query with a zod schema; failures name the field, never its value. */
 export function validate<T>(schema: z.ZodType<T>, value: unknown): T {
@@ -60,6 +61,24 @@ export function idempotencyKeyOf(header: string | string[] | undefined): string 
     );
   }
   return key;
+}
+
+/**
+ * A listing's cursor of a time and an id (`encodeCursor([time, id])`, the last item's), as
+ * this server made it; anything else is `400 invalid_cursor` naming `field`.
+ */
+export function timeCursor(value: string, field = 'cursor'): { at: string; id: string } {
+  const parts = decodeCursor(value);
+  const [at, id] = parts ?? [];
+  if (
+    parts?.length !== 2 ||
+    typeof at !== 'string' ||
+    typeof id !== 'string' ||
+    !isCursorTime(at)
+  ) {
+    throw new ParleyError('invalid_cursor', `${field}: not a cursor this server made`, { field });
+  }
+  return { at, id: pathId(id, field) };
 }
 
 export function pathId(value: string, name: string): string {

@@ -1,12 +1,11 @@
 import { TaskState, type Task } from '@a2a-js/sdk';
 import type { z } from 'zod';
 import type { Principal } from '../../config/types.js';
-import { ParleyError } from '../../errors.js';
 import { listAgentTurns, type AgentTurnRow, type TurnState } from '../../store/listAgentTurns.js';
-import { decodeCursor, encodeCursor } from '../../store/listSessions.js';
+import { encodeCursor } from '../../store/listSessions.js';
 import type { ApiDeps } from '../deps.js';
 import { viewerOf } from '../sessionAccess.js';
-import { isCursorTime } from '../validate.js';
+import { timeCursor } from '../validate.js';
 import type { listParams } from './params.js';
 import type { TaskFold, TaskIdentity } from './taskFold.js';
 
@@ -115,17 +114,6 @@ function tokenOf(row: AgentTurnRow | undefined): string {
 }
 
 function cursorOf(token: string): Cursor {
-  const parts = decodeCursor(token);
-  const [createdAt, turnId] = parts ?? [];
-  if (
-    parts?.length !== 2 ||
-    typeof createdAt !== 'string' ||
-    typeof turnId !== 'string' ||
-    !isCursorTime(createdAt)
-  ) {
-    throw new ParleyError('invalid_cursor', 'pageToken: not a token this server made', {
-      field: 'params.pageToken',
-    });
-  }
-  return { createdAt, turnId };
+  const { at, id } = timeCursor(token, 'params.pageToken');
+  return { createdAt: at, turnId: id };
 }
