@@ -69,6 +69,10 @@ describe('configuration (CONFIG.md)', () => {
     [{ agents: { a: { model: 'ghost/x' } } }, 'agents.a.model'],
     [{ agents: { a: { tools: { clock: 'maybe' } } } }, 'agents.a.tools.clock'],
     [{ runtime: { lease_ttl_ms: 1000, heartbeat_ms: 2000 } }, 'runtime.heartbeat_ms'],
+    [
+      { limits: { remote_images: { allow_hosts: ['http://cdn.example.com'] } } },
+      'limits.remote_images.allow_hosts.0',
+    ],
   ])('rejects %j naming the key %s', (raw, key) => {
     expect(() => compileConfig(raw)).toThrow(ConfigError);
     expect(() => compileConfig(raw)).toThrow(key);

@@ -1,3 +1,5 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkJournalInvariants } from './support/invariants.js';
@@ -12,14 +14,35 @@ let alice: OpenAI;
 let bob: OpenAI;
 let globex: OpenAI;
 let lead: OpenAI;
+/** Where images are fetched by URL: a local server on limits.remote_images.allow_hosts. */
+let images: Server;
+let imagesAt = '';
+const png = Buffer.concat([
+  Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex'),
+  Buffer.alloc(40, 7),
+]);
 
 beforeAll(async () => {
+  images = createServer((request, response) => {
+    if (request.url === '/cat.png')
+      response.writeHead(200, { 'content-type': 'image/jpeg' }).end(png);
+    else if (request.url === '/big.png') response.writeHead(200).end(Buffer.alloc(70_000, 1));
+    else if (request.url === '/page')
+      response.writeHead(200, { 'content-type': 'text/html' }).end('<p>hi</p>');
+    else if (request.url === '/moved') response.writeHead(302, { location: '/cat.png' }).end();
+    else response.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => images.listen(0, '127.0.0.1', resolve));
+  imagesAt = `127.0.0.1:${(images.address() as AddressInfo).port}`;
   server = await startTestServer(
     {
       // A blocking request waits at most this long for its turn.
       server: { blocking_wait_ms: 1500 },
       // An image larger than this is refused (413), as an upload is.
-      limits: { attachment_bytes: 65_536 },
+      limits: {
+        attachment_bytes: 65_536,
+        remote_images: { allow_hosts: [imagesAt], allow_private: true },
+      },
       auth: {
         keys: [
           { key_env: 'K_ALICE', tenant: 'acme', user: 'alice', roles: [] },
@@ -50,6 +73,7 @@ afterAll(async () => {
     await checkJournalInvariants(server.db);
     await server.close();
   }
+  images?.close();
 });
 
 describe('the OpenAI-compatible API with the official client', () => {
@@ -206,10 +230,6 @@ describe('the OpenAI-compatible API with the official client', () => {
   });
 
   it('takes images in input as attachments of the turn (once, also on a retry); refuses what an upload refuses', async () => {
-    const png = Buffer.concat([
-      Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex'),
-      Buffer.alloc(40, 7),
-    ]);
     const input = (imageUrl: string) => [
       {
         role: 'user' as const,
@@ -231,11 +251,25 @@ describe('the OpenAI-compatible API with the official client', () => {
     );
     expect(stored.rows).toEqual([{ media_type: 'image/png', bytes: png.length }]);
 
+    // By URL, from an allowed host: fetched, and what its bytes are (not the declared type).
+    const fetched = await alice.responses.create({
+      model: 'seer',
+      input: input(`http://${imagesAt}/cat.png`),
+    });
+    expect(fetched.output_text).toBe(`I see an image (image/png, ${png.length} bytes).`);
+
     const turns = async () =>
       (await server.db.query<{ n: number }>('select count(*)::int as n from turns')).rows[0]?.n;
     const before = await turns();
     const refusals: [string, number][] = [
+      // Not on limits.remote_images.allow_hosts; a redirect (not followed); not an image;
+      // missing; too large; not a URL.
       ['https://example.com/cat.png', 400],
+      [`http://${imagesAt}/moved`, 400],
+      [`http://${imagesAt}/page`, 415],
+      [`http://${imagesAt}/missing.png`, 400],
+      [`http://${imagesAt}/big.png`, 413],
+      ['file:///etc/passwd', 400],
       [`data:image/png;base64,${Buffer.from('not a png at all').toString('base64')}`, 415],
       ['data:text/plain;base64,aGVsbG8=', 415],
       [`data:image/png;base64,${Buffer.alloc(70_000, 1).toString('base64')}`, 413],

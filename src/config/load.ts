@@ -1,3 +1,4 @@
+import { parseHostRule } from '../tools/httpFetch/hosts.js';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
@@ -127,6 +128,19 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
       streamBufferBytes: file.limits.stream_buffer_bytes,
       attachmentBytes: file.limits.attachment_bytes,
       missionIterations: file.limits.mission_iterations,
+      remoteImages: {
+        allowHosts: file.limits.remote_images.allow_hosts.map((entry, index) => {
+          const rule = parseHostRule(entry);
+          if (!rule) {
+            throw new ConfigError(
+              `limits.remote_images.allow_hosts.${index}: not a host name, *.domain or host:port`,
+            );
+          }
+          return rule;
+        }),
+        allowPrivate: file.limits.remote_images.allow_private,
+        timeoutMs: file.limits.remote_images.timeout_ms,
+      },
     },
     storage: {
       dataDir: file.storage.data_dir,

@@ -340,6 +340,16 @@ export const fileSchema = z
           .default(10 * 1024 * 1024),
         // The hard cap on a mission's max_iterations (config and API).
         mission_iterations: z.number().int().positive().max(maxMissionIterations).default(100),
+        // Images the OpenAI-compatible API fetches by URL (input_image image_url): from
+        // these hosts only (http_fetch's allow_hosts syntax); none: a URL is refused.
+        remote_images: z
+          .object({
+            allow_hosts: z.array(z.string()).default([]),
+            allow_private: z.boolean().default(false),
+            timeout_ms: z.number().int().positive().max(120_000).default(10_000),
+          })
+          .strict()
+          .prefault({}),
       })
       .strict()
       .prefault({}),

@@ -1,3 +1,4 @@
+import type { HostRule } from '../tools/httpFetch/hosts.js';
 import type { MissionConfig, ScheduleConfig } from './missionTypes.js';
 import type { AdaptersConfig, WebhookConfig } from './platformTypes.js';
 import type { AgentPolicy, BudgetConfig } from './governanceTypes.js';
@@ -333,6 +334,8 @@ export interface Config {
     attachmentBytes: number;
     /** The hard cap on a mission's `max_iterations`. */
     missionIterations: number;
+    /** Images fetched by URL (the OpenAI-compatible API): from these hosts only. */
+    remoteImages: { allowHosts: HostRule[]; allowPrivate: boolean; timeoutMs: number };
   };
   storage: {
     dataDir: string;

@@ -90,7 +90,11 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
       sessionId,
       agent,
       message: messageOf(body.input),
-      images: imagesOf(body.input, deps.config.limits.attachmentBytes),
+      images: await imagesOf(
+        body.input,
+        deps.config.limits.attachmentBytes,
+        deps.config.limits.remoteImages,
+      ),
       instructions: body.instructions || null,
       metadata: body.metadata && Object.keys(body.metadata).length > 0 ? body.metadata : null,
     });

@@ -58,7 +58,7 @@ export interface HttpFetchResult {
   truncated: boolean;
 }
 
-interface Exchange {
+export interface Exchange {
   status: number;
   location: string | null;
   contentType: string;
@@ -85,7 +85,12 @@ async function readCapped(
   return { body: Buffer.concat(chunks), truncated: false };
 }
 
-function checkUrl(url: URL, options: HttpFetchOptions, redirected: boolean): void {
+/** Whether `url` may be fetched: http(s), no credentials, an allowed host, a public address. */
+export function checkUrl(
+  url: URL,
+  options: Pick<HttpFetchOptions, 'allowHosts' | 'allowPrivate'>,
+  redirected: boolean,
+): void {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new ToolError('not_allowed', `only http and https URLs can be fetched`);
   }
@@ -106,13 +111,18 @@ function checkUrl(url: URL, options: HttpFetchOptions, redirected: boolean): voi
   if (isIP(literal)) checkAddress(url.hostname, literal, options.allowPrivate);
 }
 
-async function exchange(
+/**
+ * One request and its answer (a redirect is not followed here), connecting only to the
+ * addresses the guarded lookup checked, the body read up to `maxBytes`, within the
+ * context's signal and time limit. Failures are ToolErrors naming the host.
+ */
+export async function exchange(
   url: URL,
   method: 'GET' | 'POST',
   body: string | undefined,
-  options: HttpFetchOptions,
+  options: Pick<HttpFetchOptions, 'allowPrivate' | 'maxBytes'>,
   resolve: Resolve,
-  context: ToolContext,
+  context: Pick<ToolContext, 'signal' | 'timeoutMs'>,
 ): Promise<Exchange> {
   const failures: ToolError[] = [];
   // Loaded on the first fetch rather than at every process's start.
