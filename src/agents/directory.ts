@@ -1,18 +1,10 @@
 import { checkAgentCredentials, compileAgent } from '../config/agents.js';
-import { ConfigError } from '../config/errors.js';
 import { defaultAgentName } from '../config/load.js';
 import { compileMission } from '../config/missions.js';
-import { agentSchema, missionSchema, type AgentFile, type MissionFile } from '../config/schema.js';
-import {
-  mcpGrantsFor,
-  parseTenantDefinition,
-  tenantAgentSchema,
-  tenantMissionSchema,
-  type TenantScope,
-} from '../config/tenancy.js';
+import { agentSchema, missionSchema } from '../config/schema.js';
 import type { AgentConfig, Config, MissionConfig } from '../config/types.js';
-import { createSandboxCheck, shellSandboxProblem } from '../tools/shell/startup.js';
-import { checkAgentSkills, type SkillCatalog } from '../tools/skills/catalog.js';
+import { createSandboxCheck } from '../tools/shell/startup.js';
+import type { SkillCatalog } from '../tools/skills/catalog.js';
 import type { Logger } from '../log.js';
 import type { Db } from '../store/db.js';
 import type { DefinitionKind, DefinitionRow } from '../store/definitions.js';
@@ -22,6 +14,12 @@ import { readDefinitions } from '../store/readDefinitions.js';
 import { seedDefinitions } from '../store/seedDefinitions.js';
 import type { Wakeups } from '../store/wakeups.js';
 import type { AgentLookup, MissionLookup } from './lookup.js';
+import {
+  compileTenantAgent,
+  compileTenantMission,
+  missionContext,
+  type TenantCompileDeps,
+} from './tenantDefinitions.js';
 
 type Env = Record<string, string | undefined>;
 
@@ -281,58 +279,26 @@ export class Directory {
     return this.compileTenantMission(tenant, name, raw).parsed;
   }
 
-  private tenantScope(tenant: string): TenantScope {
-    const { config } = this.deps;
+  /** What compiling a tenant's definition needs of this directory (tenantDefinitions.ts). */
+  private tenantDeps(): TenantCompileDeps {
     return {
-      tenant,
-      policy: config.tenancy.agentPolicy,
-      mcpServers: config.mcpServers,
-      humanOnly: config.tools.humanOnly,
+      config: this.deps.config,
+      sandboxProblem: this.sandboxProblem,
+      hasAgent: (tenant, agent) => this.agents.get(tenant, agent) !== undefined,
+      ...(this.deps.skills ? { skills: this.deps.skills } : {}),
     };
   }
 
-  /** A tenant's agent definition through the privilege layer, compiled as the tenant's own. */
   private compileTenantAgent(tenant: string, name: string, raw: unknown) {
-    const { config } = this.deps;
-    const shipped = Object.hasOwn(config.shipped.agents, name)
-      ? (config.shipped.agents[name] as AgentFile)
-      : null;
-    const scope = this.tenantScope(tenant);
-    const parsed = parseTenantDefinition(tenantAgentSchema(scope, shipped), raw, `agents.${name}`);
-    const agent = compileAgent(name, parsed, {
-      providers: config.providers,
-      mcpServers: config.mcpServers,
-      voices: config.voices,
-      owner: { tenant, mcpGrants: mcpGrantsFor(scope, shipped) },
-    });
-    const sandbox = shellSandboxProblem(agent, this.sandboxProblem);
-    if (sandbox !== null) throw new ConfigError(sandbox);
-    if (this.deps.skills) {
-      const [problem] = checkAgentSkills(this.deps.skills, { [name]: parsed }, config.skillsDir);
-      if (problem !== undefined) throw new ConfigError(problem);
-    }
-    return { agent, parsed };
+    return compileTenantAgent(this.tenantDeps(), tenant, name, raw);
   }
 
   private compileTenantMission(tenant: string, name: string, raw: unknown) {
-    const { config } = this.deps;
-    const shipped = Object.hasOwn(config.shipped.missions, name)
-      ? (config.shipped.missions[name] as MissionFile)
-      : null;
-    const parsed = parseTenantDefinition(
-      tenantMissionSchema(config.tenancy.agentPolicy, shipped),
-      raw,
-      `missions.${name}`,
-    );
-    return { mission: compileMission(name, parsed, this.missionContext(tenant)), parsed };
+    return compileTenantMission(this.tenantDeps(), tenant, name, raw);
   }
 
   private missionContext(tenant: string) {
-    return {
-      hasAgent: (agent: string) => this.agents.get(tenant, agent) !== undefined,
-      defaultAgent: defaultAgentName(this.deps.config),
-      maxIterationsCap: this.deps.config.limits.missionIterations,
-    };
+    return missionContext(this.tenantDeps(), tenant);
   }
 
   private find<T>(
