@@ -76,6 +76,8 @@ export const errorCodes = {
   internal_error: 500,
   // A turn an adapter answers for ended without a reply (OpenAI Chat Completions).
   turn_failed: 502,
+  // A streamed completion's sent text was withdrawn (a retried attempt): send it again.
+  reply_withdrawn: 502,
   // Such a turn had not ended when the request stopped waiting (server.blocking_wait_ms);
   // it goes on.
   turn_pending: 504,

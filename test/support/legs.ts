@@ -12,6 +12,7 @@ export const engineFreeFiles = [
   'approval-nudges',
   'bench-charts',
   'catalog-refresh',
+  'completion-chunks',
   'completion-text',
   'config-providers',
   'config',

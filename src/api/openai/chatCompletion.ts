@@ -84,23 +84,77 @@ export function completionOf(identity: CompletionIdentity, response: ResponseObj
   };
 }
 
-/** The completion chunks a response stream event becomes (none for most of them). */
-export function chunksOf(identity: CompletionIdentity, event: StreamEvent): unknown[] {
-  const chunk = (delta: Record<string, unknown>, finish: string | null) => ({
-    id: identity.id,
-    object: 'chat.completion.chunk',
-    created: identity.created,
-    model: identity.model,
-    choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
-  });
-  switch (event.type) {
-    case 'response.created':
-      return [chunk({ role: 'assistant', content: '' }, null)];
-    case 'response.output_text.delta':
-      return [chunk({ content: event.delta }, null)];
-    case 'response.completed':
-      return [chunk({}, 'stop')];
-    default:
-      return [];
+/**
+ * A completion stream's chunks, made batch by batch from the response's stream events (a
+ * batch: what one read of the journal folded). Chat Completions cannot take text back, so
+ * the text of an attempt withdrawn within the batch it streamed in (a retried request's
+ * replay of a turn whose earlier attempt failed) is never sent, and a withdrawal of text
+ * already sent — or a committed reply that is not what was sent — ends the stream with an
+ * error, `reply_withdrawn`: the client sends the request again with its Idempotency-Key and
+ * gets the reply as it stands.
+ */
+export class CompletionChunks {
+  /** The text sent of each message item. */
+  private readonly sent = new Map<string, string>();
+
+  constructor(private readonly identity: CompletionIdentity) {}
+
+  /** The chunks of these events; `broken`: the stream must end with that error. */
+  of(events: StreamEvent[]): { chunks: unknown[]; broken: string | null } {
+    const withdrawn = new Set(
+      events
+        .filter((event) => event.type === 'response.output_item.done')
+        .map((event) => event.item as { id: string; status: string })
+        .filter((item) => item.status === 'incomplete')
+        .map((item) => item.id),
+    );
+    const chunks: unknown[] = [];
+    for (const event of events) {
+      switch (event.type) {
+        case 'response.created':
+          chunks.push(this.chunk({ role: 'assistant', content: '' }, null));
+          break;
+        case 'response.output_text.delta': {
+          const id = event.item_id as string;
+          if (withdrawn.has(id)) break;
+          this.sent.set(id, (this.sent.get(id) ?? '') + (event.delta as string));
+          chunks.push(this.chunk({ content: event.delta }, null));
+          break;
+        }
+        case 'response.output_text.done': {
+          const sent = this.sent.get(event.item_id as string) ?? '';
+          const text = event.text as string;
+          if (!text.startsWith(sent)) return { chunks, broken: withdrawnReply };
+          if (text.length > sent.length)
+            chunks.push(this.chunk({ content: text.slice(sent.length) }, null));
+          this.sent.set(event.item_id as string, text);
+          break;
+        }
+        case 'response.output_item.done': {
+          const item = event.item as { id: string; status: string };
+          if (item.status === 'incomplete' && (this.sent.get(item.id) ?? '') !== '') {
+            return { chunks, broken: withdrawnReply };
+          }
+          break;
+        }
+        case 'response.completed':
+          chunks.push(this.chunk({}, 'stop'));
+          break;
+      }
+    }
+    return { chunks, broken: null };
+  }
+
+  private chunk(delta: Record<string, unknown>, finish: string | null) {
+    return {
+      id: this.identity.id,
+      object: 'chat.completion.chunk',
+      created: this.identity.created,
+      model: this.identity.model,
+      choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
+    };
   }
 }
+
+const withdrawnReply =
+  'the reply was interrupted after part of it was sent and is being made again; send the request again with the same Idempotency-Key';

@@ -16,7 +16,7 @@ import { AdapterStreams, cancelAsPrincipal, cancelWaitMs } from '../adapterStrea
 import { findVisibleTurn, viewerOf } from '../sessionAccess.js';
 import { answerForPrincipal } from '../inputs.js';
 import { admitForPrincipal } from '../turns.js';
-import { chunksOf, completionOf, foldChat } from './chatCompletion.js';
+import { CompletionChunks, completionOf, foldChat } from './chatCompletion.js';
 import { approvalResponse, openaiContracts, type responseBody } from './contracts.js';
 import { installOpenaiErrors, openaiErrorBody } from './errors.js';
 import { imagesOf } from './inputImages.js';
@@ -142,18 +142,29 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
     };
     const completion = { id: `chatcmpl_${admission.turn_id}`, model: body.model, created };
     if (body.stream === true) {
+      const chunks = new CompletionChunks(completion);
+      const data = (value: unknown) => `data: ${JSON.stringify(value)}\n\n`;
       return streamFold(
         request,
         reply,
         identity,
         admission.sequence,
         -1,
-        (event) => {
-          if (event.type === 'response.failed' || event.type === 'response.incomplete') {
-            const ended = (event as unknown as { response: ResponseObject }).response;
-            return [`data: ${JSON.stringify(openaiErrorBody(turnFailed(ended)))}\n\n`];
+        (events) => {
+          const failed = events.find(
+            (event) => event.type === 'response.failed' || event.type === 'response.incomplete',
+          );
+          const made = chunks.of(events);
+          const frames = made.chunks.map(data);
+          if (made.broken !== null) {
+            const error = new ParleyError('reply_withdrawn', made.broken);
+            return { frames: [...frames, data(openaiErrorBody(error))], end: true };
           }
-          return chunksOf(completion, event).map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`);
+          if (failed) {
+            const ended = (failed as unknown as { response: ResponseObject }).response;
+            return { frames: [...frames, data(openaiErrorBody(turnFailed(ended)))], end: false };
+          }
+          return { frames, end: false };
         },
         'data: [DONE]\n\n',
       );
@@ -326,9 +337,10 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
     from: number,
     after: number,
   ): Promise<void> {
-    return streamFold(request, reply, identity, from, after, (event) => [
-      `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`,
-    ]);
+    return streamFold(request, reply, identity, from, after, (events) => ({
+      frames: events.map((event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`),
+      end: false,
+    }));
   }
 
   /**
@@ -342,24 +354,26 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
     identity: ResponseIdentity,
     from: number,
     after: number,
-    frames: (event: StreamEvent) => string[],
+    frames: (events: StreamEvent[]) => { frames: string[]; end: boolean },
     last: string | null = null,
   ): Promise<void> {
     await streams.serve(request, reply, async (stream, signal) => {
       const fold = new ResponseFold(identity);
       const follower = new JournalFollower(deps.db, feed, identity.sessionId, from);
       let sent = after;
-      const flush = () => {
-        for (const event of fold.events) {
-          if (event.sequence_number <= sent) continue;
-          for (const frame of frames(event)) stream.write(frame);
-          sent = event.sequence_number;
-        }
+      // Each batch: the events folded since the last one (whole commits of the journal).
+      const flush = (): boolean => {
+        const batch = fold.events.filter((event) => event.sequence_number > sent);
+        if (batch.length === 0) return false;
+        sent = (batch.at(-1) as StreamEvent).sequence_number;
+        const made = frames(batch);
+        for (const frame of made.frames) stream.write(frame);
+        return made.end;
       };
       try {
-        flush();
+        if (flush()) return;
         while (!fold.ended && (await follower.take(signal, (event) => fold.apply(event)))) {
-          flush();
+          if (flush()) return;
         }
         if (fold.ended && last !== null) stream.write(last);
       } finally {
