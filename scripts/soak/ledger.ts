@@ -114,6 +114,10 @@ export class Ledger {
     a2aTasks: 0,
     /** Their tasks followed again with `SubscribeToTask` after a broken connection. */
     a2aResubscribes: 0,
+    /** Chat Completions sent (stateless one-turn requests, half of them streamed). */
+    chatCompletions: 0,
+    /** Sent again with the same Idempotency-Key (no answer, 5xx, 504, a broken stream). */
+    chatRetries: 0,
     /** Calls of an agent's tool through the MCP server. */
     mcpCalls: 0,
     /** Calls made again (same idempotency key, a new MCP session) after a failure or `in_progress`. */

@@ -74,6 +74,10 @@ export function figuresTable(facts: RunFacts): string {
       `${counters.openaiResponses} / ${counters.openaiResumes}`,
     ],
     [
+      'Chat Completions / sent again (same Idempotency-Key)',
+      `${counters.chatCompletions} / ${counters.chatRetries}`,
+    ],
+    [
       'A2A streamed tasks / followed again (SubscribeToTask)',
       `${counters.a2aTasks} / ${counters.a2aResubscribes}`,
     ],
