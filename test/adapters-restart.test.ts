@@ -14,10 +14,10 @@ import { startParley, stopAllProcesses, type StartOptions } from './support/proc
 import { request } from './support/server.js';
 
 // A real `parley serve` killed with SIGKILL after a reply was committed to the journal
-// and before the platform acknowledged it (the fake holds the post unanswered): after a
-// restart on the same storage the reply is posted once. And one killed while it fetched a
-// user's photo (before the admission's transaction): the platform's redelivery admits the
-// message once, the photo stored once.
+// and before the platform acknowledged it (the fake holds the post unanswered), and while
+// it fetched a user's photo (before that message's admission): after a restart on the same
+// storage the reply is posted once, and the platform's redelivery admits the photo message
+// once, its photo stored once. One kill and one restart for both.
 
 const botToken = '424242:restart-token-made-by-the-test';
 const secretToken = 'restart-secret-made-by-the-test';
@@ -91,18 +91,28 @@ function deliver(url: string, update: string): Promise<Response> {
   });
 }
 
-describe(`parley serve (${engine}) killed while it fetched a user's photo`, () => {
-  it('admits the redelivered message once, its photo stored once', async () => {
+describe(`parley serve (${engine}) killed with a reply unposted and a photo half-fetched`, () => {
+  it('posts the reply once, and admits the redelivered photo message once, its photo once', async () => {
     const png = Buffer.from(
       'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
       'base64',
     );
     telegram.addFile('crash_photo', png, 'image/png');
     const download = `GET /file/bot${botToken}/photos/crash_photo.bin`;
+    const post = `POST /bot${botToken}/sendMessage`;
+    // The platform never answers the first process: neither a post nor a file download.
+    telegram.server.hold(post);
     telegram.server.hold(download);
     const storage = await newStorage();
     const options = telegramOptions(storage);
-    const update = telegramMessageUpdate({
+    const said = telegramMessageUpdate({
+      updateId: 1,
+      chatId: 8080,
+      messageId: 1,
+      userId: 7,
+      text: 'survive the crash',
+    });
+    const shown = telegramMessageUpdate({
       updateId: 77,
       chatId: 9090,
       messageId: 5,
@@ -111,69 +121,9 @@ describe(`parley serve (${engine}) killed while it fetched a user's photo`, () =
       photo: { fileId: 'crash_photo', size: png.byteLength },
     });
     const first = await startParley('serve', options);
-    const unanswered = deliver(first.url as string, update).catch(() => null);
-    await until(
-      () => telegram.server.heldCount(download),
-      (held) => held > 0,
-      'the photo download in flight',
-    );
-    first.kill('SIGKILL');
-    await first.exited;
-    // The platform got no answer: it delivers the update again.
-    expect(await unanswered).toBeNull();
-    telegram.server.release();
+    expect((await deliver(first.url as string, said)).status).toBe(200);
 
-    const second = await startParley('serve', options);
-    expect((await deliver(second.url as string, update)).status).toBe(200);
-    await until(
-      () => telegram.inChat('9090'),
-      (messages) => messages.length > 0,
-      'the reply after the restart',
-    );
-    // A redelivery after the admission is the same turn.
-    expect((await deliver(second.url as string, update)).status).toBe(200);
-    second.kill('SIGTERM');
-    await second.exited;
-
-    const db = await openStorage(storage);
-    try {
-      const count = async (sql: string) =>
-        (await db.query<{ n: number }>(`select count(*)::int as n from ${sql}`)).rows[0]?.n;
-      expect(await count(`turns where tenant = 'default'`)).toBe(1);
-      expect(await count(`attachments where tenant = 'default'`)).toBe(1);
-      expect(await count(`photos where tenant = 'default'`)).toBe(1);
-      const [turn] = (
-        await db.query<{ attachments: string[] }>(
-          `select attachments from turns where tenant = 'default'`,
-        )
-      ).rows;
-      expect(turn?.attachments).toHaveLength(1);
-      await checkJournalInvariants(db);
-    } finally {
-      await db.close();
-    }
-    expect(telegram.inChat('9090')).toHaveLength(1);
-  });
-});
-
-describe(`parley serve (${engine}) killed between a reply's commit and its delivery`, () => {
-  it('posts the reply once after the restart', async () => {
-    const options = telegramOptions(await newStorage());
-
-    // Every post is held: the platform never answers the first process.
-    telegram.server.hold(`POST /bot${botToken}/sendMessage`);
-    const first = await startParley('serve', options);
-    const update = telegramMessageUpdate({
-      updateId: 1,
-      chatId: 8080,
-      messageId: 1,
-      userId: 7,
-      text: 'survive the crash',
-    });
-    const answer = await deliver(first.url as string, update);
-    expect(answer.status).toBe(200);
-
-    // The reply is committed (its `done` is in the journal) ...
+    // The reply is committed (its `done` is in the journal) and its post is in flight ...
     const sessions = await until(
       () => request(first.url as string, 'GET', '/api/v1/chat/sessions'),
       (listed) => listed.body.items?.length === 1,
@@ -185,28 +135,57 @@ describe(`parley serve (${engine}) killed between a reply's commit and its deliv
       (messages) => messages.body.items?.some((item: any) => item.role === 'assistant'),
       'the committed reply',
     );
-    // ... and its post is in flight, held by the platform: now the process dies.
     await until(
-      () => telegram.server.heldCount(`POST /bot${botToken}/sendMessage`),
+      () => telegram.server.heldCount(post),
       (held) => held > 0,
       'the post in flight',
     );
+    // ... and a photo message is being admitted: its image is being fetched (before the
+    // admission's transaction). Now the process dies.
+    const unanswered = deliver(first.url as string, shown).catch(() => null);
+    await until(
+      () => telegram.server.heldCount(download),
+      (held) => held > 0,
+      'the photo download in flight',
+    );
     first.kill('SIGKILL');
     await first.exited;
+    // The platform got no answer for the photo message: it delivers it again.
+    expect(await unanswered).toBeNull();
     telegram.server.release();
     expect(telegram.inChat('8080')).toHaveLength(0);
 
     const second = await startParley('serve', options);
-    const posted = await until(
-      () => telegram.inChat('8080'),
-      (messages) => messages.length > 0,
-      'the reply after the restart',
+    expect((await deliver(second.url as string, shown)).status).toBe(200);
+    await until(
+      () => [telegram.inChat('8080'), telegram.inChat('9090')],
+      ([reply, photoReply]) => (reply?.length ?? 0) > 0 && (photoReply?.length ?? 0) > 0,
+      'both replies after the restart',
     );
-    expect(posted[0]?.text).toContain('You said: survive the crash');
-    // Given every chance to post twice, it did not.
+    expect(telegram.inChat('8080')[0]?.text).toContain('You said: survive the crash');
+    // A redelivery after the admission is the same turn; given every chance to post twice,
+    // neither reply is.
+    expect((await deliver(second.url as string, shown)).status).toBe(200);
     await new Promise((resolve) => setTimeout(resolve, 1500));
     expect(telegram.inChat('8080')).toHaveLength(1);
+    expect(telegram.inChat('9090')).toHaveLength(1);
     second.kill('SIGTERM');
     await second.exited;
+
+    const db = await openStorage(storage);
+    try {
+      const count = async (sql: string) =>
+        (await db.query<{ n: number }>(`select count(*)::int as n from ${sql}`)).rows[0]?.n;
+      expect(await count(`turns where tenant = 'default'`)).toBe(2);
+      expect(await count(`attachments where tenant = 'default'`)).toBe(1);
+      expect(await count(`photos where tenant = 'default'`)).toBe(1);
+      const carried = await db.query<{ attachments: string[] }>(
+        `select attachments from turns where tenant = 'default' and attachments is not null`,
+      );
+      expect(carried.rows.map((row) => row.attachments.length)).toEqual([1]);
+      await checkJournalInvariants(db);
+    } finally {
+      await db.close();
+    }
   });
 });
