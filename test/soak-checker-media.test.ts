@@ -17,7 +17,9 @@ let server: TestServer;
 const ledger = new Ledger();
 
 beforeAll(async () => {
-  server = await startTestServer({ agents: { default: { model: 'demo/echo' } } });
+  server = await startTestServer({
+    agents: { default: { model: 'demo/echo', tools: { generate_image: 'allow' } } },
+  });
   await runMediaClient({
     apis: new Apis([server.url]),
     ledger,
@@ -73,6 +75,7 @@ describe('the media client', () => {
       uploads: 2,
       attachments: 2,
       photos: 2,
+      generated: 2,
       spoken: 2,
       speechRows: 2,
     });
@@ -116,6 +119,24 @@ describe('the media checker finds', () => {
       await server.db.query('delete from attachments where attachment_id = $1', [extra]);
     }
     expect(await rules()).toEqual([]);
+  });
+
+  it('a generated image stored twice, and one missing (doubled, lost)', async () => {
+    const { imageTurnId } = first();
+    const copy = await server.db.query<{ photo_id: string }>(
+      `insert into photos (photo_id, tenant, owner, origin, title, source, media_type, bytes, size)
+       select photo_id || '_copy', tenant, owner, origin, title, source, media_type, bytes, size
+         from photos where origin = 'generated' and source->>'turn_id' = $1
+       returning photo_id`,
+      [imageTurnId],
+    );
+    try {
+      expectRule(await rules(), 'doubled', 'generated image stored once');
+    } finally {
+      await server.db.query('delete from photos where photo_id = $1', [copy.rows[0]?.photo_id]);
+    }
+    const missing = await rules(ledgerWith((record) => (record.imageTurnId = 'soak_no_image')));
+    expectRule(missing, 'lost', 'generated image stored once');
   });
 
   it('an answer naming another attachment for the same key (doubled)', async () => {

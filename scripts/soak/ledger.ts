@@ -68,6 +68,8 @@ export interface MediaRecord {
   answers: number;
   /** The reply read aloud (200 `audio/wav` twice, byte for byte): its message id. */
   spokenMessageId: string | null;
+  /** The turn that generated an image in the same session, once it ended `done`. */
+  imageTurnId?: string;
 }
 
 /** Something a client saw that the protocol rules out, told as it happened. */
@@ -134,6 +136,8 @@ export class Ledger {
     speechRetries: 0,
     /** Media rounds given up on (no session, upload, 202, end or speech in time). */
     mediaGivenUp: 0,
+    /** Turns that generated an image (`generate_image`) and ended `done`. */
+    imagesGenerated: 0,
   };
 
   violation(check: string, detail: string): void {

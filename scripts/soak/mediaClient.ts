@@ -17,6 +17,7 @@ import type { Random } from './random.js';
  * 4. follows the session until the turn ends, finds its reply in the transcript and asks
  *    for it read aloud twice (`GET …/messages/{id}/speech`, retried on failure): both
  *    answers must be the same `audio/wav` (`RIFF`…) byte for byte, the kept speech.
+ * 5. admits a turn whose agent generates an image (`generate`), followed to its end.
  * What it was told goes to the ledger (`media`), the rest to checker/media.ts.
  */
 
@@ -109,7 +110,66 @@ async function driveMedia(
     ledger.violation('media', `${label}: no reply in the transcript (${describe(transcript)})`);
     return false;
   }
-  return listen(context, random, label, sessionId, reply.id, deadline);
+  if (!(await listen(context, random, label, sessionId, reply.id, deadline))) return false;
+  return generate(context, random, label, sessionId, deadline);
+}
+
+/**
+ * A turn whose agent generates an image (`/image …`: the demo model calls the built-in
+ * `generate_image`), admitted in the same session and followed to its end; the checker
+ * finds exactly one generated photo of it however often its call ran (a worker killed
+ * between the image's storing and the call's result runs it again: same ids, no copy).
+ */
+async function generate(
+  context: ProtocolClientContext,
+  random: Random,
+  label: string,
+  sessionId: string,
+  deadline: number,
+): Promise<boolean> {
+  const { ledger, apis } = context;
+  const turnId = `${label}_image`;
+  const message = `/image a ${label} drawn for the soak`;
+  ledger.counters.admissionAttempts += 1;
+  const admitted = await apis.send(
+    'POST',
+    '/api/v1/chat/turns',
+    { session_id: sessionId, turn_id: turnId, message },
+    { deadline, random, onRetry: () => (ledger.counters.admissionRetries += 1) },
+  );
+  if (!admitted) {
+    ledger.counters.unacknowledged += 1;
+    return false;
+  }
+  if (admitted.status !== 202) {
+    ledger.violation('media image', `${turnId}: admission answered ${describe(admitted)}`);
+    return false;
+  }
+  ledger.acknowledge({
+    turnId,
+    sessionId,
+    kind: 'media',
+    message,
+    sequence: Number(admitted.body.sequence),
+  });
+  const view: SessionView = { sessionId, cursor: 0, ended: new Map() };
+  const followed = await follow(view, sessionId, apis, ledger, random, {
+    onEvent: () => {},
+    settled: () => view.ended.has(turnId),
+    deadline,
+  });
+  if (!followed) {
+    ledger.counters.followTimeouts += 1;
+    return false;
+  }
+  if (view.ended.get(turnId) !== 'done') {
+    ledger.violation('media image', `${turnId}: ended ${view.ended.get(turnId)}, not done`);
+    return false;
+  }
+  const record = ledger.media.get(label);
+  if (record) record.imageTurnId = turnId;
+  ledger.counters.imagesGenerated += 1;
+  return true;
 }
 
 /**

@@ -49,6 +49,8 @@ export function writeParleyConfig(
         tools: {
           calculator: { policy: 'approve', approval_timeout_ms: approvalTimeoutMs },
           clock: 'allow',
+          // The media client's image turns (demo/image: a PNG drawn from the prompt).
+          generate_image: 'allow',
           ...additions.agentTools,
         },
         pending_input: 'supersede',

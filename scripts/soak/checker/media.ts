@@ -6,8 +6,10 @@ import { where, type Findings, type Journal } from './findings.js';
 /** What the media checks read beside the journal: the media client's sessions' rows. */
 export interface MediaSnapshot {
   attachments: { attachment_id: string; session_id: string }[];
-  /** Photos whose `source` names one of those sessions. */
+  /** Uploaded photos whose `source` names one of those sessions. */
   photos: { photo_id: string; session_id: string; attachment_id: string | null }[];
+  /** Generated photos whose `source` names one of the image turns. */
+  generated: { photo_id: string; turn_id: string }[];
   /** The `attachments` column of the media turns. */
   turns: { turn_id: string; attachments: unknown }[];
   /** Every kept speech key, with how many rows hold it. */
@@ -21,6 +23,8 @@ export interface MediaFigures {
   attachments: number;
   /** Photo rows made from them. */
   photos: number;
+  /** Generated photos of the image turns. */
+  generated: number;
   /** Replies read aloud, and speech rows kept for them. */
   spoken: number;
   speechRows: number;
@@ -37,8 +41,14 @@ export async function readMedia(db: Db, ledger: Ledger): Promise<MediaSnapshot> 
   const photos = await db.query<MediaSnapshot['photos'][number]>(
     `select photo_id, source->>'session_id' as session_id,
             source->>'attachment_id' as attachment_id
-       from photos where source->>'session_id' = any($1::text[])`,
+       from photos where origin = 'upload' and source->>'session_id' = any($1::text[])`,
     [sessions],
+  );
+  const imageTurns = records.flatMap((record) => (record.imageTurnId ? [record.imageTurnId] : []));
+  const generated = await db.query<MediaSnapshot['generated'][number]>(
+    `select photo_id, source->>'turn_id' as turn_id
+       from photos where origin = 'generated' and source->>'turn_id' = any($1::text[])`,
+    [imageTurns],
   );
   const turns = await db.query<MediaSnapshot['turns'][number]>(
     'select turn_id, attachments from turns where turn_id = any($1::text[])',
@@ -51,6 +61,7 @@ export async function readMedia(db: Db, ledger: Ledger): Promise<MediaSnapshot> 
   return {
     attachments: attachments.rows,
     photos: photos.rows,
+    generated: generated.rows,
     turns: turns.rows,
     speech: speech.rows,
   };
@@ -68,7 +79,9 @@ export async function readMedia(db: Db, ledger: Ledger): Promise<MediaSnapshot> 
  * - `media reply answers its turn` (mismatch): its `done` replies with the demo model's
  *   echo of its message (then a note of the image the model was not shown);
  * - `speech kept once` (lost / doubled): a reply read aloud has its speech kept (the
- *   soak runs with `speech.cache` on), and no (tenant, message, voice) is kept twice.
+ *   soak runs with `speech.cache` on), and no (tenant, message, voice) is kept twice;
+ * - `generated image stored once` (lost / doubled): an image turn that ended `done` has
+ *   exactly one generated photo, however often its call ran.
  */
 export function checkMedia(
   journal: Journal,
@@ -138,6 +151,18 @@ export function checkMedia(
       }
     }
   }
+  const generatedBy = groupBy(media.generated, (row) => row.turn_id);
+  for (const record of ledger.media.values()) {
+    if (!record.imageTurnId) continue;
+    const made = generatedBy.get(record.imageTurnId) ?? [];
+    if (made.length !== 1) {
+      findings.add(
+        made.length === 0 ? 'lost' : 'doubled',
+        'generated image stored once',
+        `${record.imageTurnId}: ${made.length} generated photos (${made.map((row) => row.photo_id).join(', ')})`,
+      );
+    }
+  }
   for (const row of media.speech) {
     if (row.copies > 1) {
       findings.add(
@@ -151,6 +176,7 @@ export function checkMedia(
     uploads: ledger.media.size,
     attachments: media.attachments.length,
     photos: media.photos.length,
+    generated: media.generated.length,
     spoken,
     speechRows: media.speech.reduce((sum, row) => sum + row.copies, 0),
   };
