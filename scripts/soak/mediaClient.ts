@@ -59,43 +59,8 @@ async function driveMedia(
   }
 
   const message = messageFor('media', label, random);
-  ledger.counters.admissionAttempts += 1;
-  const admitted = await apis.send(
-    'POST',
-    '/api/v1/chat/turns',
-    { session_id: sessionId, turn_id: label, message, attachments: [attachmentId] },
-    { deadline, random, onRetry: () => (ledger.counters.admissionRetries += 1) },
-  );
-  if (!admitted) {
-    ledger.counters.unacknowledged += 1;
-    return false;
-  }
-  if (admitted.status !== 202 || admitted.body?.session_id !== sessionId) {
-    ledger.violation('media', `${label}: admission answered ${describe(admitted)}`);
-    return false;
-  }
-  ledger.acknowledge({
-    turnId: label,
-    sessionId,
-    kind: 'media',
-    message,
-    sequence: Number(admitted.body.sequence),
-  });
-
-  const view: SessionView = { sessionId, cursor: 0, ended: new Map() };
-  const followed = await follow(view, sessionId, apis, ledger, random, {
-    onEvent: () => {},
-    settled: () => view.ended.has(label),
-    deadline,
-  });
-  if (!followed) {
-    ledger.counters.followTimeouts += 1;
-    return false;
-  }
-  if (view.ended.get(label) !== 'done') {
-    ledger.violation('media', `${label}: ended ${view.ended.get(label)}, not done`);
-    return false;
-  }
+  const turn = { turnId: label, message, attachments: [attachmentId] };
+  if (!(await admitAndFollow(context, random, sessionId, turn, deadline))) return false;
 
   const transcript = await apis.send(
     'GET',
@@ -127,22 +92,47 @@ async function generate(
   sessionId: string,
   deadline: number,
 ): Promise<boolean> {
-  const { ledger, apis } = context;
+  const { ledger } = context;
   const turnId = `${label}_image`;
-  const message = `/image a ${label} drawn for the soak`;
+  const turn = { turnId, message: `/image a ${label} drawn for the soak`, attachments: [] };
+  if (!(await admitAndFollow(context, random, sessionId, turn, deadline))) return false;
+  const record = ledger.media.get(label);
+  if (record) record.imageTurnId = turnId;
+  ledger.counters.imagesGenerated += 1;
+  return true;
+}
+
+/**
+ * Admits a turn of the session (retried unchanged), acknowledges it as a `media` turn, and
+ * follows the session until it ends: true when it ended `done`.
+ */
+async function admitAndFollow(
+  context: ProtocolClientContext,
+  random: Random,
+  sessionId: string,
+  turn: { turnId: string; message: string; attachments: string[] },
+  deadline: number,
+): Promise<boolean> {
+  const { ledger, apis } = context;
+  const { turnId, message } = turn;
   ledger.counters.admissionAttempts += 1;
   const admitted = await apis.send(
     'POST',
     '/api/v1/chat/turns',
-    { session_id: sessionId, turn_id: turnId, message },
+    {
+      session_id: sessionId,
+      turn_id: turnId,
+      message,
+      ...(turn.attachments.length > 0 ? { attachments: turn.attachments } : {}),
+    },
     { deadline, random, onRetry: () => (ledger.counters.admissionRetries += 1) },
   );
   if (!admitted) {
     ledger.counters.unacknowledged += 1;
     return false;
   }
-  if (admitted.status !== 202) {
-    ledger.violation('media image', `${turnId}: admission answered ${describe(admitted)}`);
+  if (admitted.status !== 202 || admitted.body?.session_id !== sessionId) {
+    ledger.violation('media', `${turnId}: admission answered ${describe(admitted)}`);
     return false;
   }
   ledger.acknowledge({
@@ -163,12 +153,9 @@ async function generate(
     return false;
   }
   if (view.ended.get(turnId) !== 'done') {
-    ledger.violation('media image', `${turnId}: ended ${view.ended.get(turnId)}, not done`);
+    ledger.violation('media', `${turnId}: ended ${view.ended.get(turnId)}, not done`);
     return false;
   }
-  const record = ledger.media.get(label);
-  if (record) record.imageTurnId = turnId;
-  ledger.counters.imagesGenerated += 1;
   return true;
 }
 
