@@ -1,7 +1,11 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
+  CallToolResultSchema,
+  CreateTaskResultSchema,
   ElicitRequestSchema,
+  GetTaskResultSchema,
+  McpError,
   type CallToolResult,
   type ElicitRequest,
   type ElicitResult,
@@ -124,6 +128,7 @@ describe('Parley as an MCP server, with the official MCP client', () => {
     const helper = mine.find((tool) => tool.name === 'helper');
     expect(helper?.inputSchema.required).toEqual(['message']);
     expect(helper?.outputSchema?.required).toEqual(['session_id', 'turn_id', 'status', 'reply']);
+    expect(helper?.execution?.taskSupport).toBe('optional');
     const globex = await connect(keys.globex);
     const theirs = (await globex.listTools()).tools.map((tool) => tool.name);
     expect(theirs).not.toContain('acme_only');
@@ -482,6 +487,178 @@ describe('Parley as an MCP server, with the official MCP client', () => {
     });
     expect(unknownCursor.status).toBe(400);
     expect((await resume({ ...auth(keys.alice), 'mcp-session-id': sessionId })).status).toBe(405);
+    const after = await server.db.query('select count(*)::int as n from turns');
+    expect(after.rows[0]).toEqual(before.rows[0]);
+  });
+});
+
+describe('MCP tasks: a tools/call with a task param is a turn, followed by its task id', () => {
+  /** A task-augmented call, answered at once with the created task. */
+  const createTask = (client: Client, name: string, args: Record<string, unknown>, meta = {}) =>
+    client.request(
+      { method: 'tools/call', params: { name, arguments: args, task: {}, _meta: meta } },
+      CreateTaskResultSchema,
+    );
+  /** The JSON-RPC error a request answers (null: it succeeded). */
+  const errorOf = (pending: Promise<unknown>) =>
+    pending.then(
+      () => null,
+      (caught: unknown) => {
+        expect(caught).toBeInstanceOf(McpError);
+        const { code, message } = caught as McpError;
+        return { code, message };
+      },
+    );
+
+  it('runs a call as a task: polled to completion, its result as the call answers it, listed', async () => {
+    const alice = await connect(keys.alice);
+    const seen: string[] = [];
+    let taskId = '';
+    let result: CallToolResult | undefined;
+    const stream = alice.experimental.tasks.callToolStream(
+      { name: 'helper', arguments: { message: 'hello task' } },
+      CallToolResultSchema,
+      { task: { ttl: 60_000 } },
+    );
+    for await (const message of stream) {
+      seen.push(message.type);
+      if (message.type === 'taskCreated') taskId = message.task.taskId;
+      if (message.type === 'result') result = message.result;
+      if (message.type === 'error') throw message.error;
+    }
+    expect(seen[0]).toBe('taskCreated');
+    expect(seen.at(-1)).toBe('result');
+    expect(taskId).toMatch(/^mcpt_[A-Za-z0-9_-]{32}$/);
+    const outcome = result?.structuredContent as unknown as Outcome;
+    expect(outcome).toMatchObject({ status: 'completed', turn_id: taskId });
+    expect(outcome.reply).toContain('hello task');
+    expect(textOf(result as CallToolResult)).toBe(outcome.reply);
+    const turn = await server.db.query<{ state: string }>(
+      'select state from turns where turn_id = $1',
+      [taskId],
+    );
+    expect(turn.rows[0]?.state).toBe('done');
+
+    // Another MCP session of the principal (another process, say) answers it from the journal.
+    const again = await connect(keys.alice);
+    const task = await again.experimental.tasks.getTask(taskId);
+    expect(task).toMatchObject({ taskId, status: 'completed', ttl: null, pollInterval: 1000 });
+    const stored = await again.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+    expect(stored.structuredContent).toEqual(outcome);
+    const listed = await again.experimental.tasks.listTasks();
+    expect(listed.tasks.map((each) => each.taskId)).toContain(taskId);
+
+    // An idempotency key: a retry of the task is the same task, one turn.
+    const meta = { 'parley/idempotency_key': `task_once_${Date.now()}` };
+    const first = await createTask(alice, 'helper', { message: 'only once' }, meta);
+    const retry = await createTask(again, 'helper', { message: 'only once' }, meta);
+    expect(retry.task.taskId).toBe(first.task.taskId);
+    const turns = await server.db.query('select 1 from turns where turn_id = $1', [
+      first.task.taskId,
+    ]);
+    expect(turns.rowCount).toBe(1);
+  });
+
+  it("tasks/cancel is Parley's durable cancel of the running turn", async () => {
+    const alice = await connect(keys.alice);
+    const { task } = await createTask(alice, 'default', { message: '/stall a long wait' });
+    expect(task.status).toBe('working');
+    await until(
+      () => server.db.query('select state from turns where turn_id = $1', [task.taskId]),
+      (found) => found.rows[0]?.state === 'running',
+      'the turn running',
+    );
+    const cancelled = await alice.experimental.tasks.cancelTask(task.taskId);
+    expect(cancelled).toMatchObject({ taskId: task.taskId, status: 'cancelled' });
+    expect((await alice.experimental.tasks.getTask(task.taskId)).status).toBe('cancelled');
+    const result = await alice.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toMatchObject({ status: 'cancelled' });
+    const twice = await errorOf(alice.experimental.tasks.cancelTask(task.taskId));
+    expect(twice?.code).toBe(-32602);
+    expect(twice?.message).toContain('terminal status: cancelled');
+  });
+
+  it("is input_required while the turn waits in Parley's inbox, and completes once answered", async () => {
+    const alice = await connect(keys.alice);
+    const { task } = await createTask(alice, 'gated', {
+      message: '/tool calculator {"expression": "4*5"}',
+    });
+    const waiting = await until(
+      () => alice.experimental.tasks.getTask(task.taskId),
+      (found) => found.status === 'input_required',
+      'the task waiting for input',
+    );
+    expect(waiting.statusMessage).toContain("Parley's inbox");
+    const inbox = await request(
+      server.url,
+      'GET',
+      '/api/v1/inputs?state=pending',
+      undefined,
+      auth(keys.alice),
+    );
+    const item = inbox.body.items.find((each: { request_id: string }) =>
+      waiting.statusMessage?.includes(each.request_id),
+    );
+    // tasks/result waits for the end, while the person answers in the inbox.
+    const ended = alice.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    const answer = await request(
+      server.url,
+      'POST',
+      `/api/v1/chat/sessions/${item.session_id}/inputs/${item.request_id}`,
+      { expected_sequence: item.expected_sequence, approved: true },
+      auth(keys.alice),
+    );
+    expect(answer.status).toBe(200);
+    const result = await ended;
+    expect(result.structuredContent).toMatchObject({ status: 'completed', turn_id: task.taskId });
+    expect((result.structuredContent as unknown as Outcome).reply).toContain('20');
+  });
+
+  it("answers another principal's or tenant's task exactly like a missing one", async () => {
+    const alice = await connect(keys.alice);
+    const { task } = await createTask(alice, 'helper', { message: 'mine alone' });
+    const missing = `mcpt_${'x'.repeat(32)}`;
+    const answers = async (client: Client, taskId: string) => ({
+      get: await errorOf(client.experimental.tasks.getTask(taskId)),
+      result: await errorOf(client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema)),
+      cancel: await errorOf(client.experimental.tasks.cancelTask(taskId)),
+    });
+    const none = await answers(alice, missing);
+    expect(none.get?.code).toBe(-32602);
+    for (const key of [keys.bob, keys.globex]) {
+      const other = await connect(key);
+      const theirs = await answers(other, task.taskId);
+      expect(JSON.stringify(theirs).replaceAll(task.taskId, missing)).toBe(JSON.stringify(none));
+      const listed = await other.experimental.tasks.listTasks();
+      expect(listed.tasks.map((each) => each.taskId)).not.toContain(task.taskId);
+    }
+    expect((await alice.experimental.tasks.getTask(task.taskId)).taskId).toBe(task.taskId);
+  });
+
+  it('refuses malformed task params with JSON-RPC errors, writing nothing', async () => {
+    const before = await server.db.query('select count(*)::int as n from turns');
+    const alice = await connect(keys.alice);
+    const refusals = await Promise.all([
+      errorOf(createTask(alice, 'helper', {})),
+      errorOf(createTask(alice, 'helper', { message: 'hi', extra: true })),
+      errorOf(createTask(alice, 'helper', { message: '   ' })),
+      errorOf(createTask(alice, 'nobody', { message: 'hi' })),
+      errorOf(createTask(alice, 'helper', { message: 'hi' }, { 'parley/idempotency_key': '!' })),
+      errorOf(
+        alice.request(
+          {
+            method: 'tools/call',
+            params: { name: 'helper', arguments: { message: 'hi' }, task: { ttl: 'soon' } },
+          },
+          CreateTaskResultSchema,
+        ),
+      ),
+      errorOf(alice.request({ method: 'tasks/get', params: {} }, GetTaskResultSchema)),
+      errorOf(alice.experimental.tasks.listTasks('not a cursor')),
+    ]);
+    for (const refusal of refusals) expect(refusal?.code).toBe(-32602);
+    expect(refusals[2]?.message).toContain(': empty_message: ');
     const after = await server.db.query('select count(*)::int as n from turns');
     expect(after.rows[0]).toEqual(before.rows[0]);
   });

@@ -3,6 +3,7 @@ import type { Principal } from '../../config/types.js';
 import { isParleyError, ParleyError } from '../../errors.js';
 import type { InputRequiredEvent } from '../../protocol/events.js';
 import { findInputRequest } from '../../store/findInputRequest.js';
+import type { Admission } from '../../store/admitTurn.js';
 import { findVisibleSession } from '../../store/findVisibleSession.js';
 import type { ApiDeps } from '../deps.js';
 import type { JournalFeed } from '../feed.js';
@@ -69,23 +70,7 @@ const elicitable = new Set(['approval', 'question']);
  */
 export async function callTurn(io: CallIo, call: TurnCall): Promise<CallOutcome> {
   const { deps, principal } = io;
-  if (call.sessionId !== null) {
-    const visible = await findVisibleSession(
-      deps.db,
-      principal.tenant,
-      call.sessionId,
-      viewerOf(deps, principal),
-    );
-    if (!visible) {
-      throw new ParleyError('session_not_found', 'no such session', { field: 'session_id' });
-    }
-  }
-  const admission = await admitForPrincipal(deps, principal, {
-    turnId: call.turnId,
-    sessionId: call.sessionId,
-    agent: call.agent,
-    message: call.message,
-  });
+  const admission = await admitCall(deps, principal, call);
   const sessionId = admission.session_id;
   const turnId = admission.turn_id;
   const fold = new TurnFold(turnId);
@@ -172,6 +157,34 @@ export async function callTurn(io: CallIo, call: TurnCall): Promise<CallOutcome>
     stopping.dispose();
     follower.close();
   }
+}
+
+/**
+ * Admits the call's turn as the principal (PROTOCOL.md §2): in the session it names, if
+ * the principal may see it, else in a new one. Idempotent by the turn id.
+ */
+export async function admitCall(
+  deps: ApiDeps,
+  principal: Principal,
+  call: TurnCall,
+): Promise<Admission> {
+  if (call.sessionId !== null) {
+    const visible = await findVisibleSession(
+      deps.db,
+      principal.tenant,
+      call.sessionId,
+      viewerOf(deps, principal),
+    );
+    if (!visible) {
+      throw new ParleyError('session_not_found', 'no such session', { field: 'session_id' });
+    }
+  }
+  return admitForPrincipal(deps, principal, {
+    turnId: call.turnId,
+    sessionId: call.sessionId,
+    agent: call.agent,
+    message: call.message,
+  });
 }
 
 /** An elicitation under way: `answer` is set once the client answered (null: dismissed). */

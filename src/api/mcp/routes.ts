@@ -72,7 +72,7 @@ export const mcpContracts = {
     method: 'POST',
     url: mcpPath,
     summary: "MCP server (Streamable HTTP): the principal's agents as tools",
-    description: `JSON-RPC messages of the Model Context Protocol: initialize, tools/list (one tool per agent), tools/call (a turn; \`_meta["${idempotencyMetaKey}"]\` is its turn id). Answered as JSON or an SSE stream (progress, elicitation, then the result). docs/protocols.md, "MCP server".`,
+    description: `JSON-RPC messages of the Model Context Protocol: initialize, tools/list (one tool per agent), tools/call (a turn; \`_meta["${idempotencyMetaKey}"]\` is its turn id; with a \`task\` param answered at once with the task), tasks/get, tasks/result, tasks/list, tasks/cancel (a task is its turn, read from the journal). Answered as JSON or an SSE stream (progress, elicitation, then the result). docs/protocols.md, "MCP server".`,
     body: z.union([jsonRpcMessage, z.array(jsonRpcMessage)]),
     handlerValidates: true,
     parameters: [sessionHeader],

@@ -2,11 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
+  CancelTaskRequestSchema,
   ElicitResultSchema,
   ErrorCode,
+  GetTaskPayloadRequestSchema,
+  GetTaskRequestSchema,
+  ListTasksRequestSchema,
   ListToolsRequestSchema,
   McpError,
   type CallToolResult,
+  type CreateTaskResult,
   type ElicitRequestFormParams,
   type RequestId,
   type Tool,
@@ -19,7 +24,9 @@ import type { InputRequiredEvent } from '../../protocol/events.js';
 import { agentsOf, type ApiDeps } from '../deps.js';
 import type { JournalFeed } from '../feed.js';
 import { linkedSignal } from './linkedSignal.js';
-import { callTurn, idempotencyMetaKey, type CallOutcome, type Elicited } from './callTurn.js';
+import { callTurn, idempotencyMetaKey, type Elicited } from './callTurn.js';
+import { cancelTask, createTask, getTask, listTasks, taskResult, taskTurnId } from './tasks.js';
+import { resultOf } from './toolResult.js';
 
 /** MCP's tool names; Parley's agent names already fit, and any that does not is not listed. */
 const toolNamePattern = /^[A-Za-z0-9_.-]{1,128}$/;
@@ -78,18 +85,25 @@ export interface McpSessionIo {
 
 /**
  * Parley's agents as MCP tools (docs/protocols.md, "MCP server"): `tools/list` lists the
- * principal's agents, `tools/call` runs a turn of one (callTurn.ts). One server per MCP
- * session; everything durable is in Parley's journal.
+ * principal's agents, `tools/call` runs a turn of one (callTurn.ts) — with a `task` param,
+ * a task the `tasks/*` methods follow (tasks.ts). One server per MCP session; everything
+ * durable is in Parley's journal.
  */
 export function buildMcpServer(io: McpSessionIo): Server {
   const server = new Server(
     { name: 'parley', version: '1' },
     {
-      capabilities: { tools: { listChanged: false } },
+      capabilities: {
+        tools: { listChanged: false },
+        tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+      },
       instructions:
         "Each tool is one of Parley's agents: call it with a message; pass the session_id it answers to continue the conversation.",
     },
   );
+
+  /** What a task method reads: the request's principal, the journal (tasks.ts). */
+  const taskIo = () => ({ deps: io.deps, feed: io.feed, principal: io.principal() });
 
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     const tools: Tool[] = agentsOf(io.deps)
@@ -101,18 +115,47 @@ export function buildMcpServer(io: McpSessionIo): Server {
         description: `Talk to Parley's agent "${agent.name}": one turn of a conversation (a Parley session). Answers the agent's reply and the session_id that continues it.`,
         inputSchema,
         outputSchema,
+        execution: { taskSupport: 'optional' },
       }));
     return { tools };
   });
 
   server.setRequestHandler(
-    CallToolRequestSchema,
-    async (request, extra): Promise<CallToolResult> => {
+    methodOnly('tools/call'),
+    async (raw, extra): Promise<CallToolResult | CreateTaskResult> => {
+      const request = parsedRequest(CallToolRequestSchema, raw);
       const principal = io.principal();
       const agent = request.params.name;
       if (!toolNamePattern.test(agent) || !agentsOf(io.deps).get(principal.tenant, agent)) {
         throw new McpError(ErrorCode.InvalidParams, `unknown tool "${agent.slice(0, 128)}"`, {
           error: 'unknown_agent',
+        });
+      }
+      if (request.params.task) {
+        // A task: the turn is admitted and the task answered at once (tasks.ts).
+        const parsed = callArguments.safeParse(request.params.arguments ?? {});
+        if (!parsed.success) {
+          const issue = parsed.error.issues[0];
+          const field = issue?.path.map(String).join('.') || '(arguments)';
+          throw new McpError(
+            ErrorCode.InvalidParams,
+            `invalid_request: ${field}: ${issue?.message ?? 'invalid'}`,
+            { error: 'invalid_request', field },
+          );
+        }
+        const key = extra._meta?.[idempotencyMetaKey];
+        if (key !== undefined && (typeof key !== 'string' || !clientKeyPattern.test(key))) {
+          throw new McpError(
+            ErrorCode.InvalidParams,
+            `invalid_request: _meta["${idempotencyMetaKey}"]: 1-128 characters of A-Z a-z 0-9 _ -`,
+            { error: 'invalid_request', field: `_meta.${idempotencyMetaKey}` },
+          );
+        }
+        return createTask(taskIo(), {
+          agent,
+          message: parsed.data.message,
+          sessionId: parsed.data.session_id ?? null,
+          turnId: taskTurnId(principal, agent, key ?? null),
         });
       }
       const capabilities = server.getClientCapabilities();
@@ -181,7 +224,52 @@ export function buildMcpServer(io: McpSessionIo): Server {
       }
     },
   );
+
+  server.setRequestHandler(methodOnly('tasks/get'), (raw) =>
+    getTask(taskIo(), parsedRequest(GetTaskRequestSchema, raw).params.taskId),
+  );
+  server.setRequestHandler(methodOnly('tasks/list'), (raw) =>
+    listTasks(taskIo(), parsedRequest(ListTasksRequestSchema, raw).params?.cursor),
+  );
+  server.setRequestHandler(methodOnly('tasks/result'), async (raw, extra) => {
+    const request = parsedRequest(GetTaskPayloadRequestSchema, raw);
+    const connection = io.connectionOf(extra.requestId);
+    const stopped = linkedSignal(extra.signal, ...(connection ? [connection] : []));
+    try {
+      return await taskResult(taskIo(), request.params.taskId, stopped.signal);
+    } finally {
+      stopped.dispose();
+    }
+  });
+  server.setRequestHandler(methodOnly('tasks/cancel'), async (raw, extra) => {
+    const request = parsedRequest(CancelTaskRequestSchema, raw);
+    const connection = io.connectionOf(extra.requestId);
+    const stopped = linkedSignal(extra.signal, ...(connection ? [connection] : []));
+    try {
+      return await cancelTask(taskIo(), request.params.taskId, stopped.signal);
+    } finally {
+      stopped.dispose();
+    }
+  });
   return server;
+}
+
+/**
+ * A request schema that reads only the method: the SDK parses a request with the schema a
+ * handler is registered under and answers a mismatch as -32603 (an internal error), so
+ * these handlers parse their params themselves (`parsedRequest`).
+ */
+function methodOnly<M extends string>(method: M) {
+  return z.looseObject({ method: z.literal(method) });
+}
+
+/** The request as `schema` reads it; malformed params are the JSON-RPC error -32602. */
+function parsedRequest<T>(schema: z.ZodType<T>, request: unknown): T {
+  const parsed = schema.safeParse(request);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const field = issue?.path.map(String).join('.') || '(params)';
+  throw new McpError(ErrorCode.InvalidParams, `${field}: ${issue?.message ?? 'invalid'}`);
 }
 
 /** The turn id: the client's idempotency key when it sends one, else a new one. */
@@ -195,25 +283,6 @@ function turnIdFrom(key: unknown): string {
     );
   }
   return key;
-}
-
-/** The tool result of a call: the reply as text, and the outcome as structured content. */
-function resultOf(outcome: CallOutcome): CallToolResult {
-  const text =
-    outcome.status === 'completed'
-      ? outcome.reply
-      : outcome.status === 'input_required'
-        ? `The turn waits for a person in Parley's inbox (request ${outcome.request_id ?? ''}); it goes on once answered.`
-        : outcome.status === 'in_progress'
-          ? `The turn is still running (turn ${outcome.turn_id}); call again with _meta["${idempotencyMetaKey}"] = "${outcome.turn_id}" and the same arguments to follow it.`
-          : outcome.status === 'cancelled'
-            ? 'The turn was cancelled.'
-            : `The turn failed: ${outcome.error?.message ?? 'error'}`;
-  return {
-    content: [{ type: 'text', text }],
-    structuredContent: { ...outcome },
-    ...(outcome.status === 'failed' || outcome.status === 'cancelled' ? { isError: true } : {}),
-  };
 }
 
 /** The form that asks the person: approve a call (yes/no and a reason), or answer a question. */
