@@ -4,7 +4,7 @@ import {
   type ListTasksRequest,
   type Message,
   type SendMessageRequest,
-  type StreamResponse,
+  StreamResponse,
   type Task,
 } from '@a2a-js/sdk';
 import {
@@ -14,7 +14,11 @@ import {
   JsonRpcTransportFactory,
   type Client,
 } from '@a2a-js/sdk/client';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pushPoster } from '../src/api/a2a/pushNotifications.js';
+import { parseHostRule, type HostRule } from '../src/tools/httpFetch/hosts.js';
 import { MemoryEffects } from '../src/tools/memory/effects.js';
 import { builtInTools } from '../src/tools/registry.js';
 import type { CallScope } from '../src/tools/types.js';
@@ -26,10 +30,60 @@ import { startTestServer, type TestServer } from './support/server.js';
 
 let server: TestServer;
 
+/** A push receiver on loopback: every POST it got, in order; `failFirst` tokens get a 503 once per delivery. */
+interface Pushed {
+  headers: IncomingHttpHeaders;
+  body: any;
+}
+const pushed: Pushed[] = [];
+const failFirst = new Set<string>();
+const failedOnce = new Set<string>();
+let waiters: (() => void)[] = [];
+let receiver: Server;
+let receiverUrl = '';
+
+/** Resolves once the receiver holds what `ready` looks for (checked on every POST). */
+function received(ready: (all: Pushed[]) => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    const check = () => {
+      if (ready(pushed)) resolve();
+      else waiters.push(check);
+    };
+    check();
+  });
+}
+
 beforeAll(async () => {
+  receiver = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const token = String(request.headers['x-a2a-notification-token'] ?? '');
+      const id = String(request.headers['webhook-id']);
+      if (failFirst.has(token) && !failedOnce.has(id)) {
+        failedOnce.add(id);
+        response.writeHead(503).end();
+        return;
+      }
+      pushed.push({ headers: request.headers, body: JSON.parse(Buffer.concat(chunks).toString()) });
+      response.writeHead(200).end();
+      const pending = waiters;
+      waiters = [];
+      for (const waiter of pending) waiter();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
   server = await startTestServer(
     {
       server: { blocking_wait_ms: 1500 },
+      a2a: {
+        push_notifications: {
+          allow_hosts: [new URL(receiverUrl).host],
+          allow_private: true,
+          retry_base_ms: 10,
+        },
+      },
       auth: {
         keys: [
           { key_env: 'K_ALICE', tenant: 'acme', user: 'alice', roles: [] },
@@ -52,6 +106,7 @@ afterAll(async () => {
     await checkJournalInvariants(server.db);
     await server.close();
   }
+  await new Promise((resolve) => receiver?.close(resolve));
 });
 
 /** `fetch` that sends a Parley API key, as the SDK's resolver and transport take it. */
@@ -324,6 +379,183 @@ describe('A2A with the official @a2a-js/sdk client', () => {
     expect(ended.body.error.code).toBe(-32004);
   });
 
+  it('pushes every state change of a task to its configs, in order, with the token', async () => {
+    const client = await clientFor('alice-key', 'careful');
+    const card = await client.getAgentCard();
+    expect(card.capabilities?.pushNotifications).toBe(true);
+    const hook = `${receiverUrl}/hook`;
+    failFirst.add('tok-send');
+    // A config given with the message: every change of the task from its start.
+    const request = sendRequest(userMessage('/tool calculator {"expression": "4+5"}'));
+    request.configuration = {
+      ...request.configuration!,
+      taskPushNotificationConfig: {
+        tenant: '',
+        id: 'on-send',
+        taskId: '',
+        url: hook,
+        token: 'tok-send',
+        authentication: undefined,
+      },
+    };
+    const waiting = (await client.sendMessage(request)) as Task;
+    expect(waiting.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+
+    // One made on the running task: its first notification is the task as it stands.
+    const created = await client.createTaskPushNotificationConfig({
+      tenant: '',
+      id: 'later',
+      taskId: waiting.id,
+      url: hook,
+      token: 'tok-later',
+      authentication: { scheme: 'Bearer', credentials: 'receiver-secret' },
+    });
+    expect(created).toMatchObject({
+      id: 'later',
+      taskId: waiting.id,
+      url: hook,
+      token: 'tok-later',
+    });
+    const listed = await client.listTaskPushNotificationConfig({
+      tenant: '',
+      taskId: waiting.id,
+      pageSize: 0,
+      pageToken: '',
+    });
+    expect(listed.configs.map((config) => config.id)).toEqual(['on-send', 'later']);
+    const got = await client.getTaskPushNotificationConfig({
+      tenant: '',
+      taskId: waiting.id,
+      id: 'later',
+    });
+    expect(got.authentication).toEqual({ scheme: 'Bearer', credentials: 'receiver-secret' });
+
+    const of = (token: string) =>
+      pushed.filter((push) => push.headers['x-a2a-notification-token'] === token);
+    const states = (token: string) =>
+      of(token).map((push) => push.body.statusUpdate?.status?.state as string);
+    await received(() => states('tok-later').includes('TASK_STATE_INPUT_REQUIRED'));
+    await client.sendMessage(
+      sendRequest(userMessage('approve', { taskId: waiting.id, contextId: waiting.contextId })),
+    );
+    await received(
+      () =>
+        states('tok-send').includes('TASK_STATE_COMPLETED') &&
+        states('tok-later').includes('TASK_STATE_COMPLETED'),
+    );
+    expect(states('tok-send')).toEqual([
+      'TASK_STATE_WORKING',
+      'TASK_STATE_INPUT_REQUIRED',
+      'TASK_STATE_WORKING',
+      'TASK_STATE_COMPLETED',
+    ]);
+    expect(states('tok-later')).toEqual([
+      'TASK_STATE_INPUT_REQUIRED',
+      'TASK_STATE_WORKING',
+      'TASK_STATE_COMPLETED',
+    ]);
+    for (const push of [...of('tok-send'), ...of('tok-later')]) {
+      expect(push.headers['content-type']).toBe('application/a2a+json');
+      const update = StreamResponse.fromJSON(push.body).payload;
+      expect(update?.$case === 'statusUpdate' ? update.value.taskId : null).toBe(waiting.id);
+    }
+    for (const push of of('tok-later')) {
+      expect(push.headers.authorization).toBe('Bearer receiver-secret');
+    }
+    expect(of('tok-send')[0]?.headers.authorization).toBeUndefined();
+    const completed = of('tok-send').at(-1)?.body.statusUpdate;
+    expect(completed.status.message.parts[0].text).toContain('9');
+    // A failed POST is retried with the same delivery id; each notification has its own.
+    const ids = of('tok-send').map((push) => String(push.headers['webhook-id']));
+    expect(new Set(ids).size).toBe(4);
+    expect(ids.every((id) => failedOnce.has(id))).toBe(true);
+
+    // Delete: gone from the list; a second delete and a get find nothing.
+    await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: waiting.id, id: 'later' });
+    const after = await client.listTaskPushNotificationConfig({
+      tenant: '',
+      taskId: waiting.id,
+      pageSize: 0,
+      pageToken: '',
+    });
+    expect(after.configs.map((config) => config.id)).toEqual(['on-send']);
+    const call = (method: string, params: unknown, key = 'alice-key') =>
+      rpc(key, 'careful', { jsonrpc: '2.0', id: 7, method, params });
+    for (const method of ['GetTaskPushNotificationConfig', 'DeleteTaskPushNotificationConfig']) {
+      const missing = await call(method, { taskId: waiting.id, id: 'later' });
+      expect(missing.status).toBe(404);
+      expect(missing.body.error.code).toBe(-32001);
+    }
+
+    // Another tenant's task is a missing task, whatever the method; nothing is stored.
+    const configs = async () => (await server.db.query('select 1 from a2a_push_configs')).rowCount;
+    const before = await configs();
+    const foreign = [
+      ['CreateTaskPushNotificationConfig', { taskId: waiting.id, url: hook }],
+      ['GetTaskPushNotificationConfig', { taskId: waiting.id, id: 'on-send' }],
+      ['ListTaskPushNotificationConfigs', { taskId: waiting.id }],
+      ['DeleteTaskPushNotificationConfig', { taskId: waiting.id, id: 'on-send' }],
+    ] as const;
+    for (const [method, params] of foreign) {
+      const refused = await call(method, params, 'globex-key');
+      expect(refused.status, method).toBe(404);
+      expect(refused.body.error.code, method).toBe(-32001);
+      expect(JSON.stringify(refused.body)).not.toContain('tok-send');
+    }
+    // A host off the operator's list, or a URL with credentials: Invalid params naming
+    // the URL, nothing stored.
+    for (const url of [
+      'https://example.com/hook',
+      `${receiverUrl.replace('//', '//user:pw@')}/x`,
+    ]) {
+      const refused = await call('CreateTaskPushNotificationConfig', {
+        taskId: waiting.id,
+        url,
+        token: 'tok-refused',
+      });
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.code).toBe(-32602);
+      expect(refused.body.error.message).toContain(new URL(url).origin);
+      expect(JSON.stringify(refused.body)).not.toContain('tok-refused');
+      expect(JSON.stringify(refused.body)).not.toContain('user:pw');
+    }
+    expect(await configs()).toBe(before);
+  });
+
+  it('checks a push URL again at send time: a name now resolving inward, a host now off the list', async () => {
+    const post = pushPoster(
+      {
+        allowHosts: [parseHostRule('hooks.example.com') as HostRule],
+        allowPrivate: false,
+        timeoutMs: 1000,
+        maxAttempts: 1,
+        retryBaseMs: 10,
+      },
+      async () => [{ address: '10.0.0.7', family: 4 }],
+    );
+    const push = {
+      delivery_id: 'msg_1',
+      push_id: 'push_1',
+      session_id: 's',
+      sequence: 1,
+      payload: {},
+      attempts: 0,
+      url: 'https://hooks.example.com/x?secret=s3cret',
+      token: 'tok',
+      auth_scheme: null,
+      auth_credentials: null,
+    };
+    const signal = new AbortController().signal;
+    const inward = await post(push, signal).catch((error: unknown) => error as Error);
+    expect((inward as Error).message).toMatch(
+      /hooks\.example\.com resolves to an internal address/,
+    );
+    expect((inward as Error).message).not.toContain('s3cret');
+    await expect(post({ ...push, url: 'https://elsewhere.example.com/x' }, signal)).rejects.toThrow(
+      /no longer on a2a\.push_notifications\.allow_hosts/,
+    );
+  });
+
   it('answers a question with the next message text', async () => {
     const client = await clientFor('alice-key', 'curious');
     const asking = (await client.sendMessage(
@@ -459,12 +691,20 @@ describe('A2A with the official @a2a-js/sdk client', () => {
           configuration: { taskPushNotificationConfig: { url: 'https://example.com/hook' } },
         }),
         400,
-        -32003,
+        -32602,
+      ],
+      [
+        send({
+          message: { messageId: 'x', parts: [{ text: 'hi' }] },
+          configuration: { taskPushNotificationConfig: { url: 'http://127.0.0.1:1/hook' } },
+        }),
+        400,
+        -32602,
       ],
       [
         { jsonrpc: '2.0', id: 1, method: 'CreateTaskPushNotificationConfig', params: {} },
         400,
-        -32003,
+        -32602,
       ],
       [{ jsonrpc: '2.0', id: 1, method: 'GetExtendedAgentCard', params: {} }, 400, -32004],
       [{ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { pageSize: 101 } }, 400, -32602],
@@ -541,6 +781,36 @@ describe('the a2a tool kind: a Parley agent calling a remote A2A agent', () => {
       await checkJournalInvariants(front.db);
       await front.close();
     }
+  });
+
+  it('offers no push notifications where the operator allows no host for them', async () => {
+    const client = await clientFor('front-key', 'front', front);
+    expect((await client.getAgentCard()).capabilities?.pushNotifications).toBe(false);
+    const call = (method: string, params: unknown) =>
+      fetch(`${front.url}/a2a/front`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer front-key' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+      }).then(async (response) => ({
+        status: response.status,
+        body: (await response.json()) as any,
+      }));
+    const send = await call('SendMessage', {
+      message: { messageId: 'push-off', parts: [{ text: 'hi' }] },
+      configuration: { taskPushNotificationConfig: { url: 'https://example.com/hook' } },
+    });
+    expect(send.body.error.code).toBe(-32003);
+    for (const method of [
+      'CreateTaskPushNotificationConfig',
+      'GetTaskPushNotificationConfig',
+      'ListTaskPushNotificationConfigs',
+      'DeleteTaskPushNotificationConfig',
+    ]) {
+      const refused = await call(method, { taskId: 'x', url: 'https://example.com/hook' });
+      expect(refused.status, method).toBe(400);
+      expect(refused.body.error.code, method).toBe(-32003);
+    }
+    expect((await front.db.query('select 1 from turns')).rowCount).toBe(0);
   });
 
   it("runs the call with the SDK's client: the remote's reply is the tool's result", async () => {

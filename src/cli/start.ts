@@ -22,6 +22,7 @@ import { seedBudgets } from '../store/seedBudgets.js';
 import { startRetention } from '../runtime/retention.js';
 import { Worker } from '../runtime/worker.js';
 import { startWebhooks } from '../webhooks/loop.js';
+import { a2aPushComposer, pushEnabled, pushPoster } from '../api/a2a/pushNotifications.js';
 import { McpManager, describeMcp } from '../tools/mcp/manager.js';
 import { builtInTools, ToolRegistry, type ToolIo } from '../tools/registry.js';
 import { checkShellSandboxes } from '../tools/shell/startup.js';
@@ -168,7 +169,18 @@ export async function startProcess(
           ).startPlatforms({ db, wakeups, config, env, log, role, agents })
         : { set: null, listening: () => {}, stop: async () => {} };
     stops.push(() => platforms.stop());
-    if (role.worker && Object.keys(config.webhooks).length > 0) {
+    // A2A push notifications are deliveries of the same loop, to the clients' URLs.
+    const pushSettings = config.a2a.pushNotifications;
+    const a2aPushes = pushEnabled(pushSettings)
+      ? {
+          composer: a2aPushComposer,
+          post: pushPoster(pushSettings),
+          timeoutMs: pushSettings.timeoutMs,
+          maxAttempts: pushSettings.maxAttempts,
+          retryBaseMs: pushSettings.retryBaseMs,
+        }
+      : null;
+    if (role.worker && (Object.keys(config.webhooks).length > 0 || a2aPushes)) {
       const webhooks = await startWebhooks({
         db,
         wakeups,
@@ -177,6 +189,7 @@ export async function startProcess(
         log,
         pollMs: config.runtime.pollMs,
         leaseMs: config.runtime.leaseTtlMs,
+        a2aPushes,
       });
       stops.push(webhooks.stop);
     }

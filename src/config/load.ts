@@ -219,6 +219,23 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
     telemetry: compileTelemetry(file, env),
     voices,
     speech,
+    a2a: {
+      pushNotifications: {
+        allowHosts: file.a2a.push_notifications.allow_hosts.map((entry, index) => {
+          const rule = parseHostRule(entry);
+          if (!rule) {
+            throw new ConfigError(
+              `a2a.push_notifications.allow_hosts.${index}: not a host name, *.domain or host:port`,
+            );
+          }
+          return rule;
+        }),
+        allowPrivate: file.a2a.push_notifications.allow_private,
+        timeoutMs: file.a2a.push_notifications.timeout_ms,
+        maxAttempts: file.a2a.push_notifications.max_attempts,
+        retryBaseMs: file.a2a.push_notifications.retry_base_ms,
+      },
+    },
     source,
   };
 }

@@ -410,6 +410,16 @@ export interface Config {
   /** The voice catalog: configured voices, the built-in `espeak/en`, OpenAI's voices. */
   voices: VoiceConfig[];
   speech: SpeechConfig;
+  /** A2A push notifications (docs/protocols.md, "A2A"): off while `allowHosts` is empty. */
+  a2a: {
+    pushNotifications: {
+      allowHosts: HostRule[];
+      allowPrivate: boolean;
+      timeoutMs: number;
+      maxAttempts: number;
+      retryBaseMs: number;
+    };
+  };
   /** Where the configuration came from, for the start-up line. */
   source: string;
 }

@@ -1,6 +1,7 @@
 /**
- * The two outbox tables, as the statements shared by both see them: `adapter_replies`
- * (platform replies, by adapter) and `webhook_deliveries` (by endpoint). Each row is
+ * The outbox tables, as the statements shared by them see them: `adapter_replies`
+ * (platform replies, by adapter) and `webhook_deliveries` (by endpoint; its A2A push
+ * notifications, by target, as their own outbox). Each row is
  * pending until sent, under a sender's lease (`lease_token`, `lease_expires_at`) while
  * being sent, retried at `next_attempt_at`, and dead past its last attempt. Only the
  * fragments that differ are named here; the statements are in claimOutbox.ts,
@@ -42,6 +43,16 @@ export const outboxes = {
     pending: `r.state = 'pending'`,
     // The first pending delivery of its (endpoint, session) goes first; a dead-lettered
     // one stops blocking the later ones.
+    waitsFor: `e.webhook = r.webhook and e.session_id = r.session_id
+               and e.state = 'pending' and e.sequence < r.sequence`,
+    order: 'r.sequence',
+  },
+  a2aPushes: {
+    table: 'webhook_deliveries',
+    id: 'delivery_id',
+    // One sender, `a2a_push`; each config's rows are ordered apart (`webhook` names it).
+    sender: 'target',
+    pending: `r.state = 'pending'`,
     waitsFor: `e.webhook = r.webhook and e.session_id = r.session_id
                and e.state = 'pending' and e.sequence < r.sequence`,
     order: 'r.sequence',

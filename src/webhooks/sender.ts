@@ -67,18 +67,30 @@ export async function sendDelivery(
     error =
       failure instanceof DeadlineError ? failure.message : 'the endpoint could not be reached';
   }
+  await recordOutcome(deps, { webhook: config.name }, delivery, token, { status, error }, config);
+}
+
+/**
+ * Records one POST's outcome: delivered (any 2xx), or failed with backoff (doubling from
+ * `retryBaseMs` with half jitter, at most ten minutes) until `maxAttempts`, then
+ * dead-lettered. A failure is logged with `labels` and the delivery id, never the body.
+ */
+export async function recordOutcome(
+  deps: WebhookSenderDeps,
+  labels: Record<string, string>,
+  delivery: { delivery_id: string; attempts: number },
+  token: string,
+  outcome: { status: number | null; error: string | null },
+  policy: { retryBaseMs: number; maxAttempts: number },
+): Promise<void> {
+  const { status, error } = outcome;
   const delay =
     error === null
       ? 0
-      : backoffMs(config.retryBaseMs, delivery.attempts + 1, deps.random, maxWebhookBackoffMs);
+      : backoffMs(policy.retryBaseMs, delivery.attempts + 1, deps.random, maxWebhookBackoffMs);
   if (error !== null) {
     deps.log.warn(
-      {
-        webhook: config.name,
-        delivery_id: delivery.delivery_id,
-        attempt: delivery.attempts + 1,
-        err: error,
-      },
+      { ...labels, delivery_id: delivery.delivery_id, attempt: delivery.attempts + 1, err: error },
       'webhook delivery failed',
     );
   }
@@ -89,6 +101,6 @@ export async function sendDelivery(
     delivered: error === null,
     error,
     nextAfterMs: delay,
-    maxAttempts: config.maxAttempts,
+    maxAttempts: policy.maxAttempts,
   });
 }

@@ -3,10 +3,15 @@ import type { AgentConfig } from '../../config/types.js';
 
 /**
  * An agent's A2A card (docs/protocols.md, "A2A"): where its JSON-RPC endpoint is, what it
- * can do, and how to authenticate (a Parley API key as a bearer token). Its description is
- * the agent's greeting, never its instructions (a prompt is the operator's, not a caller's).
+ * can do (push notifications once the operator allows hosts for them), and how to
+ * authenticate (a Parley API key as a bearer token). Its description is the agent's
+ * greeting, never its instructions (a prompt is the operator's, not a caller's).
  */
-export function agentCardOf(agent: AgentConfig, endpoint: string): Record<string, unknown> {
+export function agentCardOf(
+  agent: AgentConfig,
+  endpoint: string,
+  offers: { pushNotifications: boolean },
+): Record<string, unknown> {
   const description = agent.greeting ?? `The Parley agent "${agent.name}".`;
   const card: AgentCard = {
     name: agent.name,
@@ -23,7 +28,7 @@ export function agentCardOf(agent: AgentConfig, endpoint: string): Record<string
     version: '1',
     capabilities: {
       streaming: true,
-      pushNotifications: false,
+      pushNotifications: offers.pushNotifications,
       extensions: [],
       extendedAgentCard: false,
     },

@@ -10,7 +10,7 @@ const errors = {
   '400':
     'invalid_request, invalid_cursor (A2A -32602), method_not_found (-32601), unsupported_operation (-32004), push_notification_not_supported (-32003), version_not_supported (-32009), malformed_json (-32700)',
   '401': 'unauthorized',
-  '404': 'unknown_agent, turn_not_found (A2A -32001)',
+  '404': 'unknown_agent, turn_not_found (A2A -32001: a task, or a push notification config)',
   '409': 'task_not_cancelable (A2A -32002), stale_input, turn_conflict, session_closed',
 };
 
@@ -33,7 +33,7 @@ export const a2aContracts = {
     method: 'POST',
     url: `${a2aBase}/:agent`,
     summary:
-      'A2A JSON-RPC (protocol 1.0): SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask',
+      'A2A JSON-RPC (protocol 1.0): SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask, and the task push notification config methods (Create, Get, List, Delete)',
     description:
       "A task is a Parley turn (its id), its contextId the session. Errors are JSON-RPC error responses with A2A codes, sent with Parley's HTTP status.",
     body: rpcEnvelope,

@@ -84,3 +84,19 @@ export function paramsOf<T extends z.ZodType>(schema: T, params: unknown): z.out
   const field = `params.${issue?.path.map(String).join('.') ?? ''}`.replace(/\.$/, '');
   throw new ParleyError('invalid_request', `${field}: ${issue?.message ?? 'invalid'}`, { field });
 }
+
+/** The request's id, if it has a usable one (for the error response). */
+export function rpcIdOf(body: unknown): RpcId {
+  const id = (body as { id?: unknown } | null)?.id;
+  return typeof id === 'string' || typeof id === 'number' ? id : null;
+}
+
+/** `A2A-Version`: absent (the SDK's own), or a 1.x this server speaks. */
+export function checkVersion(header: string | string[] | undefined): void {
+  if (header === undefined) return;
+  const version = Array.isArray(header) ? header[0] : header;
+  if (version === undefined || version === '' || /^1(\.\d+)?$/.test(version.trim())) return;
+  throw new ParleyError('version_not_supported', 'this server speaks A2A 1.0', {
+    supported: ['1.0'],
+  });
+}

@@ -18,14 +18,18 @@ import { SseWriter } from '../sseWriter.js';
 import { admitForPrincipal } from '../turns.js';
 import { agentCardOf } from './card.js';
 import {
+  checkVersion,
   envelopeField,
   installRpcErrors,
   paramsOf,
   rpcEnvelope,
   rpcErrorBody,
+  rpcIdOf,
   type RpcId,
 } from './jsonRpc.js';
 import { listTasks } from './listTasks.js';
+import { pushConfigMethod, pushMethods, sendPushConfig, type PushMethod } from './pushConfigs.js';
+import { pushEnabled } from './pushNotifications.js';
 import {
   dataOf,
   decisionOf,
@@ -37,15 +41,11 @@ import {
   type SendParams,
 } from './params.js';
 import { a2aBase, a2aContracts, cardPath } from './contracts.js';
-import { TaskFold, type TaskIdentity } from './taskFold.js';
+import { TaskFold, trimHistory, type TaskIdentity } from './taskFold.js';
 
 /** Methods of A2A 1.0 that Parley does not offer, and what it answers them. */
-const unsupported: Record<string, 'unsupported_operation' | 'push_notification_not_supported'> = {
+const unsupported: Record<string, 'unsupported_operation'> = {
   GetExtendedAgentCard: 'unsupported_operation',
-  CreateTaskPushNotificationConfig: 'push_notification_not_supported',
-  GetTaskPushNotificationConfig: 'push_notification_not_supported',
-  ListTaskPushNotificationConfigs: 'push_notification_not_supported',
-  DeleteTaskPushNotificationConfig: 'push_notification_not_supported',
 };
 
 type Until = 'now' | 'settled' | 'ended';
@@ -69,7 +69,9 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
   api.get(card.url, routeOptions(card), async (request) => {
     const agent = agentOf(request.principal, request.params.agent);
     const base = `${request.protocol}://${request.host}`;
-    return agentCardOf(agent, `${base}${a2aBase}/${encodeURIComponent(agent.name)}`);
+    return agentCardOf(agent, `${base}${a2aBase}/${encodeURIComponent(agent.name)}`, {
+      pushNotifications: pushEnabled(deps.config.a2a.pushNotifications),
+    });
   });
 
   api.get(endpoint.url, routeOptions(endpoint), async (request, reply) => {
@@ -183,6 +185,19 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
         });
       }
       default: {
+        if ((pushMethods as readonly string[]).includes(call.method)) {
+          const value = await pushConfigMethod(
+            {
+              db: deps.db,
+              settings: deps.config.a2a.pushNotifications,
+              taskOf: (taskId) => taskOf(principal, agent, taskId),
+            },
+            principal,
+            call.method as PushMethod,
+            call.params,
+          );
+          return result(value);
+        }
         const refusal = unsupported[call.method];
         if (refusal) {
           throw new ParleyError(refusal, `${call.method} is not offered by this server`);
@@ -193,20 +208,34 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
   }
 
   /**
-   * A message: a new turn (its `messageId` the idempotency key; `contextId` continues a
-   * session), or — with the `taskId` of a task waiting for input — the answer to it.
+   * A message (`deliver`), with the push config its configuration gives, if any: checked
+   * before the message is taken, stored on its task once it has one. Notifications of a
+   * task the message admits start at the task's start; of a task it answers, now.
    */
   async function send(
     principal: Principal,
     agent: string,
     params: SendParams,
   ): Promise<{ identity: TaskIdentity; from: number; admitted: boolean }> {
-    if (params.configuration?.taskPushNotificationConfig !== undefined) {
-      throw new ParleyError(
-        'push_notification_not_supported',
-        'push notifications are not offered by this server',
-      );
-    }
+    const push = await sendPushConfig(deps.db, deps.config.a2a.pushNotifications, {
+      principal,
+      agent,
+      params,
+    });
+    const sent = await deliver(principal, agent, params);
+    await push?.(sent);
+    return sent;
+  }
+
+  /**
+   * A message: a new turn (its `messageId` the idempotency key; `contextId` continues a
+   * session), or — with the `taskId` of a task waiting for input — the answer to it.
+   */
+  async function deliver(
+    principal: Principal,
+    agent: string,
+    params: SendParams,
+  ): Promise<{ identity: TaskIdentity; from: number; admitted: boolean }> {
     const message = params.message;
     const text = textOf(message);
     if (message.taskId) {
@@ -414,26 +443,4 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
       if (response && !response.writableEnded) response.end();
     }
   }
-}
-
-/** `historyLength`: at most that many of the latest messages (0: none; absent: all). */
-function trimHistory(task: Task, historyLength: number | undefined): Task {
-  if (historyLength === undefined) return task;
-  return { ...task, history: historyLength === 0 ? [] : task.history.slice(-historyLength) };
-}
-
-/** The request's id, if it has a usable one (for the error response). */
-function rpcIdOf(body: unknown): RpcId {
-  const id = (body as { id?: unknown } | null)?.id;
-  return typeof id === 'string' || typeof id === 'number' ? id : null;
-}
-
-/** `A2A-Version`: absent (the SDK's own), or a 1.x this server speaks. */
-function checkVersion(header: string | string[] | undefined): void {
-  if (header === undefined) return;
-  const version = Array.isArray(header) ? header[0] : header;
-  if (version === undefined || version === '' || /^1(\.\d+)?$/.test(version.trim())) return;
-  throw new ParleyError('version_not_supported', 'this server speaks A2A 1.0', {
-    supported: ['1.0'],
-  });
 }

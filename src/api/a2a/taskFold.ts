@@ -64,6 +64,8 @@ export function describeRequest(event: InputRequiredEvent): string {
       return `Did this call of ${event.tool ?? 'a tool'} take effect? Answer "approve" (it did) or "reject" (it did not).`;
     case 'external_auth':
       return `The agent needs access to ${event.provider ?? 'a third party'}${event.url ? ` (${event.url})` : ''}: answer with a data part {"approved": true, "credential_ref": "..."}.`;
+    case 'client_tool':
+      return `The agent called ${event.tool ?? 'a tool'}, which its client runs: the client that declared it answers with its output.`;
   }
 }
 
@@ -263,4 +265,10 @@ export class TaskFold {
       referenceTaskIds: [],
     };
   }
+}
+
+/** `historyLength`: at most that many of the latest messages (0: none; absent: all). */
+export function trimHistory(task: Task, historyLength: number | undefined): Task {
+  if (historyLength === undefined) return task;
+  return { ...task, history: historyLength === 0 ? [] : task.history.slice(-historyLength) };
 }
