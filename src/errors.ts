@@ -21,6 +21,10 @@ export const errorCodes = {
   unsupported_operation: 400,
   push_notification_not_supported: 400,
   version_not_supported: 400,
+  // OpenAI Files (docs/protocols.md): an upload that is not an image the library takes;
+  // a `file_id` in a turn's input that names no file of the caller (OpenAI answers 400).
+  unsupported_file: 400,
+  unknown_file: 400,
   unauthorized: 401,
   invalid_signature: 401,
   forbidden: 403,
@@ -39,6 +43,8 @@ export const errorCodes = {
   budget_not_found: 404,
   panel_not_found: 404,
   photo_not_found: 404,
+  // An OpenAI Files id that is no photo of the caller's library.
+  file_not_found: 404,
   workspace_not_found: 404,
   schedule_not_found: 404,
   // Speech (docs/PROTOCOL.md, "Voices and speech"): a voice not in the catalog; a message

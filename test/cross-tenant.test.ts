@@ -404,6 +404,12 @@ const byRoute: Record<string, Probe> = {
     path: (ids) => `/openai/v1/responses/resp_${ids.turn}/cancel`,
     body: () => ({}),
   },
+  // OpenAI Files: a file is a photo of the caller's library, its id the photo's.
+  'GET /openai/v1/files/{file_id}': { path: (ids) => `/openai/v1/files/${ids.photo}` },
+  'GET /openai/v1/files/{file_id}/content': {
+    path: (ids) => `/openai/v1/files/${ids.photo}/content`,
+  },
+  'DELETE /openai/v1/files/{file_id}': { path: (ids) => `/openai/v1/files/${ids.photo}` },
   // AG-UI: a thread id may be a session id; the agent is one every tenant has.
   'POST /ag-ui/{agent}': {
     path: () => '/ag-ui/default',
@@ -630,6 +636,38 @@ const byBody: Record<string, { method: string; path: string; body: (ids: Ids) =>
     path: '/api/v1/chat/sessions',
     body: (ids) => ({ agent: ids.agent }),
   },
+  "A's photo as a file in B's response": {
+    method: 'POST',
+    path: '/openai/v1/responses',
+    body: (ids) => ({
+      model: 'default',
+      input: [
+        {
+          role: 'user',
+          content: [
+            { type: 'input_text', text: 'look' },
+            { type: 'input_image', file_id: ids.photo },
+          ],
+        },
+      ],
+    }),
+  },
+  "A's photo as a file in B's chat completion": {
+    method: 'POST',
+    path: '/openai/v1/chat/completions',
+    body: (ids) => ({
+      model: 'default',
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'look' },
+            { type: 'file', file: { file_id: ids.photo } },
+          ],
+        },
+      ],
+    }),
+  },
 };
 
 /**
@@ -665,6 +703,7 @@ const listQueries: Record<string, string[]> = {
   'GET /api/v1/admin/webhooks': ['', '?dead_limit=500'],
   'GET /api/v1/models': [''],
   'GET /openai/v1/models': [''],
+  'GET /openai/v1/files': ['', '?limit=1'],
   // The MCP server has no stream of its own (405); its tools are listed in a session.
   'GET /mcp': [''],
   'GET /api/v1/me': [''],

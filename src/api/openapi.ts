@@ -32,6 +32,7 @@ import { webhookContracts } from './webhooks.js';
 import { adapterContracts } from './adapters.js';
 import { attachmentContracts } from './attachments.js';
 import { openaiContracts } from './openai/contracts.js';
+import { openaiFileContracts } from './openai/files.js';
 import { aguiContracts } from './agui/contracts.js';
 import { mcpContracts } from './mcp/routes.js';
 import { a2aContracts } from './a2a/contracts.js';
@@ -79,6 +80,7 @@ const contracts: RouteContract[] = [
   adapterContracts,
   attachmentContracts,
   openaiContracts,
+  openaiFileContracts,
   aguiContracts,
   mcpContracts,
   a2aContracts,

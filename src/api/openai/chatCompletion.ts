@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ParleyError } from '../../errors.js';
 import { text } from '../validate.js';
 import type { ResponseObject, StreamEvent } from './responseFold.js';
 
@@ -9,7 +10,20 @@ import type { ResponseObject, StreamEvent } from './responseFold.js';
  * (routes.ts) admits and follows the turn.
  */
 
-const contentPart = z.object({ type: text(), text: text().optional() }).loose();
+const contentPart = z
+  .object({
+    type: text(),
+    text: text().optional(),
+    image_url: z
+      .object({ url: text().max(50_000_000) })
+      .loose()
+      .optional(),
+    file: z
+      .object({ file_id: text().min(1).max(128).optional() })
+      .loose()
+      .optional(),
+  })
+  .loose();
 
 export const chatMessage = z
   .object({
@@ -48,6 +62,37 @@ export function foldChat(messages: ChatMessage[]): string {
   if (earlier.length === 0) return latest;
   const quoted = earlier.map((entry) => `> ${entry.role}: ${entry.text.replace(/\n/g, '\n> ')}`);
   return `The conversation so far:\n${quoted.join('\n')}\n\n${latest}`;
+}
+
+/**
+ * The images of the user messages as Responses content parts (what `imagesOf` reads): an
+ * `image_url` part by its URL, a `file` part by its `file_id` (a file of the caller's; its
+ * inline `file_data` is not taken: the files this server keeps are images).
+ */
+export function chatImages(messages: ChatMessage[]): { content: Record<string, unknown>[] }[] {
+  return messages
+    .filter((message) => message.role === 'user' && Array.isArray(message.content))
+    .map((message) => ({
+      content: (message.content as z.output<typeof contentPart>[]).flatMap(
+        (part): Record<string, unknown>[] => {
+          if (part.type === 'image_url') {
+            if (!part.image_url) throw refused('image_url', 'image_url: give its url');
+            return [{ type: 'input_image', image_url: part.image_url.url }];
+          }
+          if (part.type === 'file') {
+            if (!part.file?.file_id) {
+              throw refused('file', 'file: only a file_id (an image uploaded with POST /files)');
+            }
+            return [{ type: 'input_file', file_id: part.file.file_id }];
+          }
+          return [];
+        },
+      ),
+    }));
+}
+
+function refused(field: string, message: string): ParleyError {
+  return new ParleyError('invalid_request', message, { field });
 }
 
 interface CompletionIdentity {

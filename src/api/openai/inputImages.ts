@@ -8,30 +8,45 @@ import { ToolError } from '../../tools/types.js';
 
 type RemoteImages = Config['limits']['remoteImages'];
 
+/** A content part that may be an image: by URL, or by the id of a file of the caller's. */
+interface Part {
+  type: string;
+  image_url?: string | null;
+  file_id?: string | null;
+}
+
 /** A Responses `input`: a string, or items whose content parts may be images. */
-type Input = string | ({ content?: string | { type: string; image_url?: string }[] } | object)[];
+type Input = string | ({ content?: string | Part[] } | object)[];
+
+/** A file of the caller's by its id (a photo of their library); null when they have none. */
+export type StoredImage = (
+  fileId: string,
+) => Promise<{ mediaType: string; bytes: Uint8Array } | null>;
 
 const dataUrl = /^data:([^;,]+);base64,([A-Za-z0-9+/=\s]*)$/;
 const maxImages = 16;
 
 /**
- * The images a Responses `input` carries (`input_image` parts), decoded and checked as an
- * upload is (docs/protocols.md): a `data:` URL of an allowed type whose bytes are of it,
- * or an http(s) URL on `limits.remote_images.allow_hosts`, fetched (see `fetchImage`); at
- * most `limitBytes` each, at most 16. A `file_id` is refused.
+ * The images a Responses `input` carries (`input_image` parts, and `input_file` ones, which
+ * name a file by its id), decoded and checked as an upload is (docs/protocols.md): a
+ * `data:` URL of an allowed type whose bytes are of it, an http(s) URL on
+ * `limits.remote_images.allow_hosts`, fetched (see `fetchImage`), or a `file_id` naming a
+ * file of the caller's (`stored`: a photo of their library; any other is `unknown_file`);
+ * at most `limitBytes` each, at most 16.
  */
 export async function imagesOf(
   input: Input,
   limitBytes: number,
   remote: RemoteImages,
+  stored: StoredImage,
   resolve: Resolve = systemResolve,
 ): Promise<{ mediaType: string; data: Buffer }[]> {
   if (typeof input === 'string') return [];
   const parts = input.flatMap((item) => {
     const content = (item as { content?: unknown }).content;
-    return Array.isArray(content) ? (content as { type: string; image_url?: string }[]) : [];
+    return Array.isArray(content) ? (content as Part[]) : [];
   });
-  const images = parts.filter((part) => part.type === 'input_image');
+  const images = parts.filter((part) => part.type === 'input_image' || part.type === 'input_file');
   if (images.length > maxImages) {
     throw new ParleyError('invalid_request', `input: at most ${maxImages} images`, {
       field: 'input',
@@ -39,6 +54,10 @@ export async function imagesOf(
   }
   const found: { mediaType: string; data: Buffer }[] = [];
   for (const part of images) {
+    if (typeof part.file_id === 'string') {
+      found.push(await storedImage(part.file_id, limitBytes, stored));
+      continue;
+    }
     const url = part.image_url ?? '';
     const match = dataUrl.exec(url);
     found.push(
@@ -46,6 +65,21 @@ export async function imagesOf(
     );
   }
   return found;
+}
+
+/** A file of the caller's, as the image it is (the library holds images only). */
+async function storedImage(
+  fileId: string,
+  limitBytes: number,
+  stored: StoredImage,
+): Promise<{ mediaType: string; data: Buffer }> {
+  const found = await stored(fileId);
+  if (!found) {
+    throw new ParleyError('unknown_file', 'file_id: no such file', { field: 'file_id' });
+  }
+  const data = Buffer.from(found.bytes);
+  checkSize(data, limitBytes);
+  return { mediaType: found.mediaType, data };
 }
 
 function decoded(match: RegExpExecArray, limitBytes: number): { mediaType: string; data: Buffer } {
