@@ -5,6 +5,7 @@ import { admitTurn } from '../src/store/admitTurn.js';
 import { cancelTurn } from '../src/store/cancelTurn.js';
 import type { Db } from '../src/store/db.js';
 import { getSession } from '../src/store/getSession.js';
+import { takeClientState } from '../src/store/takeClientState.js';
 import { trustedViewer } from '../src/store/visibility.js';
 import { builtInTools } from '../src/tools/registry.js';
 import { mergePatch } from '../src/tools/state/mergePatch.js';
@@ -205,6 +206,58 @@ describe('update_state, buffered and applied with the commit', () => {
       events.find((event) => event.type === 'tool_result' && event.tool === 'update_state'),
     ).toMatchObject({ ok: true });
     expect(events.some((event) => event.type === 'state_changed')).toBe(false);
+  });
+
+  it("takes a client's state with its turn's admission, once (AG-UI's RunAgentInput.state)", async () => {
+    const { sessionId } = await run('hello');
+    const outcomes: string[] = [];
+    const admitWith = (id: string, data: Record<string, unknown>) =>
+      admitTurn(db, {
+        tenant: 'default',
+        author: 'local',
+        viewer: trustedViewer,
+        turnId: id,
+        sessionId,
+        agent: null,
+        defaultAgent: 'default',
+        greetings: new Map(),
+        visibilities: new Map(),
+        message: 'with my state',
+        option: null,
+        attachments: [],
+        triggers: new Map([['default', false]]),
+        pendingInput: new Map(),
+        guard: async (tx) => {
+          outcomes.push(
+            await takeClientState(tx, {
+              tenant: 'default',
+              user: 'local',
+              sessionId,
+              turnId: id,
+              data,
+              initial: state.initial,
+            }),
+          );
+        },
+      });
+    const first = turnId();
+    await admitWith(first, { step: 3 });
+    await admitWith(first, { step: 3 });
+    await admitWith(turnId(), { step: 3 });
+    expect(outcomes).toEqual(['written', 'known', 'same']);
+    expect((await getSession(db, 'default', sessionId))?.data).toEqual({ step: 3 });
+    const events = await journal(db, sessionId);
+    const changed = events.filter((event) => event.type === 'state_changed');
+    expect(changed).toMatchObject([
+      {
+        turn_id: first,
+        data: { step: 3 },
+        by: 'user',
+        actor: { user: 'local', tenant: 'default' },
+      },
+    ]);
+    const message = events.find((event) => event.type === 'message' && event.turn_id === first);
+    expect(message?.sequence).toBe((changed[0] as { sequence: number }).sequence + 1);
   });
 
   it('is not offered to an agent without state', async () => {

@@ -228,7 +228,12 @@ function ThreadItem(
     case 'state':
       return (
         <p className="notice state-change" role="note">
-          {item.by === 'admin' ? 'An admin updated' : 'The agent updated'} this conversation’s state
+          {item.by === 'admin'
+            ? 'An admin updated'
+            : item.by === 'user'
+              ? 'A user’s app updated'
+              : 'The agent updated'}{' '}
+          this conversation’s state
           {item.completed ? ' and completed it.' : '.'}
         </p>
       );

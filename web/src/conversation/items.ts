@@ -90,7 +90,7 @@ export type Item =
       /** The session's domain state changed (`state_changed`): by whom, and if it completed. */
       kind: 'state';
       key: string;
-      by: 'tool' | 'option' | 'admin';
+      by: 'tool' | 'option' | 'admin' | 'user';
       completed: boolean;
     }
   | {
