@@ -8,6 +8,7 @@ import {
   type RunAgentInput,
 } from '@ag-ui/client';
 import type { Observable } from 'rxjs';
+import { AGUI_MEDIA_TYPE } from '@ag-ui/encoder';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readEvents } from '../src/store/readEvents.js';
 import { checkJournalInvariants } from './support/invariants.js';
@@ -45,6 +46,59 @@ function agentFor(name: string, key: string, threadId?: string, query = ''): Par
     headers: { authorization: `Bearer ${key}` },
     ...(threadId ? { threadId } : {}),
   });
+}
+
+/** Asks for AG-UI's binary transport, and records the content type each run came in. */
+class ProtoAgent extends ParleyAgent {
+  contentTypes: (string | null)[] = [];
+
+  constructor(url: string, key: string) {
+    super({
+      url,
+      headers: { authorization: `Bearer ${key}` },
+      fetch: async (target, init) => {
+        const response = await fetch(target, init);
+        this.contentTypes.push(response.headers.get('content-type'));
+        return response;
+      },
+    });
+  }
+
+  protected override requestInit(input: RunAgentInput): RequestInit {
+    const init = super.requestInit(input);
+    return { ...init, headers: { ...(init.headers as object), Accept: AGUI_MEDIA_TYPE } };
+  }
+}
+
+/**
+ * Events with their ids named by first appearance, no timestamps, and a message's
+ * consecutive text deltas as one (the journal batches deltas by time): two runs compare.
+ */
+function normalized(events: BaseEvent[]): Record<string, unknown>[] {
+  const names = new Map<string, string>();
+  const idKeys = ['threadId', 'runId', 'messageId', 'toolCallId', 'parentMessageId'];
+  const out: Record<string, unknown>[] = [];
+  for (const event of events) {
+    const copy: Record<string, unknown> = { ...event };
+    delete copy.timestamp;
+    for (const key of idKeys) {
+      const value = copy[key];
+      if (typeof value !== 'string') continue;
+      if (!names.has(value)) names.set(value, `id${names.size}`);
+      copy[key] = names.get(value);
+    }
+    const last = out.at(-1);
+    if (
+      copy.type === EventType.TEXT_MESSAGE_CONTENT &&
+      last?.type === copy.type &&
+      last.messageId === copy.messageId
+    ) {
+      last.delta = `${String(last.delta)}${String(copy.delta)}`;
+      continue;
+    }
+    out.push(copy);
+  }
+  return out;
 }
 
 function say(agent: HttpAgent, text: string): void {
@@ -169,6 +223,18 @@ beforeAll(async () => {
           visibility: 'private',
           state: { schema: { type: 'object' }, initial: {} },
         },
+        ledger: {
+          model: 'demo/echo',
+          visibility: 'private',
+          state: {
+            schema: {
+              type: 'object',
+              properties: { step: { type: 'integer' }, note: { type: 'string' } },
+              additionalProperties: false,
+            },
+            initial: { step: 0 },
+          },
+        },
       },
     },
     { K_ALICE: keys.alice, K_BOB: keys.bob, K_GLOBEX: keys.globex, TEST_PROVIDER_KEY: providerKey },
@@ -240,6 +306,109 @@ describe('AG-UI with the official HttpAgent', () => {
     expect(result.toolCallId).toBe(start.toolCallId);
     expect(result.content).toContain('42');
     expect(agent.messages.at(-1)?.content).toContain('42');
+  });
+
+  it("lets the model call the front end's own tools: the run ends, the next brings the output", async () => {
+    const agent = agentFor('helper', keys.alice);
+    const weather = {
+      name: 'get_weather',
+      description: 'The weather in a city',
+      parameters: { type: 'object', properties: { city: { type: 'string' } } },
+    };
+    say(agent, '/tool get_weather {"city": "Paris"}');
+    const first = await run(agent, { tools: [weather] });
+    const start = first.events.find((event) => event.type === EventType.TOOL_CALL_START) as
+      { toolCallName: string; toolCallId: string } | undefined;
+    expect(start?.toolCallName).toBe('get_weather');
+    // No interrupt, no result: the client runs it.
+    expect(first.events.at(-1)).toMatchObject({
+      type: 'RUN_FINISHED',
+      outcome: { type: 'success' },
+    });
+    expect(types(first.events)).not.toContain('TOOL_CALL_RESULT');
+    const callId = (start as { toolCallId: string }).toolCallId;
+    const sessionId = await sessionOf(agent.threadId);
+    expect(
+      await count(
+        `input_requests where session_id = $1 and kind = 'client_tool' and state = 'pending'`,
+        [sessionId],
+      ),
+    ).toBe(1);
+    // Bob may see nothing of it, and may not answer it through Parley's inbox route.
+    const request = await server.db.query<{ request_id: string; expected_sequence: string }>(
+      `select request_id, expected_sequence from input_requests where session_id = $1 and kind = 'client_tool'`,
+      [sessionId],
+    );
+    const row = request.rows[0] as { request_id: string; expected_sequence: string };
+
+    agent.addMessage({
+      id: randomUUID(),
+      role: 'tool',
+      toolCallId: callId,
+      content: 'sunny, 21 C',
+    });
+    const runId = randomUUID();
+    const second = await run(agent, { runId, tools: [weather] });
+    const result = second.events.find((event) => event.type === EventType.TOOL_CALL_RESULT) as
+      { toolCallId: string; content: string } | undefined;
+    expect(result).toMatchObject({ toolCallId: callId });
+    expect(result?.content).toContain('sunny, 21 C');
+    expect(agent.messages.at(-1)?.content).toContain('sunny, 21 C');
+    expect(second.events.at(-1)).toMatchObject({
+      type: 'RUN_FINISHED',
+      outcome: { type: 'success' },
+    });
+    // One turn: the output answered its call; the same output again is the same run.
+    expect(await count(`turns where session_id = $1`, [sessionId])).toBe(1);
+    const again = await fetch(`${server.url}/ag-ui/helper`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${keys.alice}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        threadId: agent.threadId,
+        runId,
+        messages: agent.messages.slice(0, -1),
+      }),
+    });
+    expect(again.status).toBe(200);
+    expect(await again.text()).toContain('sunny, 21 C');
+    expect(await count(`turns where session_id = $1`, [sessionId])).toBe(1);
+    const answered = await fetch(
+      `${server.url}/api/v1/chat/sessions/${sessionId}/inputs/${row.request_id}`,
+      {
+        method: 'POST',
+        headers: { authorization: `Bearer ${keys.alice}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ expected_sequence: Number(row.expected_sequence), approved: true }),
+      },
+    );
+    expect(answered.status).toBe(409);
+  });
+
+  it("refuses the front end's tools that are no tools, and an output for no call, writing nothing", async () => {
+    const before = await count('sessions');
+    const post = (body: Record<string, unknown>) =>
+      fetch(`${server.url}/ag-ui/helper`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${keys.alice}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ threadId: randomUUID(), runId: randomUUID(), ...body }),
+      });
+    const hello = [{ id: 'm1', role: 'user', content: 'hello' }];
+    for (const tools of [
+      [{ name: 'calculator' }],
+      [{ name: 'ask_user' }],
+      [{ name: 'orders__list' }],
+      [{ name: 'has space' }],
+      [{ name: 'twice' }, { name: 'twice' }],
+      [{ name: 'flat', parameters: { type: 'string' } }],
+    ]) {
+      const response = await post({ messages: hello, tools });
+      expect(response.status).toBe(400);
+      expect(await response.json()).toMatchObject({ error: 'invalid_request', field: 'tools' });
+    }
+    const orphan = await post({
+      messages: [...hello, { id: 'm2', role: 'tool', toolCallId: 'call_none', content: 'x' }],
+    });
+    expect(orphan.status).toBe(404);
+    expect(await count('sessions')).toBe(before);
   });
 
   it("shows the panels a run's agent makes as parley.panel custom events", async () => {
@@ -409,6 +578,50 @@ describe('AG-UI with the official HttpAgent', () => {
     );
   });
 
+  it("speaks AG-UI's binary transport to a client that asks: the same events as over SSE", async () => {
+    const message = '/tool calculator {"expression": "6*7"}';
+    const overSse = agentFor('helper', keys.alice);
+    say(overSse, message);
+    const sse = await run(overSse);
+    const overProto = new ProtoAgent(`${server.url}/ag-ui/helper`, keys.alice);
+    say(overProto, message);
+    const proto = await run(overProto);
+    expect(overProto.contentTypes).toEqual([AGUI_MEDIA_TYPE]);
+    expect(types(proto.events)).toEqual(
+      expect.arrayContaining(['TEXT_MESSAGE_CONTENT', 'TOOL_CALL_START', 'TOOL_CALL_RESULT']),
+    );
+    expect(normalized(proto.events)).toEqual(normalized(sse.events));
+    expect(overProto.messages.at(-1)?.content).toContain('42');
+    // Accepting anything, or naming SSE higher, is SSE; so is a thread's stream.
+    for (const accept of ['*/*', `${AGUI_MEDIA_TYPE};q=0.5, text/event-stream`]) {
+      const response = await fetch(`${server.url}/ag-ui/helper`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${keys.alice}`,
+          'content-type': 'application/json',
+          accept,
+        },
+        body: JSON.stringify({
+          threadId: overProto.threadId,
+          runId: randomUUID(),
+          messages: [{ id: randomUUID(), role: 'user', content: 'hi' }],
+        }),
+      });
+      expect(response.headers.get('content-type'), accept).toMatch(/^text\/event-stream/);
+      await response.text();
+    }
+    const controller = new AbortController();
+    const thread = await fetch(
+      `${server.url}/ag-ui/helper/threads/${overProto.threadId}/events?after=0`,
+      {
+        headers: { authorization: `Bearer ${keys.alice}`, accept: AGUI_MEDIA_TYPE },
+        signal: controller.signal,
+      },
+    );
+    expect(thread.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    controller.abort();
+  });
+
   it("shows the session's state: a snapshot first, then each change as a JSON Patch", async () => {
     const agent = agentFor('keeper', keys.alice);
     say(agent, '/tool update_state {"set": {"step": 1, "order": {"id": "A17", "items": [1]}}}');
@@ -437,6 +650,124 @@ describe('AG-UI with the official HttpAgent', () => {
       }),
     ]);
     expect(watcher.state).toEqual({ step: 2, order: { items: [1, 2] } });
+  });
+
+  it("takes the client's state as the session's before its run's turn, once", async () => {
+    const agent = agentFor('ledger', keys.alice);
+    agent.setState({ step: 3, note: 'from the client' });
+    say(agent, 'hello');
+    const runId = randomUUID();
+    await run(agent, { runId });
+    const sessionId = await sessionOf(agent.threadId);
+    const stored = async () =>
+      (
+        await server.db.query<{ data: unknown }>(
+          'select data from sessions where session_id = $1',
+          [sessionId],
+        )
+      ).rows[0]?.data;
+    expect(await stored()).toEqual({ step: 3, note: 'from the client' });
+    const changes = async () =>
+      (
+        await server.db.query<{ turn_id: string; payload: { by: string } }>(
+          `select turn_id, payload from events where session_id = $1 and type = 'state_changed'
+            order by sequence`,
+          [sessionId],
+        )
+      ).rows;
+    expect(await changes()).toMatchObject([
+      { turn_id: runId, payload: { by: 'user', actor: { user: 'alice', tenant: 'acme' } } },
+    ]);
+    // Journaled right before the turn's message, in the admission's transaction.
+    const journal = (await readEvents(server.db, sessionId, 0, 1000)).map((event) => event.type);
+    const at = journal.indexOf('state_changed');
+    expect(journal.slice(at, at + 2)).toEqual(['state_changed', 'message']);
+
+    // The same run again (the same runId and state) writes nothing; nor does the state the
+    // session has already, nor `{}` (no opinion), which clears nothing.
+    const post = (body: Record<string, unknown>) =>
+      fetch(`${server.url}/ag-ui/ledger`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${keys.alice}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ threadId: agent.threadId, ...body }),
+      });
+    const retried = await post({
+      runId,
+      messages: [{ id: 'm1', role: 'user', content: 'hello' }],
+      state: { step: 3, note: 'from the client' },
+    });
+    expect(retried.status).toBe(200);
+    await retried.text();
+    say(agent, 'same state');
+    await run(agent);
+    const empty = await post({
+      runId: randomUUID(),
+      messages: [{ id: 'm2', role: 'user', content: 'no opinion' }],
+      state: {},
+    });
+    await empty.text();
+    expect(await changes()).toHaveLength(1);
+    expect(await stored()).toEqual({ step: 3, note: 'from the client' });
+    expect(await count('turns where session_id = $1', [sessionId])).toBe(3);
+
+    // A change the client makes is the next change; the thread's stream shows both.
+    agent.setState({ step: 4 });
+    say(agent, 'next');
+    await run(agent);
+    expect(await stored()).toEqual({ step: 4 });
+    const watcher = agentFor('ledger', keys.alice, agent.threadId);
+    watcher.lastEventId = '0';
+    const seen = await watchThread(watcher, 4);
+    expect(seen.filter((event) => String(event.type).startsWith('STATE_'))).toEqual([
+      expect.objectContaining({
+        type: 'STATE_SNAPSHOT',
+        snapshot: { step: 3, note: 'from the client' },
+      }),
+      expect.objectContaining({
+        type: 'STATE_DELTA',
+        delta: [
+          { op: 'remove', path: '/note' },
+          { op: 'replace', path: '/step', value: 4 },
+        ],
+      }),
+    ]);
+    expect(watcher.state).toEqual({ step: 4 });
+
+    // While a turn is in flight the state is refused; the turn's commit would write over it.
+    const stalled = post({
+      runId: `stall_${randomUUID()}`,
+      messages: [{ id: 'm3', role: 'user', content: '/stall forever' }],
+    });
+    await until(
+      async () => count('sessions where session_id = $1 and lease_token is not null', [sessionId]),
+      (held) => held === 1,
+      'the stalled turn to hold the session',
+    );
+    const busy = await post({
+      runId: randomUUID(),
+      messages: [{ id: 'm4', role: 'user', content: 'meanwhile' }],
+      state: { step: 5 },
+    });
+    expect(busy.status).toBe(409);
+    expect(await busy.json()).toMatchObject({ error: 'session_busy', field: 'state' });
+    expect(await stored()).toEqual({ step: 4 });
+    expect(await count('turns where session_id = $1', [sessionId])).toBe(5);
+    const stallId = (
+      await server.db.query<{ turn_id: string }>(
+        `select turn_id from turns where session_id = $1 and turn_id like 'stall_%'`,
+        [sessionId],
+      )
+    ).rows[0]?.turn_id as string;
+    const cancel = await fetch(
+      `${server.url}/api/v1/chat/sessions/${sessionId}/turns/${stallId}/cancel`,
+      {
+        method: 'POST',
+        headers: { authorization: `Bearer ${keys.alice}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ command_id: `cancel_${stallId}` }),
+      },
+    );
+    expect(cancel.status).toBe(200);
+    await (await stalled).text();
   });
 
   it('a run whose turn is cancelled through Parley ends with the cancelled outcome', async () => {
@@ -794,6 +1125,20 @@ describe('AG-UI with the official HttpAgent', () => {
         400,
         'invalid_request',
       ],
+      // A state: of an agent that keeps none, not an object, not the schema's.
+      ...[
+        ['default', { step: 1 }],
+        ['ledger', [1]],
+        ['ledger', 'step'],
+        ['ledger', { step: 'one' }],
+        ['ledger', { step: 1, other: true }],
+        ['ledger', { note: 'a\u0000b' }],
+      ].map(([name, state]): [string, unknown, number, string] => [
+        name as string,
+        { ...base, messages: [{ id: 'm', role: 'user', content: 'hi' }], state },
+        400,
+        'invalid_request',
+      ]),
     ];
     for (const [name, body, status, code] of cases) {
       const response = await post(name, body);
@@ -811,6 +1156,12 @@ describe('AG-UI with the official HttpAgent', () => {
       field: 'context',
       limit_bytes: 16 * 1024,
     });
+    const badState = await post('ledger', {
+      ...base,
+      messages: [{ id: 'm', role: 'user', content: 'hi' }],
+      state: { step: 'one' },
+    });
+    expect(await badState.json()).toMatchObject({ error: 'invalid_request', field: 'state' });
     const cursor = await fetch(
       `${server.url}/ag-ui/default/threads/${randomUUID()}/events?after=x`,
       {

@@ -1,4 +1,11 @@
-import { AbstractChat, type ChatInit, type ChatState, type ChatStatus, type UIMessage } from 'ai';
+import {
+  AbstractChat,
+  lastAssistantMessageIsCompleteWithToolCalls,
+  type ChatInit,
+  type ChatState,
+  type ChatStatus,
+  type UIMessage,
+} from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ParleyChatTransport,
@@ -240,6 +247,51 @@ describe('a message sent while a reply streams', () => {
     expect(new Set(chat.messages.map((message) => message.id))).toEqual(
       new Set(reloaded.map((message) => message.id)),
     );
+  });
+});
+
+describe("the app's own tools", () => {
+  it('runs them in the app: onToolCall sees the call, addToolOutput sends the output, the turn goes on', async () => {
+    const chatId = (await client.createSession({})).session_id;
+    const seen: { toolName: string; input: unknown }[] = [];
+    const chat: TestChat = new TestChat({
+      id: chatId,
+      transport: new ParleyChatTransport({
+        client,
+        clientTools: [{ name: 'get_weather', parameters: { type: 'object' } }],
+      }),
+      sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithToolCalls,
+      onToolCall: ({ toolCall }) => {
+        if (toolCall.toolName !== 'get_weather') return;
+        seen.push({ toolName: toolCall.toolName, input: toolCall.input });
+        void chat.addToolOutput({
+          tool: 'get_weather',
+          toolCallId: toolCall.toolCallId,
+          output: 'sunny, 21 C',
+        });
+      },
+    });
+    await chat.sendMessage(userMessage('/tool get_weather {"city": "Paris"}'));
+    const events = await until(
+      () => journal(chatId),
+      (all) => all.some((event) => event.type === 'done'),
+      'the turn to go on and end',
+    );
+    expect(seen).toEqual([{ toolName: 'get_weather', input: { city: 'Paris' } }]);
+    expect(events.filter((event) => event.type === 'input_required')).toMatchObject([
+      { kind: 'client_tool', tool: 'get_weather' },
+    ]);
+    expect(events.filter((event) => event.type === 'tool_result')).toMatchObject([
+      { ok: true, result: 'sunny, 21 C' },
+    ]);
+    await until(
+      async () => chat.status,
+      (status) => status === 'ready',
+      'the chat to settle',
+    );
+    const replies = chat.messages.filter((message) => message.role === 'assistant');
+    expect(replies).toHaveLength(1);
+    expect(textOf(replies[0] as UIMessage)).toContain('sunny, 21 C');
   });
 });
 

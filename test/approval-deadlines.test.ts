@@ -309,6 +309,60 @@ describe('deadlines of questions and budget extensions', () => {
     expect(late.body).toMatchObject({ error: 'stale_input' });
   });
 
+  it("waits for a client's own tool as long as for a question; unanswered or refused, the call fails", async () => {
+    const weather = { name: 'get_weather', parameters: { type: 'object' } };
+    const admitted = await request(server.url, 'POST', '/api/v1/chat/turns', {
+      turn_id: `deadline_${counter++}`,
+      agent: 'asks',
+      message: '/tool get_weather {"city": "Oslo"}',
+      client_tools: [weather],
+    });
+    expect(admitted.status).toBe(202);
+    const sessionId = admitted.body.session_id as string;
+    const [required] = ofType(await untilEvents(sessionId, 'input_required'), 'input_required');
+    expect(required).toMatchObject({
+      kind: 'client_tool',
+      tool: 'get_weather',
+      arguments: { city: 'Oslo' },
+    });
+    expect(typeof required.deadline_at).toBe('string');
+    await passDeadline(required.request_id);
+    const events = await untilEvents(sessionId, 'done');
+    expect(ofType(events, 'tool_result')[0]).toMatchObject({
+      call_id: required.call_id,
+      ok: false,
+      error: { code: 'client_tool_timeout' },
+    });
+
+    // The next call is refused by the client: the model is told it did not run.
+    const next = await request(server.url, 'POST', '/api/v1/chat/turns', {
+      turn_id: `deadline_${counter++}`,
+      session_id: sessionId,
+      message: '/tool get_weather {"city": "Bern"}',
+      client_tools: [weather],
+    });
+    expect(next.status).toBe(202);
+    const asked = await until(
+      () => journal(sessionId),
+      (all) => ofType(all, 'input_required').length >= 2,
+      'the second call',
+    );
+    const second = ofType(asked, 'input_required')[1];
+    expect(second).toMatchObject({ kind: 'client_tool', arguments: { city: 'Bern' } });
+    const refused = await answer(sessionId, second.request_id, {
+      expected_sequence: second.sequence,
+      approved: false,
+      response: { reason: 'no network' },
+    });
+    expect(refused.status).toBe(200);
+    const ended = await untilEvents(sessionId, 'done', 2);
+    expect(ofType(ended, 'tool_result')[1]).toMatchObject({
+      ok: false,
+      error: { code: 'client_tool_failed' },
+    });
+    expect(ofType(ended, 'tool_result')[1].error.message).toContain('no network');
+  });
+
   it('lets an answer to a question before its deadline win', async () => {
     const sessionId = await admit('/tool ask_user {"question": "Which size?"}', 'asks');
     const [required] = ofType(await untilEvents(sessionId, 'input_required'), 'input_required');

@@ -126,6 +126,13 @@ beforeAll(async () => {
           api_url: telegram.server.url,
         },
       },
+      // A2A push configs: to the receiver, or (the fuzzer's) a host that never resolves.
+      a2a: {
+        push_notifications: {
+          allow_hosts: ['push.invalid', new URL(receiver.url).host],
+          allow_private: true,
+        },
+      },
       webhooks: {
         audit: {
           url: receiver.url,
@@ -187,6 +194,14 @@ beforeAll(async () => {
     message: '/options red|green',
   });
   const chat = await replies(2);
+  // An A2A push config on a turn: its row, and its notification among the deliveries.
+  const pushConfig = await request(full.url, 'POST', '/a2a/default', {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'CreateTaskPushNotificationConfig',
+    params: { taskId: 'fuzz_options', url: receiver.url, token: 'fuzz-token' },
+  });
+  expect(pushConfig.status, 'the push config').toBe(200);
   const memories = await request(full.url, 'GET', '/api/v1/memories');
   memoryId = memories.body.items[0].memory_id;
   const uploaded = await fetch(`${full.url}/api/v1/chat/sessions/${chatId}/attachments`, {
@@ -841,6 +856,43 @@ function generator(random: () => number) {
         model: pick(['default', value()]),
         messages: pick([[{ role: 'user', content: 'hi' }], [], [{ role: value() }], value()]),
       }),
+    // OpenAI Files over the photo library: a form (GIF89a is a GIF by its bytes), or not.
+    'POST /openai/v1/files': () => {
+      const part = (name: string, content: string, filename?: string) =>
+        `--fuzz\r\nContent-Disposition: form-data; name="${name}"${filename === undefined ? '' : `; filename="${filename}"`}\r\n\r\n${content}\r\n`;
+      return {
+        method: 'POST',
+        path: '/openai/v1/files',
+        headers: {
+          'content-type': pick([
+            'multipart/form-data; boundary=fuzz',
+            'multipart/form-data; boundary=fuzz',
+            'multipart/form-data',
+            'application/json',
+            '',
+          ]),
+        },
+        body: pick([
+          `${part('purpose', pick(['vision', 'user_data', 'fine-tune', '', String(value())]))}${part(
+            pick(['file', 'file', 'files', 'expires_after[anchor]']),
+            pick(['GIF89a' + 'x'.repeat(20), 'not an image', '', 'x'.repeat(3000)]),
+            pick(['a.gif', '', 'x'.repeat(300), String(value()), undefined]),
+          )}--fuzz--\r\n`,
+          '--fuzz\r\n',
+          '',
+          '{}',
+        ]),
+      };
+    },
+    'GET /openai/v1/files': () =>
+      get(
+        `/openai/v1/files?${query({ after: pick([photoId, queryValue()]), limit: queryValue(), order: pick(['desc', 'asc', queryValue()]) })}`,
+      ),
+    'GET /openai/v1/files/{file_id}': () => get(`/openai/v1/files/${pick([photoId, segment()])}`),
+    'GET /openai/v1/files/{file_id}/content': () =>
+      get(`/openai/v1/files/${pick([photoId, segment()])}/content`),
+    'DELETE /openai/v1/files/{file_id}': () =>
+      bare('DELETE', `/openai/v1/files/${pick([photoId, segment()])}`),
     // AG-UI: a run whose stream would follow a turn no worker runs is never generated
     // (made-up interrupts, a refused cursor), so every fuzzed request answers.
     'POST /ag-ui/{agent}': () =>
@@ -868,6 +920,7 @@ function generator(random: () => number) {
             value(),
           ]),
           context: pick([[{ description: 'd', value: value() }], [{ value: value() }], value()]),
+          state: pick([undefined, {}, { step: value() }, value()]),
         },
       ),
     'GET /ag-ui/{agent}/threads/{thread_id}/events': () =>
@@ -905,8 +958,17 @@ function generator(random: () => number) {
                 ...(random() < 0.5 ? { session_id: pick([sessionId, value()]) } : {}),
               },
               _meta: pick([{}, { 'parley/idempotency_key': pick(['fuzz_mcp', value()]) }]),
+              // A task: answered at once (tasks/result of a real one would wait for its end).
+              ...(random() < 0.3 ? { task: pick([{}, { ttl: value() }, value()]) } : {}),
             },
           },
+          {
+            jsonrpc: '2.0',
+            id: 4,
+            method: pick(['tasks/get', 'tasks/result', 'tasks/cancel']),
+            params: pick([{}, { taskId: pick([`mcpt_${'a'.repeat(32)}`, value()]) }]),
+          },
+          { jsonrpc: '2.0', id: 5, method: 'tasks/list', params: pick([{}, { cursor: value() }]) },
           { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 3 } },
         ]),
       );
@@ -935,10 +997,20 @@ function generator(random: () => number) {
           'CancelTask',
           'SubscribeToTask',
           'ListTasks',
+          'CreateTaskPushNotificationConfig',
+          'GetTaskPushNotificationConfig',
+          'ListTaskPushNotificationConfigs',
+          'DeleteTaskPushNotificationConfig',
           value(),
         ]),
         params: pick([
           { id: pick([turnId, value()]) },
+          {
+            taskId: pick([turnId, value()]),
+            id: pick([undefined, 'c1', value()]),
+            url: pick(['https://push.invalid/hook', 'http://127.0.0.1/x', value()]),
+            token: pick([undefined, 't', value()]),
+          },
           {
             message: {
               messageId: pick(['m1', value()]),

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkJournalInvariants } from './support/invariants.js';
 import { until } from './support/poll.js';
@@ -284,6 +284,189 @@ describe('the OpenAI-compatible API with the official client', () => {
     expect(await turns()).toBe(before);
   });
 
+  it("keeps files in the caller's photo library and takes them by file_id in a turn's input", async () => {
+    const uploaded = await alice.files.create({
+      file: await toFile(png, 'cat.png'),
+      purpose: 'vision',
+    });
+    expect(uploaded).toMatchObject({
+      object: 'file',
+      bytes: png.length,
+      filename: 'cat.png',
+      purpose: 'vision',
+      status: 'processed',
+    });
+    // A file is a photo of the library: its id is the photo's.
+    const photo = await server.db.query(
+      'select tenant, owner, media_type, title from photos where photo_id = $1',
+      [uploaded.id],
+    );
+    expect(photo.rows).toEqual([
+      { tenant: 'acme', owner: 'alice', media_type: 'image/png', title: 'cat.png' },
+    ]);
+    expect(await alice.files.retrieve(uploaded.id)).toEqual(uploaded);
+    const content = await alice.files.content(uploaded.id);
+    expect(content.headers.get('content-type')).toBe('image/png');
+    expect(Buffer.from(await content.arrayBuffer()).equals(png)).toBe(true);
+    const gif = Buffer.concat([Buffer.from('GIF89a'), Buffer.alloc(20, 1)]);
+    const second = await alice.files.create({
+      file: await toFile(gif, 'anim.gif'),
+      purpose: 'user_data',
+    });
+    expect(second).toMatchObject({ purpose: 'user_data', bytes: gif.length });
+    // Newest first, one per page: the SDK pages on with `after`.
+    const listed: string[] = [];
+    for await (const file of alice.files.list({ limit: 1 })) listed.push(file.id);
+    expect(listed.slice(0, 2)).toEqual([second.id, uploaded.id]);
+    expect((await bob.files.list()).data.map((file) => file.id)).not.toContain(uploaded.id);
+    // A retry under the same Idempotency-Key stores nothing again.
+    const keyed = { headers: { 'Idempotency-Key': 'oai_file_1' } };
+    const again = async () =>
+      alice.files.create({ file: await toFile(gif, 'again.gif'), purpose: 'vision' }, keyed);
+    const stored = async () =>
+      (await server.db.query<{ n: number }>('select count(*)::int as n from photos')).rows[0]?.n;
+    const once = await again();
+    const afterOnce = await stored();
+    expect((await again()).id).toBe(once.id);
+    expect(await stored()).toBe(afterOnce);
+
+    // A turn names the file: the model sees it as an inline image.
+    const said = `I see an image (image/png, ${png.length} bytes).`;
+    for (const part of [
+      { type: 'input_image' as const, file_id: uploaded.id, detail: 'auto' as const },
+      { type: 'input_file' as const, file_id: uploaded.id },
+    ]) {
+      const seen = await alice.responses.create({
+        model: 'seer',
+        input: [{ role: 'user', content: [{ type: 'input_text', text: 'what is this?' }, part] }],
+      });
+      expect(seen.output_text, part.type).toBe(said);
+    }
+    const chatted = await alice.chat.completions.create({
+      model: 'seer',
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'what is this?' },
+            { type: 'file', file: { file_id: uploaded.id } },
+          ],
+        },
+      ],
+    });
+    expect(chatted.choices[0]?.message.content).toBe(said);
+
+    const failed = (call: Promise<unknown>) =>
+      call.then(
+        () => null,
+        (caught: unknown) => caught as InstanceType<typeof OpenAI.APIError>,
+      );
+    const count = async (table: string) =>
+      (await server.db.query<{ n: number }>(`select count(*)::int as n from ${table}`)).rows[0]?.n;
+    const photos = await count('photos');
+    const turns = await count('turns');
+    // Not an image, another purpose, too large: refused, nothing stored.
+    const refusals: [() => Promise<unknown>, number, string][] = [
+      [
+        async () =>
+          alice.files.create({
+            file: await toFile(Buffer.from('%PDF-1.7'), 'a.pdf'),
+            purpose: 'vision',
+          }),
+        400,
+        'unsupported_file',
+      ],
+      [
+        async () =>
+          alice.files.create({ file: await toFile(png, 'cat.png'), purpose: 'fine-tune' }),
+        400,
+        'invalid_request',
+      ],
+      [
+        async () =>
+          alice.files.create({
+            file: await toFile(Buffer.alloc(70_000, 1), 'big.png'),
+            purpose: 'vision',
+          }),
+        413,
+        'payload_too_large',
+      ],
+    ];
+    // Another user's or tenant's file is missing, to the Files routes and to a turn.
+    for (const other of [bob, globex]) {
+      refusals.push(
+        [() => other.files.retrieve(uploaded.id), 404, 'file_not_found'],
+        [() => other.files.content(uploaded.id), 404, 'file_not_found'],
+        [() => other.files.delete(uploaded.id), 404, 'file_not_found'],
+        [
+          () =>
+            other.responses.create({
+              model: 'default',
+              input: [
+                {
+                  role: 'user',
+                  content: [
+                    { type: 'input_text', text: 'look' },
+                    { type: 'input_image', file_id: uploaded.id, detail: 'auto' },
+                  ],
+                },
+              ],
+            }),
+          400,
+          'unknown_file',
+        ],
+      );
+    }
+    refusals.push([
+      () =>
+        alice.chat.completions.create({
+          model: 'seer',
+          messages: [
+            {
+              role: 'user',
+              content: [
+                { type: 'text', text: 'look' },
+                { type: 'file', file: { file_id: 'ph_nothing_here' } },
+              ],
+            },
+          ],
+        }),
+      400,
+      'unknown_file',
+    ]);
+    for (const [index, [call, status, code]] of refusals.entries()) {
+      const error = await failed(call());
+      expect(error?.status, `${index} ${code}`).toBe(status);
+      expect(error?.code, `${index} ${code}`).toBe(code);
+    }
+    // Not a form, or a body past the limit and the form's room: refused before it is read.
+    const raw = (contentType: string, body: string) =>
+      fetch(`${server.url}/openai/v1/files`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer alice-key', 'content-type': contentType },
+        body,
+      }).then(async (answer) => [answer.status, ((await answer.json()) as any).error?.code]);
+    expect(await raw('application/json', '{}')).toEqual([415, 'unsupported_media_type']);
+    expect(await raw('multipart/form-data; boundary=x', 'x'.repeat(100_000))).toEqual([
+      413,
+      'payload_too_large',
+    ]);
+    expect(await raw('multipart/form-data; boundary=x', '--x\r\n')).toEqual([
+      400,
+      'invalid_request',
+    ]);
+    expect(await count('photos')).toBe(photos);
+    expect(await count('turns')).toBe(turns);
+
+    expect(await alice.files.delete(second.id)).toEqual({
+      id: second.id,
+      object: 'file',
+      deleted: true,
+    });
+    expect((await failed(alice.files.retrieve(second.id)))?.status).toBe(404);
+    expect((await failed(alice.files.delete(second.id)))?.status).toBe(404);
+  });
+
   it('deletes a response: its id is gone, its turn stays in the conversation, a running one is cancelled', async () => {
     const done = await alice.responses.create({ model: 'helper', input: 'keep my words' });
     const conversation = (done as unknown as { conversation: { id: string } }).conversation.id;
@@ -483,6 +666,72 @@ describe('the OpenAI-compatible API with the official client', () => {
       (caught: unknown) => caught as InstanceType<typeof OpenAI.APIError>,
     );
     expect(again?.status).toBe(409);
+  });
+
+  it("runs the client's own function tools: a function_call item, answered with function_call_output", async () => {
+    const tools = [
+      {
+        type: 'function' as const,
+        name: 'get_weather',
+        description: 'The weather in a city',
+        parameters: { type: 'object', properties: { city: { type: 'string' } } },
+        strict: false,
+      },
+    ];
+    const waiting = await alice.responses.create({
+      model: 'helper',
+      input: '/tool get_weather {"city": "Paris"}',
+      tools,
+    });
+    expect(waiting.status).toBe('in_progress');
+    const call = waiting.output.find((item) => item.type === 'function_call');
+    expect(call).toMatchObject({
+      type: 'function_call',
+      name: 'get_weather',
+      arguments: JSON.stringify({ city: 'Paris' }),
+    });
+    const callId = (call as { call_id: string }).call_id;
+    const give = (by: OpenAI, output: string) =>
+      by.responses.create({
+        model: 'helper',
+        previous_response_id: waiting.id,
+        input: [{ type: 'function_call_output', call_id: callId, output }],
+      });
+    // Only the user whose turn declared the tool answers its calls.
+    const refused = await give(bob, 'rainy').then(
+      () => null,
+      (caught: unknown) => caught as InstanceType<typeof OpenAI.APIError>,
+    );
+    expect(refused?.status).toBe(403);
+    const answered = await give(alice, 'sunny, 21 C');
+    expect(answered.id).toBe(waiting.id);
+    expect(answered.status).toBe('completed');
+    expect(answered.output_text).toContain('sunny, 21 C');
+    expect(answered.output.some((item) => item.type === 'function_call')).toBe(false);
+    // The same output again is a retry (the same response); another is stale.
+    expect((await give(alice, 'sunny, 21 C')).status).toBe('completed');
+    const other = await give(alice, 'snow').then(
+      () => null,
+      (caught: unknown) => caught as InstanceType<typeof OpenAI.APIError>,
+    );
+    expect(other?.status).toBe(409);
+    // A tool named like one of the agent's own is refused, nothing admitted.
+    const turns = async () =>
+      (await server.db.query<{ n: number }>('select count(*)::int as n from turns')).rows[0]?.n;
+    const before = await turns();
+    const clash = await alice.responses
+      .create({
+        model: 'careful',
+        input: 'hello',
+        tools: [{ ...(tools[0] as (typeof tools)[0]), name: 'calculator' }],
+      })
+      .then(
+        () => null,
+        (caught: unknown) => caught as InstanceType<typeof OpenAI.APIError>,
+      );
+    expect(clash?.status).toBe(400);
+    expect(clash?.code).toBe('invalid_request');
+    expect(await turns()).toBe(before);
   });
 
   it('answers a blocking request whose turn asks the person a question', async () => {

@@ -20,6 +20,8 @@ export type TurnKind =
   | 'transient'
   | 'effects'
   | 'budget'
+  /** A call of a tool the client declared and runs itself (`client_tools`): it answers. */
+  | 'client_tool'
   /**
    * A message carrying an image (mediaClient.ts). The demo model (not a vision one) reads
    * a note of the image after the message, so the reply is the echo and then that note:
@@ -53,6 +55,8 @@ export interface AnswerRecord {
   sessionId: string;
   requestId: string;
   approved: boolean;
+  /** A client tool's answer: the output the client sent (its call's result must be it). */
+  output?: string;
 }
 
 /**
@@ -99,6 +103,8 @@ export class Ledger {
     approvalsLeft: 0,
     approved: 0,
     rejected: 0,
+    /** Calls of a client's own tool its client was asked to run. */
+    clientToolCalls: 0,
     /** Answers refused with 409 stale_input (superseded, or a retry of a landed answer). */
     staleAnswers: 0,
     cancelsSent: 0,

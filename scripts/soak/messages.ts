@@ -42,7 +42,17 @@ export const roundWeights: Record<Exclude<TurnKind, 'follow_up' | 'media'>, numb
   transient: 8,
   effects: 8,
   budget: 5,
+  client_tool: 6,
 };
+
+/** The tool a `client_tool` turn declares (and its client runs: `Round`). */
+export const soakClientTool = { name: 'soak_lookup', parameters: { type: 'object' } };
+
+/** What the client's tool answers for a call: derived from its arguments. */
+export function lookupOutput(args: unknown): string {
+  const key = (args as { key?: unknown } | null)?.key;
+  return `looked up ${typeof key === 'string' ? key : 'nothing'}`;
+}
 
 export function words(random: Random, count: number): string {
   return Array.from({ length: count }, () => vocabulary[random.int(0, vocabulary.length - 1)]).join(
@@ -57,6 +67,8 @@ export function messageFor(kind: TurnKind, turnId: string, random: Random): stri
       return `/tool calculator {"expression": "${random.int(1, 99)}*${random.int(1, 99)}"}`;
     case 'clock':
       return '/tool clock {}';
+    case 'client_tool':
+      return `/tool ${soakClientTool.name} {"key": "${turnId}"}`;
     case 'effects':
       return effectsMessage(turnId, random);
     case 'budget':

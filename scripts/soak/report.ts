@@ -59,6 +59,7 @@ export function figuresTable(facts: RunFacts): string {
       'approvals left unanswered / ended by their deadline',
       `${counters.approvalsLeft} / ${check.timedOut}`,
     ],
+    ["calls of a client's own tool", counters.clientToolCalls],
     ['tool results', check.totals.toolResults],
     ['budget extensions answered', check.budgetExtensions],
     [

@@ -2,6 +2,7 @@ import { follow, type SessionView } from './follow.js';
 import { sleep, type Apis, type StreamEvent } from './http.js';
 import type { Ledger, TurnKind } from './ledger.js';
 import type { Random } from './random.js';
+import { lookupOutput } from './messages.js';
 
 /** What a round needs of its session's loop. */
 export interface RoundHost {
@@ -99,6 +100,7 @@ export class Round {
 
   /** A person answers; or, in a supersede round, writes again instead (and maybe also answers). */
   private async onInputRequired(event: StreamEvent): Promise<void> {
+    if (event.kind === 'client_tool') return this.runClientTool(event);
     const { ledger, rng } = this.loop;
     ledger.counters.approvalsRequested += 1;
     await sleep(rng.int(0, 300));
@@ -132,6 +134,40 @@ export class Round {
     } else {
       ledger.violation(
         'answer',
+        `request ${event.request_id}: ${answer.status} ${JSON.stringify(answer.body)}`,
+      );
+    }
+  }
+
+  /** The client runs its own tool and sends the output (or, now and then, says it could not). */
+  private async runClientTool(event: StreamEvent): Promise<void> {
+    const { ledger, rng } = this.loop;
+    ledger.counters.clientToolCalls += 1;
+    await sleep(rng.int(0, 300));
+    const approved = rng.chance(0.9);
+    const output = lookupOutput(event.arguments);
+    const view = this.loop.sessionView;
+    const answer = await this.loop.post(
+      `/api/v1/chat/sessions/${view.sessionId}/inputs/${event.request_id}`,
+      {
+        expected_sequence: event.sequence,
+        approved,
+        response: approved ? { output } : { reason: 'soak' },
+      },
+    );
+    if (!answer) return;
+    if (answer.status === 200) {
+      ledger.answers.push({
+        sessionId: view.sessionId as string,
+        requestId: String(event.request_id),
+        approved,
+        ...(approved ? { output } : {}),
+      });
+    } else if (answer.status === 409 && answer.body?.error === 'stale_input') {
+      ledger.counters.staleAnswers += 1;
+    } else {
+      ledger.violation(
+        'client tool output',
         `request ${event.request_id}: ${answer.status} ${JSON.stringify(answer.body)}`,
       );
     }

@@ -1,7 +1,7 @@
 import type { SessionView } from './follow.js';
 import { sendOnce, type Apis } from './http.js';
 import type { Ledger, TurnKind } from './ledger.js';
-import { messageFor, roundWeights } from './messages.js';
+import { messageFor, roundWeights, soakClientTool } from './messages.js';
 import type { Pacer } from './pacer.js';
 import type { Random } from './random.js';
 import { Round, type RoundHost } from './round.js';
@@ -75,7 +75,8 @@ export class SessionLoop implements RoundHost {
     const { ledger, apis } = this.context;
     const turnId = this.nextTurnId();
     const message = messageFor(kind, turnId, this.random);
-    const body: Record<string, string> = { turn_id: turnId, message };
+    const body: Record<string, unknown> = { turn_id: turnId, message };
+    if (kind === 'client_tool') body.client_tools = [soakClientTool];
     if (this.view.sessionId) body.session_id = this.view.sessionId;
     ledger.counters.admissionAttempts += 1;
     const answer = await apis.send('POST', '/api/v1/chat/turns', body, {

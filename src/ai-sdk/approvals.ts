@@ -20,6 +20,7 @@ const kinds = {
   b: 'budget_extension',
   r: 'reconciliation',
   x: 'external_auth',
+  c: 'client_tool',
 } as const;
 const letters = {
   approval: 'a',
@@ -27,6 +28,7 @@ const letters = {
   budget_extension: 'b',
   reconciliation: 'r',
   external_auth: 'x',
+  client_tool: 'c',
 } as const;
 
 // `~` never occurs in a request id (req_ + ULID) nor in a turn id ([A-Za-z0-9_-]).

@@ -87,6 +87,12 @@ export class ChunkMapper {
         out.push(...this.endText());
         const callId = event.call_id ?? `input_${event.request_id}`;
         this.requestCalls.set(event.request_id, callId);
+        if (event.kind === 'client_tool') {
+          // The app runs it (its `tool-input-available` is out: useChat's onToolCall) and
+          // sends the output with addToolOutput: no approval to show.
+          this.waiting = true;
+          break;
+        }
         if (!this.calls.has(callId)) {
           // A budget extension has no proposed call: show it as one, so it can be approved.
           this.calls.add(callId);

@@ -1,5 +1,11 @@
 import type { ChatTransport, UIMessage, UIMessageChunk } from 'ai';
-import { newClientKey, ParleyClientError, type ParleyClient } from '../client/index.js';
+import {
+  newClientKey,
+  ParleyClientError,
+  type ClientToolDeclaration,
+  type ParleyClient,
+} from '../client/index.js';
+import { clientToolAnswers, type ClientToolAnswer } from './clientTools.js';
 import { decodeApprovalId, type ApprovalRef } from './approvals.js';
 import { ChunkMapper } from './chunks.js';
 import { journalStream, type BurstStart } from './journalStream.js';
@@ -10,6 +16,12 @@ export interface ParleyChatTransportOptions {
   sessionIdFor?: (chatId: string) => string;
   /** The agent for admissions (default: the session's own). */
   agent?: string;
+  /**
+   * Tools the app runs itself, declared with every message (PROTOCOL.md §2
+   * `client_tools`): the model may call them; useChat's `onToolCall` sees the call, and
+   * `addToolOutput` sends its output back (the turn goes on).
+   */
+  clientTools?: ClientToolDeclaration[];
 }
 
 const turnIdPattern = /^[A-Za-z0-9_-]{1,128}$/;
@@ -19,7 +31,8 @@ const turnIdPattern = /^[A-Za-z0-9_-]{1,128}$/;
  * - `sendMessages` admits the last user message as a turn whose `turn_id` is the UI
  *   message id (a retried send is the same turn) and streams that turn's journal events
  *   as UI message chunks; when the last message is the assistant's with answered
- *   approvals, it sends those answers (PROTOCOL.md §4) and streams the continuation.
+ *   approvals, or outputs of the app's own tools (`clientTools`), it sends those answers
+ *   (PROTOCOL.md §4) and streams the continuation.
  * - `reconnectToStream` finds the session's running turn and replays it from its first
  *   event (the journal is the resumable stream: no Redis, no resumable-stream).
  * - `stop()` cancels the turn durably (§5) whenever it comes: while the admission is in
@@ -85,6 +98,7 @@ export class ParleyChatTransport<
       turnId,
       message: text,
       agent: this.options.agent,
+      clientTools: this.options.clientTools,
     });
     const stop = this.cancelOnStop({
       chatId: options.chatId,
@@ -237,8 +251,7 @@ export class ParleyChatTransport<
     signal: AbortSignal | undefined,
     generation: number,
   ): Promise<ReadableStream<UIMessageChunk>> {
-    const responded: { ref: ApprovalRef; callId: string; approved: boolean; reason?: string }[] =
-      [];
+    const responded: (ClientToolAnswer | Omit<ClientToolAnswer, 'output'>)[] = [];
     for (const part of message.parts) {
       const tool = part as {
         state?: string;
@@ -254,6 +267,9 @@ export class ParleyChatTransport<
         approved: tool.approval.approved === true,
         reason: tool.approval.reason,
       });
+    }
+    if (this.options.clientTools?.length) {
+      responded.push(...(await clientToolAnswers(this.client, sessionId, message, signal)));
     }
     const first = responded[0];
     if (!first)
@@ -275,7 +291,10 @@ export class ParleyChatTransport<
         await this.client.answerInput(sessionId, answer.ref.requestId, {
           expectedSequence: answer.ref.expectedSequence,
           approved: answer.approved,
-          response: responseOf(answer.ref.kind, answer.approved, answer.reason),
+          response:
+            'output' in answer
+              ? { output: answer.output ?? null }
+              : responseOf(answer.ref.kind, answer.approved, answer.reason),
           argumentsDigest: answer.ref.argumentsDigest,
           signal,
         });

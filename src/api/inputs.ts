@@ -190,6 +190,10 @@ export function answerForPrincipal(
       ) {
         return false;
       }
+      // A client tool's output comes from the client of the user whose turn declared it.
+      if (inputRequest.kind === 'client_tool') {
+        return inputRequest.user_name === principal.user || hasRole(principal, 'admin');
+      }
       // An escalated request is also its escalations' audiences' to answer.
       if (inputRequest.escalated_to.some((to) => isAddressed(principal, to))) return true;
       // An execution's request goes where its interrupt_to says (an admin may act).

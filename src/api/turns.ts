@@ -6,12 +6,24 @@ import { ParleyError } from '../errors.js';
 import { clientKeyPattern } from '../ids.js';
 import { admissionSeconds, turnsAdmitted } from '../metrics.js';
 import { admitTurn, type Admission } from '../store/admitTurn.js';
+import type { Queryable } from '../store/db.js';
 import { admission } from '../protocol/rest.js';
 import { noTelemetry } from '../telemetry/tracing.js';
 import { route, routeOptions, typed } from './contract.js';
 import { agentsOf, type ApiDeps } from './deps.js';
 import { viewerOf } from './sessionAccess.js';
-import { text } from './validate.js';
+import { storableJson, text } from './validate.js';
+import { checkClientTools, clientToolLimits, type ClientTool } from '../tools/clientTools.js';
+import { askUserTool, mcpToolPattern } from '../tools/registry.js';
+
+/** A tool the client declares and runs itself (checked further by checkClientTools). */
+export const clientToolBody = z
+  .object({
+    name: text().min(1).max(64),
+    description: text().max(4000).optional(),
+    parameters: z.record(z.string(), z.unknown()).refine(storableJson).optional(),
+  })
+  .strict();
 
 const admitBody = z
   .object({
@@ -27,6 +39,10 @@ const admitBody = z
     agent_revision: z.number().int().min(1).optional().meta({
       description:
         'the agent revision the client expects (`revision` of GET /api/v1/agents): the turn runs with it; another current revision is 409 agent_revision_mismatch. Part of the idempotency fingerprint',
+    }),
+    client_tools: z.array(clientToolBody).max(clientToolLimits.count).optional().meta({
+      description:
+        'tools the client runs itself: the model may call them; a call waits as an input request of kind client_tool, answered with {approved: true, response: {output}} (or approved: false with a reason). Part of the idempotency fingerprint',
     }),
   })
   .strict();
@@ -61,6 +77,11 @@ export interface TurnRequest {
   metadata?: Record<string, string> | null;
   /** Images carried inline (checked by the caller), stored with the turn. */
   images?: { mediaType: string; data: Uint8Array }[];
+  /** Runs first in the admission's transaction (AdmitTurnInput's `guard`). */
+  guard?: (tx: Queryable) => Promise<void>;
+  /** Tools the client runs itself, as it sent them (checked here), and the field they came in. */
+  clientTools?: { name: string; description?: string | undefined; parameters?: unknown }[];
+  clientToolsField?: string;
 }
 
 /** A message a turn may carry: not empty (unless it presses an option), not too long. */
@@ -75,6 +96,29 @@ export function checkMessage(deps: ApiDeps, message: string, mayBeEmpty = false)
       { limit_bytes: deps.config.server.maxMessageBytes },
     );
   }
+}
+
+/**
+ * The tools a client declares with a turn, checked (`checkClientTools`): none may have the
+ * name of one of the agent's own tools, or one it may have (`ask_user`, any `server__tool`).
+ * Adapters call it before they create anything, so bad tools write nothing.
+ */
+export function clientToolsFor(
+  deps: ApiDeps,
+  tenant: string,
+  agentName: string | null,
+  tools: NonNullable<TurnRequest['clientTools']>,
+  field: string,
+): ClientTool[] {
+  const agent = agentName === null ? undefined : agentsOf(deps).get(tenant, agentName);
+  return checkClientTools(
+    tools,
+    (name) =>
+      name === askUserTool ||
+      mcpToolPattern.test(name) ||
+      (agent !== undefined && Object.hasOwn(agent.tools, name)),
+    field,
+  );
 }
 
 /**
@@ -128,6 +172,13 @@ async function admitChecked(
   }
   // The tenant's agents as they are now: an edit applies from the next admission.
   const agents = directory.list(tenant);
+  const clientTools = clientToolsFor(
+    deps,
+    tenant,
+    turn.agent,
+    turn.clientTools ?? [],
+    turn.clientToolsField ?? 'client_tools',
+  );
   const admission = await admitTurn(deps.db, {
     tenant,
     author: principal.user,
@@ -152,6 +203,8 @@ async function admitChecked(
     instructions: turn.instructions ?? null,
     metadata: turn.metadata ?? null,
     images: turn.images ?? [],
+    ...(turn.guard ? { guard: turn.guard } : {}),
+    clientTools,
   });
   turnsAdmitted.inc();
   admissionSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
@@ -171,6 +224,7 @@ export function turnRoutes(app: FastifyInstance, deps: ApiDeps): void {
       option: body.option ?? null,
       attachments: body.attachments ?? [],
       agentRevision: body.agent_revision ?? null,
+      clientTools: body.client_tools ?? [],
     });
     return reply.status(202).send(admission);
   });

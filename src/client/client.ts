@@ -1,5 +1,6 @@
 import { HttpTransport, type HttpOptions } from './http.js';
-import { MediaCalls, sessionPath } from './mediaCalls.js';
+import { AccountCalls } from './accountCalls.js';
+import { sessionPath } from './mediaCalls.js';
 import { newClientKey } from './ids.js';
 import { Subscription, type SubscribeOptions } from './subscription.js';
 import { UserStream, type UserStreamOptions } from './userStream.js';
@@ -12,14 +13,11 @@ import type {
   DefinitionRevisionView,
   InboxItem,
   InputAnswer,
-  Me,
   Page,
   PanelView,
-  Preferences,
   SessionProjection,
   TranscriptMessage,
   Visibility,
-  WorkspaceInfo,
 } from './types.js';
 
 export type ParleyClientOptions = HttpOptions;
@@ -37,7 +35,17 @@ export interface AdmitTurnOptions {
   agentRevision?: number | undefined;
   /** Images the turn carries: ids of attachments of its session (`uploadAttachment`). */
   attachments?: string[] | undefined;
+  /** Tools the client runs itself (PROTOCOL.md §2 `client_tools`; answered per §4). */
+  clientTools?: ClientToolDeclaration[] | undefined;
   signal?: AbortSignal | undefined;
+}
+
+/** A tool the client declares with a turn and runs itself. */
+export interface ClientToolDeclaration {
+  name: string;
+  description?: string;
+  /** The JSON schema (type `object`) of its arguments. */
+  parameters?: Record<string, unknown>;
 }
 
 export interface AnswerInputOptions {
@@ -63,7 +71,7 @@ export interface AnswerInputOptions {
  * The Parley client SDK (PROTOCOL.md §1-§5, behaving as §7 asks). Runs in browsers and
  * Node alike: fetch, TextDecoder, AbortController, setTimeout and crypto only.
  */
-export class ParleyClient extends MediaCalls {
+export class ParleyClient extends AccountCalls {
   readonly http: HttpTransport;
 
   constructor(options: ParleyClientOptions) {
@@ -187,6 +195,7 @@ export class ParleyClient extends MediaCalls {
     if (options.attachments !== undefined && options.attachments.length > 0) {
       body.attachments = options.attachments;
     }
+    if (options.clientTools?.length) body.client_tools = options.clientTools;
     return this.http.request('POST', '/api/v1/chat/turns', {
       body,
       idempotent: true,
@@ -297,85 +306,6 @@ export class ParleyClient extends MediaCalls {
     return this.http.request('GET', '/api/v1/budgets', { signal: options.signal });
   }
 
-  /** Extension: the caller's principal; a 401 here means the API key is missing or wrong. */
-  me(options: { signal?: AbortSignal } = {}): Promise<Me> {
-    return this.http.request('GET', '/api/v1/me', { signal: options.signal });
-  }
-
-  /** Extension: the caller's preferences (the defaults until first saved). */
-  preferences(options: { signal?: AbortSignal } = {}): Promise<Preferences> {
-    return this.http.request('GET', '/api/v1/me/preferences', { signal: options.signal });
-  }
-
-  /** Extension: replaces the caller's preferences (a key left out goes back to its default). */
-  savePreferences(
-    preferences: Partial<Preferences>,
-    options: { signal?: AbortSignal } = {},
-  ): Promise<Preferences> {
-    return this.http.request('PUT', '/api/v1/me/preferences', {
-      body: preferences,
-      idempotent: true,
-      signal: options.signal,
-    });
-  }
-
-  /** Extension: the workspaces of the caller's tenant it is a member of, by name. */
-  listWorkspaces(options: { signal?: AbortSignal } = {}): Promise<{ items: WorkspaceInfo[] }> {
-    return this.http.request('GET', '/api/v1/workspaces', { signal: options.signal });
-  }
-
-  /** Extension: a workspace the caller is a member of (404 `workspace_not_found` else). */
-  getWorkspace(
-    workspaceId: string,
-    options: { signal?: AbortSignal } = {},
-  ): Promise<WorkspaceInfo> {
-    return this.http.request('GET', workspacePath(workspaceId), { signal: options.signal });
-  }
-
-  /**
-   * Extension (admins): creates a workspace. Not retried: a retry after a lost answer would
-   * read 409 `workspace_name_taken`. No members: the whole tenant's.
-   */
-  createWorkspace(
-    workspace: {
-      name: string;
-      description?: string | null;
-      members?: { roles?: string[]; users?: string[] };
-    },
-    options: { signal?: AbortSignal } = {},
-  ): Promise<WorkspaceInfo> {
-    return this.http.request('POST', '/api/v1/workspaces', {
-      body: workspace,
-      idempotent: false,
-      signal: options.signal,
-    });
-  }
-
-  /** Extension (admins): renames, describes, or changes a workspace's members (a list given replaces it). */
-  updateWorkspace(
-    workspaceId: string,
-    change: {
-      name?: string;
-      description?: string | null;
-      members?: { roles?: string[]; users?: string[] };
-    },
-    options: { signal?: AbortSignal } = {},
-  ): Promise<WorkspaceInfo> {
-    return this.http.request('PATCH', workspacePath(workspaceId), {
-      body: change,
-      idempotent: true,
-      signal: options.signal,
-    });
-  }
-
-  /** Extension (admins): deletes a workspace; its sessions and executions stay, in none. */
-  deleteWorkspace(workspaceId: string, options: { signal?: AbortSignal } = {}): Promise<void> {
-    return this.http.request('DELETE', workspacePath(workspaceId), {
-      idempotent: false,
-      signal: options.signal,
-    });
-  }
-
   /**
    * Extension: the caller's user stream (`GET /api/v1/me/events`): what its screens show,
    * across sessions, live; reconnects by itself and resumes with `Last-Event-ID`.
@@ -453,10 +383,6 @@ export class ParleyClient extends MediaCalls {
       },
     );
   }
-}
-
-function workspacePath(workspaceId: string): string {
-  return `/api/v1/workspaces/${encodeURIComponent(workspaceId)}`;
 }
 
 function agentPath(name: string): string {

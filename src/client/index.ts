@@ -3,7 +3,12 @@
  * imports nothing from the server and runs in browsers as well as Node.
  */
 export { ParleyClient } from './client.js';
-export type { AdmitTurnOptions, AnswerInputOptions, ParleyClientOptions } from './client.js';
+export type {
+  AdmitTurnOptions,
+  AnswerInputOptions,
+  ClientToolDeclaration,
+  ParleyClientOptions,
+} from './client.js';
 export { ParleyClientError, clientErrorCodes, isParleyClientError } from './errors.js';
 export { HttpTransport, protocolVersion } from './http.js';
 export type { HttpOptions, Media, RawBody, RequestOptions } from './http.js';

@@ -108,11 +108,12 @@ export interface ToolCallEvent extends EventBase {
 
 /**
  * What a request asks: approve a call, answer a question, grant more budget, say whether a
- * call whose result is unknown took effect (`reconciliation`), or grant a tool access to a
- * third party (`external_auth`: `provider`, `url`).
+ * call whose result is unknown took effect (`reconciliation`), grant a tool access to a
+ * third party (`external_auth`: `provider`, `url`), or run a tool the client declared
+ * and return its output (`client_tool`: `tool`, `arguments`).
  */
 export type InputKind =
-  'approval' | 'question' | 'budget_extension' | 'reconciliation' | 'external_auth';
+  'approval' | 'question' | 'budget_extension' | 'reconciliation' | 'external_auth' | 'client_tool';
 
 /**
  * Where an input request stands: `expired` (superseded by a newer message), `cancelled`
@@ -353,14 +354,17 @@ export interface ForkedEvent extends EventBase {
 /**
  * The session's domain state changed (docs/governance.md, "Sessions with state"): `data`
  * is the whole new value; `result` when it was set; `completed` when the change closed
- * the session. `by`: a tool of the turn, a pressed option's effect, or an admin's edit.
+ * the session. `by`: a tool of the turn, a pressed option's effect, an admin's edit, or
+ * the state a user's client sent with a turn (AG-UI's `state`, journaled with that turn).
  */
 export interface StateChangedEvent extends EventBase {
   type: 'state_changed';
   data: Record<string, unknown>;
   result?: unknown;
   completed?: boolean;
-  by: 'tool' | 'option' | 'admin';
+  by: 'tool' | 'option' | 'admin' | 'user';
+  /** `by: user`: whose client sent it. */
+  actor?: Actor;
 }
 
 /**

@@ -20,7 +20,9 @@ import { isHumanOnly } from '../tools/humanOnly.js';
  * `usage` ends with the step's own call, which is billed the calls that run or wait
  * (`tool_calls`). `room`: how many calls a tool-call budget lets the step run (null: no
  * such budget); the calls past it are denied with `budget_exhausted`, in the order the
- * model asked for them.
+ * model asked for them. A call of one of `clientTools` (the burst's clients run them) waits
+ * for the client's output as a `client_tool` request, which `user` (whose client declared
+ * it) answers.
  */
 export async function recordCalls(
   deps: RuntimeDeps,
@@ -30,20 +32,27 @@ export async function recordCalls(
   result: StepResult,
   usage: Usage[],
   tail: NewEvent[],
-  room: number | null = null,
+  {
+    room = null,
+    clientTools = new Set(),
+    user,
+  }: { room?: number | null; clientTools?: ReadonlySet<string>; user?: string } = {},
 ): Promise<void> {
   const requests: NewInputRequest[] = [];
   // A turn of a mission's execution: the mission's deadline keys apply to its approvals.
   const needsApproval = result.calls.some(
     (proposed) =>
-      proposed.tool !== askUserTool && policyOf(agent, deps.tools, proposed.tool) === 'approve',
+      proposed.tool !== askUserTool &&
+      !clientTools.has(proposed.tool) &&
+      policyOf(agent, deps.tools, proposed.tool) === 'approve',
   );
   const mission = needsApproval
     ? await readMissionDeadline(deps.db, lease.sessionId, burst.lead)
     : null;
   let counted = 0;
   const calls: BurstCall[] = result.calls.map((proposed) => {
-    const policy = policyOf(agent, deps.tools, proposed.tool);
+    const client = clientTools.has(proposed.tool);
+    const policy = client ? 'allow' : policyOf(agent, deps.tools, proposed.tool);
     const call: BurstCall = {
       ...proposed,
       arguments: wellFormedJson(proposed.arguments),
@@ -70,6 +79,29 @@ export async function recordCalls(
               message: `the tool ${proposed.tool} is not allowed here; nothing ran`,
             }
           : { code: 'not_found', message: `there is no tool named ${proposed.tool}; nothing ran` };
+    } else if (client) {
+      // The client runs it: the call waits for its output as long as a question would.
+      call.status = 'awaiting';
+      call.kind = 'client_tool';
+      call.request_id = newRequestId();
+      const now = Date.now();
+      requests.push({
+        request_id: call.request_id,
+        call_id: call.call_id,
+        kind: call.kind,
+        tool: proposed.tool,
+        arguments: call.arguments,
+        prompt: null,
+        deadline_at:
+          agent.questionTimeoutMs === null
+            ? null
+            : new Date(now + agent.questionTimeoutMs).toISOString(),
+        on_timeout: 'reject',
+        arguments_digest: null,
+        human_only: false,
+        nudges: [],
+        ...(user === undefined ? {} : { user_name: user }),
+      });
     } else if (proposed.tool === askUserTool || policy === 'approve') {
       const question = proposed.tool === askUserTool;
       call.status = 'awaiting';

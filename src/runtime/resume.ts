@@ -21,7 +21,9 @@ export type Resumed = { kind: 'waiting' } | { kind: 'ready'; burst: BurstState; 
  * took effect (yes: the model is told it happened, result unknown; no: it runs again, as
  * a fresh call); unanswered (superseded, cancelled), it stays interrupted. An
  * `external_auth` answer that named a credential runs the call again (the tool now finds
- * the reference); a refusal tells the model access was not granted. Nothing is written here: the next save or the commit records it, and a
+ * the reference); a refusal tells the model access was not granted. A `client_tool`
+ * answer carries the output of a tool the client ran (`response.output`), or says it did
+ * not run it. Nothing is written here: the next save or the commit records it, and a
  * new owner after a crash derives the same from the same rows.
  */
 export async function resumeBurst(
@@ -82,7 +84,13 @@ export async function resumeBurst(
       const deadline = answer.deadline_at
         ? ` (no answer by ${answer.deadline_at.toISOString()})`
         : '';
-      if (call.kind === 'question') {
+      if (call.kind === 'client_tool') {
+        call.status = 'rejected';
+        call.error = {
+          code: 'client_tool_timeout',
+          message: `the client did not return a result in time${deadline}`,
+        };
+      } else if (call.kind === 'question') {
         // Nobody answered: the model reads it as the question's result and goes on.
         call.status = 'rejected';
         call.error = {
@@ -123,6 +131,20 @@ export async function resumeBurst(
         call.error = {
           code: 'authorization_refused',
           message: `access was not granted by ${answer.actor?.user ?? 'someone'}${reason}; nothing ran`,
+        };
+      }
+      continue;
+    }
+    if (call.kind === 'client_tool') {
+      // The client ran it (its output is the result) or says it could not.
+      if (answer.approved) {
+        call.status = 'done';
+        call.result = answer.response?.output ?? null;
+      } else {
+        call.status = 'failed';
+        call.error = {
+          code: 'client_tool_failed',
+          message: `the client did not run it${reason}`,
         };
       }
       continue;

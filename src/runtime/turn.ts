@@ -22,6 +22,8 @@ import { breachReason, reserveStep } from './spending.js';
 import { settleCalls } from './toolLoop.js';
 import { pinnedAgent } from './pinnedAgent.js';
 import { offeredTools } from './toolPolicy.js';
+import { burstClientTools, offeredClientTool } from '../tools/clientTools.js';
+import { askUserTool } from '../tools/registry.js';
 import { countBilled } from './usage.js';
 import { Watchdog } from './watchdog.js';
 
@@ -247,7 +249,13 @@ async function runBurst(
 
   // Fold: what the model sees, rebuilt from the burst before every step.
   const prompt = foldBurst(deps, lease, agent, burst, started.history, base);
-  const tools = offeredTools(agent, deps.tools);
+  // The agent's tools, and the tools the burst's clients run themselves.
+  const own = offeredTools(agent, deps.tools);
+  const clientTools = burstClientTools(
+    inBurst,
+    new Set([...own.map((tool) => tool.name), askUserTool]),
+  );
+  const tools = [...own, ...[...clientTools.values()].map(offeredClientTool)];
   // One recovery budget for every stall of this burst's steps.
   const watchdog = new Watchdog(deps.config.watchdog, burst.lead);
   const fail = async (code: string, message: string): Promise<TurnOutcome> => {
@@ -351,7 +359,11 @@ async function runBurst(
     // Tool calls: record them (and any requests) with the step, then settle them; past
     // what a tool-call budget left the step, they are denied.
     if (step.result.calls.length > 0) {
-      await recordCalls(deps, lease, agent, burst, step.result, usage, step.tail, toolCalls);
+      await recordCalls(deps, lease, agent, burst, step.result, usage, step.tail, {
+        room: toolCalls,
+        clientTools: new Set(clientTools.keys()),
+        user: lead.author,
+      });
       countBilled(lease.tenant, agent.name, usage);
       continue;
     }

@@ -6,6 +6,7 @@ import { titleFrom } from './sessionTitle.js';
 import { newEvent, type NewEvent } from '../protocol/events.js';
 import { isUniqueViolation, type Db, type Queryable, type Statement } from './db.js';
 import { createSession } from './createSession.js';
+import type { ClientTool } from './types.js';
 import {
   checkAgentRevision,
   checkAttachments,
@@ -64,6 +65,8 @@ export interface AdmitTurnInput {
   instructions?: string | null;
   /** The client's own string pairs, kept with the turn (part of the fingerprint). */
   metadata?: Record<string, string> | null;
+  /** Tools the client declares, which it runs itself (checked; part of the fingerprint). */
+  clientTools?: ClientTool[] | null;
   /**
    * Runs first in the admission's transaction, before the session is locked; throwing
    * admits nothing. A writer that may admit only while it holds a lease checks it here, so
@@ -100,6 +103,7 @@ export async function admitTurn(db: Db, input: AdmitTurnInput): Promise<Admissio
   if (agentRevision !== null) covered.push({ agent_revision: agentRevision });
   const instructions = input.instructions ?? null;
   const metadata = input.metadata ?? null;
+  const clientTools = input.clientTools?.length ? input.clientTools : null;
   const images = input.images ?? [];
   if (images.length > 0) {
     covered.push({
@@ -111,6 +115,7 @@ export async function admitTurn(db: Db, input: AdmitTurnInput): Promise<Admissio
   }
   if (instructions !== null) covered.push({ instructions });
   if (metadata !== null) covered.push({ metadata });
+  if (clientTools !== null) covered.push({ client_tools: clientTools });
   const fingerprint = createHash('sha256').update(JSON.stringify(covered)).digest('hex');
   for (let attempt = 0; ; attempt++) {
     try {
@@ -122,7 +127,8 @@ export async function admitTurn(db: Db, input: AdmitTurnInput): Promise<Admissio
         images.length === 0 &&
         agentRevision === null &&
         instructions === null &&
-        metadata === null
+        metadata === null &&
+        clientTools === null
       ) {
         const fast = await admitToSession(db, input, input.sessionId, fingerprint);
         if (fast) return fast;
@@ -353,8 +359,9 @@ async function admitOnce(
   const messageId = newMessageId();
   await tx.query(
     `insert into turns (tenant, turn_id, session_id, position, state, fingerprint, admitted_sequence,
-                        message_id, option, attachments, agent_revision, instructions, metadata)
-     values ($1, $2, $3, $4, $5, decode($6, 'hex'), $7, $8, $9, $10, $11, $12, $13)`,
+                        message_id, option, attachments, agent_revision, instructions, metadata,
+                        client_tools)
+     values ($1, $2, $3, $4, $5, decode($6, 'hex'), $7, $8, $9, $10, $11, $12, $13, $14)`,
     [
       input.tenant,
       input.turnId,
@@ -369,6 +376,7 @@ async function admitOnce(
       input.agentRevision ?? null,
       input.instructions ?? null,
       input.metadata ? JSON.stringify(input.metadata) : null,
+      input.clientTools?.length ? JSON.stringify(input.clientTools) : null,
     ],
   );
   await tx.query(

@@ -1,5 +1,5 @@
 import type { Queryable, Statement } from './db.js';
-import type { BurstState } from './types.js';
+import type { BurstState, ClientTool } from './types.js';
 
 /**
  * A queued turn: an admitted user message not yet answered (its position is past the
@@ -20,6 +20,8 @@ export interface QueuedTurn {
   agent_revision?: number | null;
   /** The turn's own instructions (appended to the agent's), or null. */
   instructions?: string | null;
+  /** Tools the client declared with the turn, which it runs itself, or null. */
+  client_tools?: ClientTool[] | null;
 }
 
 /**
@@ -29,7 +31,7 @@ export interface QueuedTurn {
 export function queuedTurnsSql(session: string, limit: string): string {
   return `select coalesce(json_agg(q order by q.position), '[]'::json) from (
             select t.turn_id, t.position, t.admitted_sequence, t.message_id, m.author, m.content,
-                   t.option, t.attachments, t.agent_revision, t.instructions
+                   t.option, t.attachments, t.agent_revision, t.instructions, t.client_tools
               from turns t join messages m on m.message_id = t.message_id
              where t.session_id = ${session}.session_id and t.position > ${session}.input_cursor
                and t.state in ('queued', 'running')

@@ -36,7 +36,8 @@ interface InputRow {
 
 /**
  * A tenant's pending input requests, most urgent first, then oldest first (the one waiting
- * longest leads). `hiddenAgents` are the agents whose requests the caller may not answer:
+ * longest leads). A call of a client's own tool is listed for the user whose client
+ * declared it only. `hiddenAgents` are the agents whose requests the caller may not answer:
  * the filter is the same rule as the answer's 403, so the inbox lists exactly what can be
  * answered. An execution's requests go where its `interrupt_to` says (by default
  * its own user): they are listed for that user, or for principals with that role; those
@@ -95,7 +96,8 @@ export async function listInputs(
        left join executions x on x.session_id = r.session_id and x.tenant = r.tenant
        left join events e on e.session_id = r.session_id and e.sequence = r.expected_sequence
       where r.tenant = $1 and r.state = 'pending'
-        and (${escalatedToSql('r', '$4::text', '$5::text[]')}
+        and (r.kind = 'client_tool' and r.user_name = $4
+             or r.kind <> 'client_tool' and (${escalatedToSql('r', '$4::text', '$5::text[]')}
              or ((not (s.agent = any($2::text[])) or ${spending})
                  and (not ${spending} or ${admin}::boolean)
                  and ${visibleSql('s', 6)}
@@ -105,7 +107,7 @@ export async function listInputs(
                           and x.user_name = $4)
                       or (x.interrupt_to like 'role:%'
                           and ('*' = any($5::text[])
-                               or substr(x.interrupt_to, 6) = any($5::text[]))))))
+                               or substr(x.interrupt_to, 6) = any($5::text[])))))))
         ${after}
       order by coalesce(x.priority, 1) desc, r.request_id
       limit $3`,

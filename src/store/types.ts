@@ -191,3 +191,16 @@ export interface BurstState {
  */
 export type Nudge =
   { at: string; kind: 'escalate'; step: number; to: string } | { at: string; kind: 'remind' };
+
+/**
+ * A tool the client declares with its message (an AG-UI front end's tools, the function
+ * tools of an OpenAI request): the model may call it, and the call waits, as an input
+ * request of kind `client_tool`, for the client to run it and send back its output.
+ * Parley never runs it and never checks its arguments: they are the client's to read.
+ */
+export interface ClientTool {
+  name: string;
+  description: string;
+  /** The JSON schema of its arguments, as the client gave it (an object schema). */
+  parameters: Record<string, unknown>;
+}

@@ -121,6 +121,22 @@ export function checkPromises(journal: Journal, ledger: Ledger, findings: Findin
       );
       continue;
     }
+    if (request.kind === 'client_tool' && answer.output !== undefined) {
+      // The client's output is its call's result, once the turn went on.
+      const result = resultOf.get(request.call_id);
+      if (
+        result
+          ? result.payload?.result !== answer.output
+          : journal.terminalOf(request.turn_id)?.type === 'done'
+      ) {
+        findings.add(
+          'lost',
+          "a client tool's acknowledged output is its result",
+          `request ${answer.requestId}: output "${answer.output}" (200), ${result ? `${where(result)} says ${JSON.stringify(result.payload?.result)}` : `its turn ${request.turn_id} is done without a result`}`,
+        );
+      }
+      continue;
+    }
     if (!answer.approved || request.kind !== 'approval') continue;
     const result = resultOf.get(request.call_id);
     const code = result?.payload?.error?.code;

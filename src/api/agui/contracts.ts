@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { clientKeyPattern } from '../../ids.js';
 import { route } from '../contract.js';
 import { storableJson, text } from '../validate.js';
+import { clientToolLimits } from '../../tools/clientTools.js';
 
 /** Where AG-UI clients point an `HttpAgent` (`url: "<parley>/ag-ui/<agent>"`). */
 export const aguiBase = '/ag-ui';
@@ -53,11 +54,26 @@ export const runInput = z
       description:
         'answers to the interrupts the previous run ended with: the waiting turn goes on in this run',
     }),
-    state: z
-      .unknown()
+    state: z.unknown().optional().meta({
+      description:
+        "the state the client holds: an object that differs from the session's becomes the session's before the run's turn (the agent's state schema must accept it; journaled as state_changed by user); absent, null or {} is no opinion. Not taken with `resume`",
+    }),
+    tools: z
+      .array(
+        z
+          .object({
+            name: text().min(1).max(64),
+            description: text().max(4000).optional(),
+            parameters: z.record(z.string(), z.unknown()).refine(storableJson).optional(),
+          })
+          .loose(),
+      )
+      .max(clientToolLimits.count)
       .optional()
-      .meta({ description: "not taken: a session's state is the server's" }),
-    tools: z.array(z.unknown()).optional().meta({ description: 'not taken: tools run in Parley' }),
+      .meta({
+        description:
+          "the front end's own tools: the model may call them; a run that calls one ends (RUN_FINISHED, its TOOL_CALL events out) and the next run brings the output as a `tool` message with its toolCallId, and the turn goes on",
+      }),
     context: z
       .array(contextEntry)
       .max(100)
@@ -70,6 +86,17 @@ export const runInput = z
   .loose();
 
 const sse = { description: 'AG-UI events, as text/event-stream' };
+
+const binary = { type: 'string', format: 'binary' };
+
+const sseOrProtobuf = {
+  description:
+    "AG-UI events as text/event-stream; as AG-UI's binary transport (each event a protobuf message after its length, 4 bytes big-endian) when Accept names application/vnd.ag-ui.event+proto at least as high as text/event-stream",
+  content: {
+    'text/event-stream': { schema: { type: 'string' } },
+    'application/vnd.ag-ui.event+proto': { schema: binary },
+  },
+};
 
 const include = {
   name: 'include',
@@ -88,13 +115,15 @@ export const aguiContracts = {
       "Admits the last user message as a turn (runId = the turn id) of the thread's session, or, with `resume`, answers the interrupts the turn waits for; then streams the run: RUN_STARTED, REASONING_*, TEXT_MESSAGE_*, TOOL_CALL_*, STATE_SNAPSHOT then STATE_DELTA (JSON Patch), and RUN_FINISHED (outcome success, cancelled or interrupt) or RUN_ERROR.",
     parameters: [include],
     body: runInput,
-    responses: { '201': sse },
+    responses: { '201': sseOrProtobuf },
     errors: {
-      '400': 'invalid_request (context beyond its limit, include), empty_message, message_too_long',
+      '400':
+        'invalid_request (context beyond its limit, include, a state the agent does not take), empty_message, message_too_long',
       '401': 'unauthorized',
       '403': 'forbidden (may not answer an interrupt)',
       '404': 'unknown_agent, session_not_found, input_not_found',
-      '409': 'agent_mismatch, turn_conflict, session_closed, stale_input',
+      '409':
+        'agent_mismatch, turn_conflict, session_closed, stale_input, session_busy (a state while a turn is in flight)',
     },
   }),
   thread: route({

@@ -54,7 +54,7 @@ export class AgUiFold {
   private run: Run | null = null;
   private readonly out: AgUiFrame[] = [];
   /** Requests of the open run not yet shown: the run ends with them once they are all in. */
-  private pending: { sequence: number; interrupt: Interrupt }[] = [];
+  private pending: { sequence: number; interrupt: Interrupt | null }[] = [];
   /** Turns whose run ended with an interrupt: their next event opens a continuation run. */
   private readonly paused = new Set<string>();
   /** A state change between runs, shown when the next one starts. */
@@ -158,7 +158,10 @@ export class AgUiFold {
         if (!this.mine(event.turn_id)) return;
         const run = this.ensure(event.turn_id, event.sequence);
         this.closeMessage(run, event.sequence);
-        this.pending.push({ sequence: event.sequence, interrupt: interruptOf(event) });
+        // A call of the client's own tool is no interrupt: the run ends, the client runs it
+        // (its TOOL_CALL events are out) and sends the output as a tool message.
+        const interrupt = event.kind === 'client_tool' ? null : interruptOf(event);
+        this.pending.push({ sequence: event.sequence, interrupt });
         return;
       }
       case 'input_resolved': {
@@ -459,14 +462,14 @@ export class AgUiFold {
     const run = this.run;
     const last = this.pending.at(-1);
     if (!run || !last) return;
-    const interrupts = this.pending.map((entry) => entry.interrupt);
+    const interrupts = this.pending.flatMap((entry) => (entry.interrupt ? [entry.interrupt] : []));
     this.pending = [];
     this.paused.add(run.turnId);
     this.finish(run, last.sequence, {
       type: EventType.RUN_FINISHED,
       threadId: this.scope.threadId,
       runId: run.runId,
-      outcome: { type: 'interrupt', interrupts },
+      outcome: interrupts.length > 0 ? { type: 'interrupt', interrupts } : { type: 'success' },
     });
   }
 

@@ -40,6 +40,8 @@ function promptOf(event: InputRequiredEvent): string {
       return `Grant access to ${event.provider ?? 'a third party'}?`;
     case 'question':
       return 'The agent asks a question.';
+    case 'client_tool':
+      return `Run ${event.tool ?? 'the tool'} and return its output.`;
   }
 }
 

@@ -15,11 +15,14 @@ import { viewerOf } from '../sessionAccess.js';
 import { AdapterStreams } from '../adapterStreams.js';
 import { isStorableText } from '../validate.js';
 import { StreamSlots } from '../streamSlots.js';
-import type { SseWriter } from '../sseWriter.js';
-import { admitForPrincipal, checkMessage } from '../turns.js';
+import { admitForPrincipal, checkMessage, clientToolsFor } from '../turns.js';
+import { answerClientToolOutputs } from '../clientToolOutputs.js';
+import { toolOutputsOf } from './toolOutputs.js';
 import { aguiContracts, contextLimitBytes, type resumeEntry, type runInput } from './contracts.js';
+import { checkClientState, clientStateGuard } from './clientState.js';
 import { AgUiFold, type AgUiFrame } from './fold.js';
 import { AgUiMessages } from './messages.js';
+import { acceptsProtobuf, serveAgUi, type AgUiOutput } from './transport.js';
 
 type RunInput = z.output<typeof runInput>;
 
@@ -55,10 +58,20 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
       const only = { turnId, runId: input.runId };
       return streamRun(request, reply, input, session, only, from, reasoning);
     }
+    const outputs = toolOutputsOf(input);
+    if (outputs.length > 0) {
+      const session = await threadSession(principal, agent, input.threadId);
+      if (!session) throw new ParleyError('session_not_found', 'no such thread');
+      const answered = await answerClientToolOutputs(deps, principal, session, outputs, 'messages');
+      const only = { turnId: answered.turnId, runId: input.runId };
+      return streamRun(request, reply, input, session, only, answered.from, reasoning);
+    }
     const text = lastUserMessage(input);
     // Checked before a first run creates the thread's session: bad input writes nothing.
     checkMessage(deps, text);
+    clientToolsFor(deps, principal.tenant, agent, input.tools ?? [], 'tools');
     const instructions = instructionsOf(input.context ?? []);
+    const state = checkClientState(deps, principal, agent, input.state);
     const session =
       (await threadSession(principal, agent, input.threadId)) ??
       (await newThread(principal, agent, input.threadId));
@@ -68,6 +81,10 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
       agent,
       message: text,
       instructions,
+      // The client's state becomes the session's in the admission's transaction.
+      ...(state ? { guard: clientStateGuard(principal, session, input.runId, state) } : {}),
+      clientTools: input.tools ?? [],
+      clientToolsField: 'tools',
     });
     const only = { turnId: admission.turn_id, runId: input.runId };
     return streamRun(request, reply, input, session, only, admission.sequence, reasoning);
@@ -201,9 +218,8 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
     reasoning: boolean,
   ): Promise<void> {
     const fold = new AgUiFold({ threadId: input.threadId, only, reasoning });
-    await pump(request, reply, sessionId, from, fold, (response, frames) =>
-      write(response, frames, false),
-    );
+    const binary = acceptsProtobuf(request.headers.accept);
+    await pump(request, reply, sessionId, from, fold, { binary, ids: false });
   }
 
   /**
@@ -221,9 +237,8 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
   ): Promise<void> {
     if (after === null) {
       const start = await threadStart(threadId, sessionId, reasoning);
-      await pump(request, reply, sessionId, start.from, start.fold, (response, frames, first) =>
-        write(response, first ? [...start.preamble, ...frames] : frames, true),
-      );
+      const output = { binary: false, ids: true, preamble: start.preamble };
+      await pump(request, reply, sessionId, start.from, start.fold, output);
       return;
     }
     const fold = new AgUiFold({ threadId, reasoning });
@@ -251,9 +266,7 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
       preamble = fold.reopen().map((event) => ({ sequence: after, event }));
       from = after;
     }
-    await pump(request, reply, sessionId, from, fold, (response, frames, first) =>
-      write(response, first ? [...preamble, ...frames] : frames, true),
-    );
+    await pump(request, reply, sessionId, from, fold, { binary: false, ids: true, preamble });
   }
 
   /**
@@ -315,8 +328,8 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
   }
 
   /**
-   * Follows the session's journal from `from` through the fold and writes what it makes,
-   * until the fold is over (one run) or the client leaves.
+   * Follows the session's journal from `from` through the fold and writes what it makes
+   * (SSE, or the binary transport), until the fold is over (one run) or the client leaves.
    */
   async function pump(
     request: FastifyRequest,
@@ -324,15 +337,14 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
     sessionId: string,
     from: number,
     fold: AgUiFold,
-    send: (stream: SseWriter, frames: AgUiFrame[], first: boolean) => void,
+    output: AgUiOutput,
   ): Promise<void> {
-    await streams.serve(request, reply, async (stream, signal) => {
+    const bound = deps.config.limits.streamBufferBytes;
+    await serveAgUi(streams, bound, request, reply, output, async (send, signal) => {
       const follower = new JournalFollower(deps.db, feed, sessionId, from);
-      let first = true;
       try {
         for (;;) {
-          send(stream, fold.take(), first);
-          first = false;
+          send(fold.take());
           if (fold.over || signal.aborted) break;
           if (!(await follower.take(signal, (event) => fold.apply(event)))) break;
           // A step's requests are journaled in one commit, and nothing more is there now:
@@ -344,22 +356,6 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
       }
     });
   }
-}
-
-/** AG-UI frames as SSE; with `ids`, the last one carries its journal sequence as its id. */
-function write(stream: SseWriter, frames: AgUiFrame[], ids: boolean): void {
-  if (frames.length === 0) return;
-  const last = frames.length - 1;
-  const text = frames
-    .map(
-      (frame, index) =>
-        `${ids && index === last ? `id: ${frame.sequence}\n` : ''}data: ${JSON.stringify({
-          ...frame.event,
-          timestamp: Date.now(),
-        })}\n\n`,
-    )
-    .join('');
-  stream.write(text);
 }
 
 /** The turn's message: the text of the last message, which must be the user's. */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { route } from '../contract.js';
-import { text } from '../validate.js';
+import { storableJson, text } from '../validate.js';
+import { clientToolLimits } from '../../tools/clientTools.js';
 import { chatMessage } from './chatCompletion.js';
 
 /** The base URL an OpenAI client is pointed at (`baseURL: "<parley>/openai/v1"`). */
@@ -11,16 +12,32 @@ const textPart = z
   .loose()
   .meta({ description: 'text content' });
 
+/** A file of the caller's (`POST /files`): a photo of their library. */
+const fileId = text().min(1).max(128).meta({
+  description: "a file of the caller's (POST /files): an image of their photo library",
+});
+
 export const imagePart = z
   .object({
     type: z.literal('input_image'),
-    image_url: text().max(50_000_000).meta({
-      description: 'a data: URL (png, jpeg, webp or gif, base64); Parley fetches no remote image',
+    image_url: text().max(50_000_000).nullable().optional().meta({
+      description:
+        'a data: URL (png, jpeg, webp or gif, base64), or an http(s) URL on limits.remote_images.allow_hosts',
     }),
+    file_id: fileId.nullable().optional(),
     detail: z.enum(['low', 'high', 'auto']).nullable().optional(),
   })
   .loose()
+  .refine((part) => ((part.image_url ?? null) === null) !== ((part.file_id ?? null) === null), {
+    message: 'one of image_url or file_id',
+    path: ['image_url'],
+  })
   .meta({ description: "an image, stored as an attachment of the turn's session" });
+
+const filePart = z
+  .object({ type: z.literal('input_file'), file_id: fileId })
+  .loose()
+  .meta({ description: 'a file by its id: an image (the only files this server keeps)' });
 
 const inputItem = z
   .object({
@@ -29,7 +46,7 @@ const inputItem = z
       description:
         'user messages only: the history lives in the session (previous_response_id, conversation)',
     }),
-    content: z.union([text(), z.array(z.union([textPart, imagePart])).min(1)]),
+    content: z.union([text(), z.array(z.union([textPart, imagePart, filePart])).min(1)]),
   })
   .loose();
 
@@ -46,12 +63,43 @@ export const approvalResponse = z
       "a person's answer to an `mcp_approval_request` of the previous response (its turn resumes)",
   });
 
+export const functionCallOutput = z
+  .object({
+    type: z.literal('function_call_output'),
+    call_id: text().min(1).max(200),
+    output: z.union([
+      text(),
+      z.array(z.object({ type: text(), text: text().optional() }).loose()).max(100),
+    ]),
+  })
+  .loose()
+  .meta({
+    description:
+      'the output of a `function_call` of the previous response: the client ran one of its own tools (its turn resumes)',
+  });
+
+const functionTool = z
+  .object({
+    type: z.literal('function'),
+    name: text().min(1).max(64),
+    description: text().max(4000).nullable().optional(),
+    parameters: z.record(z.string(), z.unknown()).refine(storableJson).nullable().optional(),
+  })
+  .loose();
+
 export const responseBody = z
   .object({
     model: text().min(1).max(200).meta({
       description: 'an agent of the principal: its name, or `parley/NAME`',
     }),
-    input: z.union([text(), z.array(z.union([approvalResponse, inputItem])).min(1)]),
+    input: z.union([
+      text(),
+      z.array(z.union([approvalResponse, functionCallOutput, inputItem])).min(1),
+    ]),
+    tools: z.array(functionTool).max(clientToolLimits.count).nullable().optional().meta({
+      description:
+        "the client's own function tools: the model may call them; the response then shows a `function_call` item and waits, and the next request brings a `function_call_output` with `previous_response_id`",
+    }),
     stream: z.boolean().nullable().optional(),
     background: z.boolean().nullable().optional(),
     previous_response_id: text().min(1).max(200).nullable().optional(),

@@ -33,7 +33,17 @@ export interface ApprovalItem {
   arguments: string;
 }
 
-export type OutputItem = MessageItem | ApprovalItem;
+/** A call of one of the client's own function tools: the client runs it. */
+export interface FunctionCallItem {
+  type: 'function_call';
+  id: string;
+  call_id: string;
+  name: string;
+  arguments: string;
+  status: 'completed';
+}
+
+export type OutputItem = MessageItem | ApprovalItem | FunctionCallItem;
 
 export interface ResponseUsage {
   input_tokens: number;
@@ -97,7 +107,8 @@ export class ResponseFold {
   /** Items of earlier attempts whose text was withdrawn stay, empty and `incomplete`. */
   private items: OutputItem[] = [];
   private current: MessageItem | null = null;
-  private readonly approvals = new Map<string, ApprovalItem>();
+  /** What the turn waits for, shown: approvals, and calls the client runs. */
+  private readonly approvals = new Map<string, ApprovalItem | FunctionCallItem>();
   /** Every request of the turn a person has yet to answer (questions, budgets too). */
   private readonly waiting = new Set<string>();
   private usage: ResponseUsage | null = null;
@@ -146,7 +157,22 @@ export class ResponseFold {
         if (event.turn_id !== this.lead) return;
         this.waiting.add(event.request_id);
         if (event.kind === 'approval') {
-          this.addApproval(event.request_id, event.tool ?? 'tool', event.arguments);
+          this.addApproval(event.request_id, {
+            type: 'mcp_approval_request',
+            id: event.request_id,
+            server_label: 'parley',
+            name: event.tool ?? 'tool',
+            arguments: JSON.stringify(event.arguments ?? {}),
+          });
+        } else if (event.kind === 'client_tool') {
+          this.addApproval(event.request_id, {
+            type: 'function_call',
+            id: `fc_${event.request_id}`,
+            call_id: event.call_id,
+            name: event.tool ?? 'tool',
+            arguments: JSON.stringify(event.arguments ?? {}),
+            status: 'completed',
+          });
         }
         return;
       case 'input_resolved':
@@ -301,14 +327,7 @@ export class ResponseFold {
     this.emit('response.completed', { response: this.snapshot() });
   }
 
-  private addApproval(requestId: string, tool: string, args: unknown): void {
-    const item: ApprovalItem = {
-      type: 'mcp_approval_request',
-      id: requestId,
-      server_label: 'parley',
-      name: tool,
-      arguments: JSON.stringify(args ?? {}),
-    };
+  private addApproval(requestId: string, item: ApprovalItem | FunctionCallItem): void {
     this.approvals.set(requestId, item);
     const outputIndex = this.items.length + this.approvals.size - 1;
     this.emit('response.output_item.added', { output_index: outputIndex, item: { ...item } });

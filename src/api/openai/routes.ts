@@ -7,6 +7,7 @@ import type { ParleyEvent } from '../../protocol/events.js';
 import { idempotencyKeyOf } from '../validate.js';
 import { findInputRequest } from '../../store/findInputRequest.js';
 import { deleteResponse } from '../../store/deleteResponse.js';
+import { readPhotoContent } from '../../store/photos.js';
 import { findVisibleSession } from '../../store/findVisibleSession.js';
 import { routeOptions, typed } from '../contract.js';
 import { agentsOf, type ApiDeps } from '../deps.js';
@@ -16,10 +17,18 @@ import { AdapterStreams, cancelAsPrincipal, cancelWaitMs } from '../adapterStrea
 import { findVisibleTurn, viewerOf } from '../sessionAccess.js';
 import { answerForPrincipal } from '../inputs.js';
 import { admitForPrincipal } from '../turns.js';
-import { CompletionChunks, completionOf, foldChat } from './chatCompletion.js';
-import { approvalResponse, openaiContracts, type responseBody } from './contracts.js';
+import { CompletionChunks, chatImages, completionOf, foldChat } from './chatCompletion.js';
+import {
+  openaiContracts,
+  type approvalResponse,
+  type functionCallOutput,
+  type responseBody,
+} from './contracts.js';
+import { isApprovalResponse, isFunctionCallOutput, messageOf, outputText } from './inputItems.js';
+import { answerClientToolOutputs } from '../clientToolOutputs.js';
 import { installOpenaiErrors, openaiErrorBody } from './errors.js';
-import { imagesOf } from './inputImages.js';
+import { openaiFileRoutes } from './files.js';
+import { imagesOf, type StoredImage } from './inputImages.js';
 import {
   ResponseFold,
   responseIdOf,
@@ -49,6 +58,14 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
   const api = typed(app);
   const waitMs = deps.config.server.blockingWaitMs;
   const { models, create, get, cancel, chat, remove } = openaiContracts;
+  openaiFileRoutes(app, deps);
+  const limits = deps.config.limits;
+  /** The images a request carries, its files read from the principal's photo library. */
+  const imagesFor = (principal: Principal, input: Parameters<typeof imagesOf>[0]) => {
+    const stored: StoredImage = (fileId) =>
+      readPhotoContent(deps.db, principal.tenant, principal.user, fileId);
+    return imagesOf(input, limits.attachmentBytes, limits.remoteImages, stored);
+  };
 
   api.get(models.url, routeOptions(models), async (request) => ({
     object: 'list' as const,
@@ -77,9 +94,10 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
             waitMs,
           );
     const answers = Array.isArray(body.input) ? body.input.filter(isApprovalResponse) : [];
-    if (answers.length > 0) {
-      // Answers resume the previous response's turn: that response continues.
-      const { identity, from } = await answerApprovals(principal, body, answers);
+    const outputs = Array.isArray(body.input) ? body.input.filter(isFunctionCallOutput) : [];
+    if (answers.length > 0 || outputs.length > 0) {
+      // Answers and outputs resume the previous response's turn: that response continues.
+      const { identity, from } = await answerApprovals(principal, body, answers, outputs);
       return answer(identity, from);
     }
     const agent = agentOfModel(principal, body.model);
@@ -90,13 +108,15 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
       sessionId,
       agent,
       message: messageOf(body.input),
-      images: await imagesOf(
-        body.input,
-        deps.config.limits.attachmentBytes,
-        deps.config.limits.remoteImages,
-      ),
+      images: await imagesFor(principal, body.input),
       instructions: body.instructions || null,
       metadata: body.metadata && Object.keys(body.metadata).length > 0 ? body.metadata : null,
+      clientTools: (body.tools ?? []).map((tool) => ({
+        name: tool.name,
+        description: tool.description ?? undefined,
+        parameters: tool.parameters ?? undefined,
+      })),
+      clientToolsField: 'tools',
     });
     const identity: ResponseIdentity = {
       turnId: admission.turn_id,
@@ -128,6 +148,7 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
       sessionId: null,
       agent: agentOfModel(principal, body.model),
       message: foldChat(body.messages),
+      images: await imagesFor(principal, chatImages(body.messages)),
     });
     const created = Math.floor(Date.now() / 1000);
     const identity: ResponseIdentity = {
@@ -195,26 +216,37 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
   });
 
   /**
-   * Answers the previous response's approval requests, each as the principal would
-   * through Parley's inbox (the same rules: approver roles, escalations, stale answers).
+   * Answers the previous response's approval requests, and its calls of the client's own
+   * function tools with their outputs, each as the principal would through Parley's
+   * inbox (the same rules: approver roles, escalations, stale answers).
    */
   async function answerApprovals(
     principal: Principal,
     body: z.output<typeof responseBody>,
     answers: z.output<typeof approvalResponse>[],
+    outputs: z.output<typeof functionCallOutput>[],
   ): Promise<{ identity: ResponseIdentity; from: number }> {
     if (!body.previous_response_id) {
-      throw new ParleyError('invalid_request', 'approval responses answer a previous response', {
+      throw new ParleyError('invalid_request', 'answers and outputs answer a previous response', {
         field: 'previous_response_id',
       });
     }
-    if (answers.length !== (body.input as unknown[]).length) {
-      throw new ParleyError('invalid_request', 'approval responses come without messages', {
+    if (answers.length + outputs.length !== (body.input as unknown[]).length) {
+      throw new ParleyError('invalid_request', 'answers and outputs come without messages', {
         field: 'input',
       });
     }
     const previous = await responseOf(principal, body.previous_response_id);
     const { sessionId } = previous.identity;
+    if (outputs.length > 0) {
+      await answerClientToolOutputs(
+        deps,
+        principal,
+        sessionId,
+        outputs.map((given) => ({ callId: given.call_id, output: outputText(given.output) })),
+        'input',
+      );
+    }
     for (const answer of answers) {
       const asked = await findInputRequest(
         deps.db,
@@ -402,28 +434,4 @@ function turnFailed(response: ResponseObject): ParleyError {
 /** The turn id: the client's `Idempotency-Key` when it sends one, else a new one. */
 function turnIdFrom(header: string | string[] | undefined): string {
   return idempotencyKeyOf(header) ?? `oai_${randomUUID().replaceAll('-', '')}`;
-}
-
-function isApprovalResponse(item: unknown): item is z.output<typeof approvalResponse> {
-  return (item as { type?: unknown }).type === 'mcp_approval_response';
-}
-
-/** The message a Responses `input` carries: its text, parts joined by blank lines. */
-function messageOf(
-  input:
-    | string
-    | (
-        | { content: string | ({ text: string } | { type: 'input_image' })[] }
-        | { type: 'mcp_approval_response' }
-      )[],
-): string {
-  if (typeof input === 'string') return input;
-  return input
-    .filter((item) => 'content' in item)
-    .map((item) =>
-      typeof item.content === 'string'
-        ? item.content
-        : item.content.flatMap((part) => ('text' in part ? [part.text] : [])).join('\n\n'),
-    )
-    .join('\n\n');
 }

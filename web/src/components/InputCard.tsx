@@ -29,6 +29,7 @@ const titles: Record<InputKind, string> = {
   budget_extension: 'More budget needed',
   reconciliation: 'Did it happen?',
   external_auth: 'Access needed',
+  client_tool: 'Waiting for the client',
 };
 
 /** What happens when a request's deadline passes unanswered. */
@@ -38,6 +39,7 @@ const afterDeadline: Record<InputKind, string> = {
   budget_extension: 'then it counts as refused',
   reconciliation: 'then its default applies',
   external_auth: 'then its default applies',
+  client_tool: 'then the call fails',
 };
 
 /** How a request its deadline resolved ended. */
@@ -145,7 +147,9 @@ export function InputCard(props: {
           )}
         </p>
       ) : null}
-      {request.inputKind === 'approval' || request.inputKind === 'reconciliation' ? (
+      {request.inputKind === 'approval' ||
+      request.inputKind === 'reconciliation' ||
+      request.inputKind === 'client_tool' ? (
         <pre className="arguments" aria-label="Arguments">
           {JSON.stringify(request.arguments ?? {}, null, 2)}
         </pre>
@@ -169,7 +173,11 @@ export function InputCard(props: {
               {request.reminded ? ' A reminder went out.' : null}
             </p>
           ) : null}
-          {!mayAnswer ? (
+          {request.inputKind === 'client_tool' ? (
+            <p className="muted">
+              The client that declared {request.tool ?? 'this tool'} runs it and returns its output.
+            </p>
+          ) : !mayAnswer ? (
             <p className="muted">Your roles may not answer this request.</p>
           ) : request.inputKind === 'reconciliation' ? (
             <div className="row">
