@@ -734,6 +734,83 @@ describe('the OpenAI-compatible API with the official client', () => {
     expect(await turns()).toBe(before);
   });
 
+  it("hands Chat Completions' function calls to the client; its tool messages let the turn go on", async () => {
+    const tools = [
+      {
+        type: 'function' as const,
+        function: {
+          name: 'get_weather',
+          description: 'The weather in a city',
+          parameters: { type: 'object', properties: { city: { type: 'string' } } },
+        },
+      },
+    ];
+    const asked = { role: 'user' as const, content: '/tool get_weather {"city": "Oslo"}' };
+    const first = await alice.chat.completions.create({
+      model: 'helper',
+      messages: [asked],
+      tools,
+    });
+    expect(first.choices[0]?.finish_reason).toBe('tool_calls');
+    const call = first.choices[0]?.message.tool_calls?.[0] as {
+      id: string;
+      function: { name: string; arguments: string };
+    };
+    expect(call.function).toEqual({ name: 'get_weather', arguments: '{"city":"Oslo"}' });
+    const history = [
+      asked,
+      first.choices[0]?.message as OpenAI.ChatCompletionMessageParam,
+      { role: 'tool' as const, tool_call_id: call.id, content: 'snow, -3 C' },
+    ];
+    const second = await alice.chat.completions.create({
+      model: 'helper',
+      messages: history,
+      tools,
+    });
+    expect(second.choices[0]?.finish_reason).toBe('stop');
+    expect(second.choices[0]?.message.content).toContain('snow, -3 C');
+    // The same turn went on: one turn, one session, its call answered by the output.
+    expect(second.id).toBe(first.id);
+    // Another user's client cannot answer it (its calls are its own).
+    const foreign = await bob.chat.completions.create({ model: 'helper', messages: history }).then(
+      () => null,
+      (caught: unknown) => caught as InstanceType<typeof OpenAI.APIError>,
+    );
+    expect(foreign?.status).toBe(404);
+
+    // Streamed: the call arrives as tool_calls deltas, the stream ends with [DONE].
+    const streamed = await alice.chat.completions.create({
+      model: 'helper',
+      messages: [{ role: 'user', content: '/tool get_weather {"city": "Rome"}' }],
+      tools,
+      stream: true,
+    });
+    let finish: string | null = null;
+    const deltas: unknown[] = [];
+    for await (const chunk of streamed) {
+      const choice = chunk.choices[0];
+      if (choice?.delta.tool_calls) deltas.push(...choice.delta.tool_calls);
+      if (choice?.finish_reason) finish = choice.finish_reason;
+    }
+    expect(finish).toBe('tool_calls');
+    expect(deltas).toMatchObject([
+      {
+        index: 0,
+        type: 'function',
+        function: { name: 'get_weather', arguments: '{"city":"Rome"}' },
+      },
+    ]);
+    const streamedId = (deltas[0] as { id: string }).id;
+    const answered = await alice.chat.completions.create({
+      model: 'helper',
+      messages: [{ role: 'tool', tool_call_id: streamedId, content: 'sun' }],
+      stream: true,
+    });
+    let text = '';
+    for await (const chunk of answered) text += chunk.choices[0]?.delta.content ?? '';
+    expect(text).toContain('sun');
+  });
+
   it('answers a blocking request whose turn asks the person a question', async () => {
     const asking = await alice.responses.create({
       model: 'curious',

@@ -115,27 +115,9 @@ export class Round {
       return;
     }
     const approved = this.kind === 'supersede' || rng.chance(0.75);
-    const view = this.loop.sessionView;
-    const answer = await this.loop.post(
-      `/api/v1/chat/sessions/${view.sessionId}/inputs/${event.request_id}`,
-      { expected_sequence: event.sequence, approved, response: { reason: 'soak' } },
-    );
-    if (!answer) return;
-    if (answer.status === 200) {
-      ledger.answers.push({
-        sessionId: view.sessionId as string,
-        requestId: String(event.request_id),
-        approved,
-      });
+    if (await this.answer(event, approved, { reason: 'soak' })) {
       if (approved) ledger.counters.approved += 1;
       else ledger.counters.rejected += 1;
-    } else if (answer.status === 409 && answer.body?.error === 'stale_input') {
-      ledger.counters.staleAnswers += 1;
-    } else {
-      ledger.violation(
-        'answer',
-        `request ${event.request_id}: ${answer.status} ${JSON.stringify(answer.body)}`,
-      );
     }
   }
 
@@ -146,31 +128,44 @@ export class Round {
     await sleep(rng.int(0, 300));
     const approved = rng.chance(0.9);
     const output = lookupOutput(event.arguments);
+    await this.answer(event, approved, approved ? { output } : { reason: 'soak' }, output);
+  }
+
+  /**
+   * Sends an answer (PROTOCOL.md §4) and records what the server said of it: true when it
+   * was taken (200; a client tool's `output` then must be its call's result).
+   */
+  private async answer(
+    event: StreamEvent,
+    approved: boolean,
+    response: Record<string, unknown>,
+    output?: string,
+  ): Promise<boolean> {
+    const { ledger } = this.loop;
     const view = this.loop.sessionView;
     const answer = await this.loop.post(
       `/api/v1/chat/sessions/${view.sessionId}/inputs/${event.request_id}`,
-      {
-        expected_sequence: event.sequence,
-        approved,
-        response: approved ? { output } : { reason: 'soak' },
-      },
+      { expected_sequence: event.sequence, approved, response },
     );
-    if (!answer) return;
+    if (!answer) return false;
     if (answer.status === 200) {
       ledger.answers.push({
         sessionId: view.sessionId as string,
         requestId: String(event.request_id),
         approved,
-        ...(approved ? { output } : {}),
+        ...(approved && output !== undefined ? { output } : {}),
       });
-    } else if (answer.status === 409 && answer.body?.error === 'stale_input') {
+      return true;
+    }
+    if (answer.status === 409 && answer.body?.error === 'stale_input') {
       ledger.counters.staleAnswers += 1;
     } else {
       ledger.violation(
-        'client tool output',
+        'answer',
         `request ${event.request_id}: ${answer.status} ${JSON.stringify(answer.body)}`,
       );
     }
+    return false;
   }
 
   private cancel(turnId: string): void {

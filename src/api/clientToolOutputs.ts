@@ -30,7 +30,7 @@ export async function answerClientToolOutputs(
   let turnId: string | null = null;
   let from = Number.MAX_SAFE_INTEGER;
   for (const given of outputs) {
-    const call = await findClientToolCall(deps.db, principal.tenant, sessionId, given.callId);
+    const call = await findClientToolCall(deps.db, principal.tenant, { sessionId }, given.callId);
     if (!call) {
       throw new ParleyError('input_not_found', `${field}: no call ${given.callId.slice(0, 80)}`, {
         field,
@@ -62,4 +62,26 @@ export async function answerClientToolOutputs(
 
 function sameAnswer(stored: Record<string, unknown> | null, given: Record<string, unknown>) {
   return JSON.stringify(stored) === JSON.stringify(given);
+}
+
+/**
+ * A stateless client's outputs of its own tools (Chat Completions' trailing `tool`
+ * messages, which name no session): the calls are found by their ids among those the
+ * principal's clients were asked to run, then answered as above.
+ */
+export async function answerUserToolOutputs(
+  deps: ApiDeps,
+  principal: Principal,
+  outputs: readonly ClientToolOutput[],
+  field: string,
+): Promise<{ turnId: string; sessionId: string; from: number }> {
+  const first = outputs[0];
+  const call =
+    first &&
+    (await findClientToolCall(deps.db, principal.tenant, { user: principal.user }, first.callId));
+  if (!call) {
+    throw new ParleyError('input_not_found', `${field}: no call of that id`, { field });
+  }
+  const answered = await answerClientToolOutputs(deps, principal, call.session_id, outputs, field);
+  return { turnId: answered.turnId, sessionId: call.session_id, from: answered.from };
 }

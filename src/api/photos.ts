@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { ParleyError } from '../errors.js';
 import { keyedId, newPhotoId } from '../ids.js';
@@ -269,11 +269,7 @@ export function photoRoutes(app: FastifyInstance, deps: ApiDeps): void {
     const photoId = pathId(request.params.photoId, 'photo_id');
     const found = await readPhotoContent(deps.db, principal.tenant, principal.user, photoId);
     if (!found) throw notFound();
-    return reply
-      .header('content-type', found.mediaType)
-      .header('cache-control', 'private, max-age=3600')
-      .header('x-content-type-options', 'nosniff')
-      .send(Buffer.from(found.bytes));
+    return sendPhoto(reply, found);
   });
 
   api.patch(update.url, routeOptions(update), async (request) => {
@@ -302,4 +298,13 @@ export function photoRoutes(app: FastifyInstance, deps: ApiDeps): void {
       return reply.status(204).send();
     },
   );
+}
+
+/** A photo's bytes as a response: its type, kept privately, never sniffed as another. */
+export function sendPhoto(reply: FastifyReply, photo: { mediaType: string; bytes: Uint8Array }) {
+  return reply
+    .header('content-type', photo.mediaType)
+    .header('cache-control', 'private, max-age=3600')
+    .header('x-content-type-options', 'nosniff')
+    .send(Buffer.from(photo.bytes));
 }

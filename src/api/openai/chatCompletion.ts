@@ -34,6 +34,25 @@ export const chatMessage = z
 
 export type ChatMessage = z.output<typeof chatMessage>;
 
+/**
+ * The outputs of the client's own tools the messages end with: the `tool` messages after
+ * the last message of another role (the client ran the calls the previous completion
+ * asked for). None: the messages end with a user's, as usual.
+ */
+export function chatToolOutputs(messages: ChatMessage[]): { callId: string; output: string }[] {
+  const outputs: { callId: string; output: string }[] = [];
+  for (let index = messages.length - 1; index >= 0; index--) {
+    const message = messages[index] as ChatMessage & { tool_call_id?: unknown };
+    if (message.role !== 'tool') break;
+    const callId = message.tool_call_id;
+    if (typeof callId !== 'string' || callId.length === 0 || callId.length > 200) {
+      throw refused('messages', 'messages: a tool message needs its tool_call_id');
+    }
+    outputs.unshift({ callId, output: textOf(message) });
+  }
+  return outputs;
+}
+
 function textOf(message: ChatMessage): string {
   const content = message.content;
   if (typeof content === 'string') return content;
@@ -101,12 +120,18 @@ interface CompletionIdentity {
   created: number;
 }
 
-/** The reply of an ended response as a `chat.completion`. */
+/**
+ * The reply of an ended response as a `chat.completion`; of one that waits for the
+ * client's own tools, their calls (`tool_calls`, finish_reason `tool_calls`).
+ */
 export function completionOf(identity: CompletionIdentity, response: ResponseObject) {
   const text = response.output
     .flatMap((item) => (item.type === 'message' ? item.content : []))
     .map((part) => part.text)
     .join('');
+  const calls = response.output.flatMap((item) =>
+    item.type === 'function_call' ? [toolCallOf(item)] : [],
+  );
   const usage = response.usage;
   return {
     id: identity.id,
@@ -116,8 +141,16 @@ export function completionOf(identity: CompletionIdentity, response: ResponseObj
     choices: [
       {
         index: 0,
-        message: { role: 'assistant' as const, content: text, refusal: null },
-        finish_reason: 'stop' as const,
+        message:
+          calls.length > 0
+            ? {
+                role: 'assistant' as const,
+                content: text === '' ? null : text,
+                refusal: null,
+                tool_calls: calls,
+              }
+            : { role: 'assistant' as const, content: text, refusal: null },
+        finish_reason: calls.length > 0 ? ('tool_calls' as const) : ('stop' as const),
         logprobs: null,
       },
     ],
@@ -126,6 +159,14 @@ export function completionOf(identity: CompletionIdentity, response: ResponseObj
       completion_tokens: usage?.output_tokens ?? 0,
       total_tokens: usage?.total_tokens ?? 0,
     },
+  };
+}
+
+function toolCallOf(item: { call_id: string; name: string; arguments: string }) {
+  return {
+    id: item.call_id,
+    type: 'function' as const,
+    function: { name: item.name, arguments: item.arguments },
   };
 }
 
@@ -144,8 +185,14 @@ export class CompletionChunks {
 
   constructor(private readonly identity: CompletionIdentity) {}
 
-  /** The chunks of these events; `broken`: the stream must end with that error. */
-  of(events: StreamEvent[]): { chunks: unknown[]; broken: string | null } {
+  /** Calls of the client's own tools sent so far (their `index` in `tool_calls`). */
+  private calls = 0;
+
+  /**
+   * The chunks of these events; `broken`: the stream must end with that error;
+   * `toolCalls`: it ends here, with the calls of the client's tools it sent.
+   */
+  of(events: StreamEvent[]): { chunks: unknown[]; broken: string | null; toolCalls: boolean } {
     const withdrawn = new Set(
       events
         .filter((event) => event.type === 'response.output_item.done')
@@ -169,7 +216,7 @@ export class CompletionChunks {
         case 'response.output_text.done': {
           const sent = this.sent.get(event.item_id as string) ?? '';
           const text = event.text as string;
-          if (!text.startsWith(sent)) return { chunks, broken: withdrawnReply };
+          if (!text.startsWith(sent)) return { chunks, broken: withdrawnReply, toolCalls: false };
           if (text.length > sent.length)
             chunks.push(this.chunk({ content: text.slice(sent.length) }, null));
           this.sent.set(event.item_id as string, text);
@@ -178,8 +225,20 @@ export class CompletionChunks {
         case 'response.output_item.done': {
           const item = event.item as { id: string; status: string };
           if (item.status === 'incomplete' && (this.sent.get(item.id) ?? '') !== '') {
-            return { chunks, broken: withdrawnReply };
+            return { chunks, broken: withdrawnReply, toolCalls: false };
           }
+          break;
+        }
+        case 'response.output_item.added': {
+          const item = event.item as {
+            type: string;
+            call_id: string;
+            name: string;
+            arguments: string;
+          };
+          if (item.type !== 'function_call') break;
+          const call = { index: this.calls++, ...toolCallOf(item) };
+          chunks.push(this.chunk({ tool_calls: [call] }, null));
           break;
         }
         case 'response.completed':
@@ -187,7 +246,9 @@ export class CompletionChunks {
           break;
       }
     }
-    return { chunks, broken: null };
+    // The turn waits for the client's tools: the completion ends with their calls.
+    if (this.calls > 0) chunks.push(this.chunk({}, 'tool_calls'));
+    return { chunks, broken: null, toolCalls: this.calls > 0 };
   }
 
   private chunk(delta: Record<string, unknown>, finish: string | null) {
@@ -203,3 +264,19 @@ export class CompletionChunks {
 
 const withdrawnReply =
   'the reply was interrupted after part of it was sent and is being made again; send the request again with the same Idempotency-Key';
+
+/** A turn that did not end with a reply, as the error a completion answers. */
+export function turnFailed(response: ResponseObject): ParleyError {
+  if (response.status === 'queued' || response.status === 'in_progress') {
+    return new ParleyError(
+      'turn_pending',
+      `the turn had not ended within server.blocking_wait_ms; it goes on (${response.id})`,
+    );
+  }
+  if (response.status === 'cancelled') {
+    return new ParleyError('turn_failed', 'the turn was cancelled', { turn_error: 'cancelled' });
+  }
+  return new ParleyError('turn_failed', response.error?.message ?? 'the turn failed', {
+    turn_error: response.error?.code ?? 'error',
+  });
+}

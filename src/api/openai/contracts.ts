@@ -193,12 +193,28 @@ export const openaiContracts = {
     url: `${openaiBase}/chat/completions`,
     summary: 'OpenAI-compatible Chat Completions: a one-turn session (the history comes in)',
     description:
-      'The messages are folded into the one message the turn admits (earlier ones quoted); answered when the turn ends, or streamed as completion chunks ending with `data: [DONE]`.',
+      "The messages are folded into the one message the turn admits (earlier ones quoted); answered when the turn ends or calls one of the client's function tools, or streamed as completion chunks ending with `data: [DONE]`. Messages ending with `tool` messages answer the calls their `tool_call_id`s name: that turn goes on.",
     body: z
       .object({
         model: text().min(1).max(200),
         messages: z.array(chatMessage).min(1).max(1000),
         stream: z.boolean().nullable().optional(),
+        tools: z
+          .array(
+            z
+              .object({
+                type: z.literal('function'),
+                function: functionTool.omit({ type: true }),
+              })
+              .loose(),
+          )
+          .max(clientToolLimits.count)
+          .nullable()
+          .optional()
+          .meta({
+            description:
+              "the client's own function tools: a completion that calls them ends with `tool_calls` (finish_reason `tool_calls`) and the turn waits; the next request's trailing `tool` messages (by `tool_call_id`) answer them and that turn goes on",
+          }),
       })
       .loose(),
     parameters: [idempotencyKey],

@@ -19,6 +19,7 @@ import {
   typed,
 } from '../contract.js';
 import type { ApiDeps } from '../deps.js';
+import { sendPhoto } from '../photos.js';
 import { idempotencyKeyOf, isStorableText, pathId } from '../validate.js';
 import { openaiBase } from './contracts.js';
 
@@ -344,11 +345,7 @@ export function openaiFileRoutes(app: FastifyInstance, deps: ApiDeps): void {
     const fileId = pathId(request.params.fileId, 'file_id');
     const found = await readPhotoContent(deps.db, principal.tenant, principal.user, fileId);
     if (!found) throw notFound();
-    return reply
-      .header('content-type', found.mediaType)
-      .header('cache-control', 'private, max-age=3600')
-      .header('x-content-type-options', 'nosniff')
-      .send(Buffer.from(found.bytes));
+    return sendPhoto(reply, found);
   });
 
   api.delete(remove.url, routeOptions(remove), async (request) => {

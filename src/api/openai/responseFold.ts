@@ -124,6 +124,11 @@ export class ResponseFold {
     return this.status === 'completed' || this.status === 'failed' || this.status === 'cancelled';
   }
 
+  /** The turn waits for its client to run one of the client's own tools. */
+  get callsClient(): boolean {
+    return [...this.approvals.values()].some((item) => item.type === 'function_call');
+  }
+
   /** The turn ended, or waits for a person: a blocking request answers now. */
   get settled(): boolean {
     return this.ended || this.waiting.size > 0;

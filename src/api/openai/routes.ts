@@ -17,7 +17,14 @@ import { AdapterStreams, cancelAsPrincipal, cancelWaitMs } from '../adapterStrea
 import { findVisibleTurn, viewerOf } from '../sessionAccess.js';
 import { answerForPrincipal } from '../inputs.js';
 import { admitForPrincipal } from '../turns.js';
-import { CompletionChunks, chatImages, completionOf, foldChat } from './chatCompletion.js';
+import {
+  CompletionChunks,
+  chatImages,
+  chatToolOutputs,
+  completionOf,
+  foldChat,
+  turnFailed,
+} from './chatCompletion.js';
 import {
   openaiContracts,
   type approvalResponse,
@@ -25,7 +32,7 @@ import {
   type responseBody,
 } from './contracts.js';
 import { isApprovalResponse, isFunctionCallOutput, messageOf, outputText } from './inputItems.js';
-import { answerClientToolOutputs } from '../clientToolOutputs.js';
+import { answerClientToolOutputs, answerUserToolOutputs } from '../clientToolOutputs.js';
 import { installOpenaiErrors, openaiErrorBody } from './errors.js';
 import { openaiFileRoutes } from './files.js';
 import { imagesOf, type StoredImage } from './inputImages.js';
@@ -143,17 +150,33 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
   api.post(chat.url, routeOptions(chat), async (request, reply) => {
     const body = request.body;
     const principal = request.principal;
-    const admission = await admitForPrincipal(deps, principal, {
-      turnId: turnIdFrom(request.headers['idempotency-key']),
-      sessionId: null,
-      agent: agentOfModel(principal, body.model),
-      message: foldChat(body.messages),
-      images: await imagesFor(principal, chatImages(body.messages)),
-    });
+    const outputs = chatToolOutputs(body.messages);
+    // Outputs of the client's own tools answer the calls a completion asked for: that
+    // turn goes on; else the messages are a new turn.
+    const { turnId, sessionId, from } =
+      outputs.length > 0
+        ? await answerUserToolOutputs(deps, principal, outputs, 'messages')
+        : await admitForPrincipal(deps, principal, {
+            turnId: turnIdFrom(request.headers['idempotency-key']),
+            sessionId: null,
+            agent: agentOfModel(principal, body.model),
+            message: foldChat(body.messages),
+            images: await imagesFor(principal, chatImages(body.messages)),
+            clientTools: (body.tools ?? []).map(({ function: tool }) => ({
+              name: tool.name,
+              description: tool.description ?? undefined,
+              parameters: tool.parameters ?? undefined,
+            })),
+            clientToolsField: 'tools',
+          }).then((admission) => ({
+            turnId: admission.turn_id,
+            sessionId: admission.session_id,
+            from: admission.sequence,
+          }));
     const created = Math.floor(Date.now() / 1000);
     const identity: ResponseIdentity = {
-      turnId: admission.turn_id,
-      sessionId: admission.session_id,
+      turnId,
+      sessionId,
       model: body.model,
       createdAt: created,
       background: false,
@@ -161,7 +184,7 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
       metadata: {},
       previousResponseId: null,
     };
-    const completion = { id: `chatcmpl_${admission.turn_id}`, model: body.model, created };
+    const completion = { id: `chatcmpl_${turnId}`, model: body.model, created };
     if (body.stream === true) {
       const chunks = new CompletionChunks(completion);
       const data = (value: unknown) => `data: ${JSON.stringify(value)}\n\n`;
@@ -169,7 +192,7 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
         request,
         reply,
         identity,
-        admission.sequence,
+        from,
         -1,
         (events) => {
           const failed = events.find(
@@ -177,6 +200,7 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
           );
           const made = chunks.of(events);
           const frames = made.chunks.map(data);
+          if (made.toolCalls) return { frames: [...frames, 'data: [DONE]\n\n'], end: true };
           if (made.broken !== null) {
             const error = new ParleyError('reply_withdrawn', made.broken);
             return { frames: [...frames, data(openaiErrorBody(error))], end: true };
@@ -190,8 +214,9 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
         'data: [DONE]\n\n',
       );
     }
-    const ended = await foldResponse(identity, admission.sequence, 'ended', request, waitMs);
-    if (ended.status !== 'completed') throw turnFailed(ended);
+    const ended = await foldResponse(identity, from, 'client', request, waitMs);
+    const calls = ended.output.some((item) => item.type === 'function_call');
+    if (ended.status !== 'completed' && !calls) throw turnFailed(ended);
     return completionOf(completion, ended);
   });
 
@@ -332,12 +357,13 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
 
   /**
    * Folds the journal from `from` into the response: `now` as it stands, `settled` once
-   * the turn ended or waits for a person, `ended` once it ended (at most `boundMs`).
+   * the turn ended or waits for a person, `ended` once it ended, `client` once it ended or
+   * waits for its client's own tools (at most `boundMs`).
    */
   async function foldResponse(
     identity: ResponseIdentity,
     from: number,
-    until: 'now' | 'settled' | 'ended',
+    until: 'now' | 'settled' | 'ended' | 'client',
     request: FastifyRequest,
     boundMs?: number,
   ) {
@@ -350,7 +376,12 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
     const untrack = streams.track(controller);
     const follower = new JournalFollower(deps.db, feed, identity.sessionId, from);
     const apply = (event: ParleyEvent) => fold.apply(event);
-    const done = () => (until === 'settled' ? fold.settled : fold.ended);
+    const done = () =>
+      until === 'settled'
+        ? fold.settled
+        : until === 'client'
+          ? fold.ended || fold.callsClient
+          : fold.ended;
     try {
       if (until === 'now') await follower.drain(apply);
       else while (!done()) if (!(await follower.take(signal, apply))) break;
@@ -413,22 +444,6 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
       }
     });
   }
-}
-
-/** A turn that did not end with a reply, as the error a completion answers. */
-function turnFailed(response: ResponseObject): ParleyError {
-  if (response.status === 'queued' || response.status === 'in_progress') {
-    return new ParleyError(
-      'turn_pending',
-      `the turn had not ended within server.blocking_wait_ms; it goes on (${response.id})`,
-    );
-  }
-  if (response.status === 'cancelled') {
-    return new ParleyError('turn_failed', 'the turn was cancelled', { turn_error: 'cancelled' });
-  }
-  return new ParleyError('turn_failed', response.error?.message ?? 'the turn failed', {
-    turn_error: response.error?.code ?? 'error',
-  });
 }
 
 /** The turn id: the client's `Idempotency-Key` when it sends one, else a new one. */
