@@ -18,8 +18,9 @@ let counter = 0;
 async function admit(kind: TurnKind, message: string, sessionId?: string) {
   counter += 1;
   const turnId = `check_${counter}`;
-  const body: Record<string, string> = { turn_id: turnId, message };
+  const body: Record<string, unknown> = { turn_id: turnId, message };
   if (sessionId) body.session_id = sessionId;
+  if (kind === 'client_tool') body.client_tools = [{ name: 'lookup' }];
   const answer = await request(server.url, 'POST', '/api/v1/chat/turns', body);
   expect(answer.status).toBe(202);
   ledger.acknowledge({
@@ -122,7 +123,24 @@ beforeAll(async () => {
     state: cancel.body.state,
   });
   await ended(second.sessionId, cancelled.turnId);
-  Object.assign(turns, { plain, approved, rejected, clock, second, cancelled });
+  // A call of the client's own tool, answered with its output.
+  const client = await admit('client_tool', '/tool lookup {"key": "k"}', second.sessionId);
+  const call = await eventOf(second.sessionId, 'input_required', client.turnId);
+  const output = await request(
+    server.url,
+    'POST',
+    `/api/v1/chat/sessions/${second.sessionId}/inputs/${call.payload.request_id}`,
+    { expected_sequence: call.sequence, approved: true, response: { output: 'found k' } },
+  );
+  expect(output.status).toBe(200);
+  ledger.answers.push({
+    sessionId: second.sessionId,
+    requestId: call.payload.request_id,
+    approved: true,
+    output: 'found k',
+  });
+  await ended(second.sessionId, client.turnId);
+  Object.assign(turns, { plain, approved, rejected, clock, second, cancelled, client });
 }, 120_000);
 
 afterAll(async () => {
@@ -182,8 +200,8 @@ describe('the soak checker on a clean journal', () => {
     expect(result.findings.violations).toEqual([]);
     expect(result.totals.turns).toBe(ledger.turns.size);
     expect(result.totals.sessions).toBe(2);
-    // Approved calculator, rejected calculator, the clock: three results.
-    expect(result.totals.toolResults).toBe(3);
+    // Approved calculator, rejected calculator, the clock, the client's lookup: four results.
+    expect(result.totals.toolResults).toBe(4);
   });
 });
 
@@ -263,6 +281,25 @@ describe('the soak checker finds each broken rule', () => {
         'update events set payload = $3 where session_id = $1 and sequence = $2',
         [sessionId, result.sequence, JSON.stringify(original)],
       );
+    }
+  });
+
+  it("a client tool's output acknowledged but not its call's result is lost; a timed-out call that succeeded is a mismatch", async () => {
+    const told = new Ledger();
+    const given = ledger.answers.find((candidate) => candidate.output !== undefined);
+    told.answers.push({ ...(given as (typeof ledger.answers)[number]), output: 'found j' });
+    await expectFound('lost', "a client tool's acknowledged output is its result", told);
+
+    const requestId = (given as { requestId: string }).requestId;
+    await server.db.query(`update input_requests set state = 'timeout' where request_id = $1`, [
+      requestId,
+    ]);
+    try {
+      await expectFound('mismatch', "a client tool's deadline fails its call");
+    } finally {
+      await server.db.query(`update input_requests set state = 'answered' where request_id = $1`, [
+        requestId,
+      ]);
     }
   });
 

@@ -105,6 +105,8 @@ export class Ledger {
     rejected: 0,
     /** Calls of a client's own tool its client was asked to run. */
     clientToolCalls: 0,
+    /** Of those, the calls the client left unanswered: their deadline ends them. */
+    clientToolsLeft: 0,
     /** Answers refused with 409 stale_input (superseded, or a retry of a landed answer). */
     staleAnswers: 0,
     cancelsSent: 0,

@@ -54,6 +54,9 @@ export function writeParleyConfig(
           ...additions.agentTools,
         },
         pending_input: 'supersede',
+        // A client tool's call its client never answers ends at this deadline
+        // (`client_tool_timeout`), as a question would.
+        question_timeout_ms: approvalTimeoutMs,
         budgets: soakBudgets,
       },
     },

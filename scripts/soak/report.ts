@@ -59,7 +59,10 @@ export function figuresTable(facts: RunFacts): string {
       'approvals left unanswered / ended by their deadline',
       `${counters.approvalsLeft} / ${check.timedOut}`,
     ],
-    ["calls of a client's own tool", counters.clientToolCalls],
+    [
+      "calls of a client's own tool / left to their deadline",
+      `${counters.clientToolCalls} / ${counters.clientToolsLeft}`,
+    ],
     ['tool results', check.totals.toolResults],
     ['budget extensions answered', check.budgetExtensions],
     [

@@ -126,6 +126,11 @@ export class Round {
     const { ledger, rng } = this.loop;
     ledger.counters.clientToolCalls += 1;
     await sleep(rng.int(0, 300));
+    if (rng.chance(0.1)) {
+      // The client never comes back: the call fails at its deadline.
+      ledger.counters.clientToolsLeft += 1;
+      return;
+    }
     const approved = rng.chance(0.9);
     const output = lookupOutput(event.arguments);
     await this.answer(event, approved, approved ? { output } : { reason: 'soak' }, output);

@@ -75,6 +75,19 @@ export function checkTools(journal: Journal, findings: Findings): void {
     }
   }
 
+  // A client tool's call nobody answered in time fails with client_tool_timeout.
+  for (const request of journal.snapshot.requests) {
+    if (request.kind !== 'client_tool' || request.state !== 'timeout') continue;
+    const result = results.get(request.call_id)?.[0];
+    if (result && result.payload?.error?.code !== 'client_tool_timeout') {
+      findings.add(
+        'mismatch',
+        "a client tool's deadline fails its call",
+        `${where(result)}: call ${request.call_id} timed out but its result is ${JSON.stringify(result.payload)}`,
+      );
+    }
+  }
+
   for (const request of journal.snapshot.requests) {
     if (request.kind !== 'approval' || request.approved !== false) continue;
     const result = results.get(request.call_id)?.[0];
