@@ -2,6 +2,7 @@ import { EventType, type Event as AgUiEvent, type Interrupt, type Message } from
 import type { ParleyEvent } from '../../protocol/events.js';
 import { interruptOf } from './interrupts.js';
 import { jsonPatch } from './jsonPatch.js';
+import { appendReasoning, appendText, closeMessage, type Emit, type Run } from './runText.js';
 
 /**
  * A session's journal seen as AG-UI events (docs/protocols.md, "AG-UI"): a pure fold, so the
@@ -34,22 +35,6 @@ export interface FoldScope {
   reasoning?: boolean;
 }
 
-interface Run {
-  /** The turn whose events the run shows (a burst's lead). */
-  turnId: string;
-  runId: string;
-  attempt: number;
-  /** The assistant message being streamed, if one is open. */
-  message: { id: string; text: string } | null;
-  /** The reasoning being streamed, if any: its span, and its message when text is shown. */
-  reasoning: { span: string; message: string | null } | null;
-  /** The text of the attempt so far (every message of it), to reconcile with the reply. */
-  text: string;
-  lastMessageId: string | null;
-  /** The journal sequence the run started at. */
-  start: number;
-}
-
 export class AgUiFold {
   private run: Run | null = null;
   private readonly out: AgUiFrame[] = [];
@@ -62,6 +47,7 @@ export class AgUiFold {
   /** The state this fold last showed: later changes are shown as a patch of it. */
   private shownState: Record<string, unknown> | null = null;
   private finished = false;
+  private readonly emitter: Emit = (sequence, event) => this.emit(sequence, event);
 
   constructor(private readonly scope: FoldScope) {
     if (scope.only) {
@@ -105,15 +91,22 @@ export class AgUiFold {
       }
       case 'text_delta': {
         if (!this.mine(event.turn_id) || event.delta === '') return;
-        this.appendText(this.ensure(event.turn_id, event.sequence), event.sequence, event.delta);
+        appendText(
+          this.ensure(event.turn_id, event.sequence),
+          event.sequence,
+          event.delta,
+          this.emitter,
+        );
         return;
       }
       case 'reasoning_delta': {
         if (!this.mine(event.turn_id)) return;
-        this.appendReasoning(
+        appendReasoning(
           this.ensure(event.turn_id, event.sequence),
           event.sequence,
           event.delta,
+          this.scope.reasoning === true,
+          this.emitter,
         );
         return;
       }
@@ -125,7 +118,7 @@ export class AgUiFold {
       case 'tool_call': {
         if (!this.mine(event.turn_id)) return;
         const run = this.ensure(event.turn_id, event.sequence);
-        this.closeMessage(run, event.sequence);
+        closeMessage(run, event.sequence, this.emitter);
         const toolCallId = event.call_id;
         this.emit(event.sequence, {
           type: EventType.TOOL_CALL_START,
@@ -144,7 +137,7 @@ export class AgUiFold {
       case 'tool_result': {
         if (!this.mine(event.turn_id)) return;
         const run = this.ensure(event.turn_id, event.sequence);
-        this.closeMessage(run, event.sequence);
+        closeMessage(run, event.sequence, this.emitter);
         this.emit(event.sequence, {
           type: EventType.TOOL_CALL_RESULT,
           messageId: `${event.call_id}.result`,
@@ -157,7 +150,7 @@ export class AgUiFold {
       case 'input_required': {
         if (!this.mine(event.turn_id)) return;
         const run = this.ensure(event.turn_id, event.sequence);
-        this.closeMessage(run, event.sequence);
+        closeMessage(run, event.sequence, this.emitter);
         // A call of the client's own tool is no interrupt: the run ends, the client runs it
         // (its TOOL_CALL events are out) and sends the output as a tool message.
         const interrupt = event.kind === 'client_tool' ? null : interruptOf(event);
@@ -185,11 +178,11 @@ export class AgUiFold {
         // The reply as committed wins over what streamed (a short reply may come whole).
         if (reply.startsWith(run.text)) {
           if (reply.length > run.text.length) {
-            this.appendText(run, event.sequence, reply.slice(run.text.length));
+            appendText(run, event.sequence, reply.slice(run.text.length), this.emitter);
           }
         } else {
           this.withdraw(run, event.sequence, run.attempt);
-          this.appendText(run, event.sequence, reply);
+          appendText(run, event.sequence, reply, this.emitter);
         }
         this.finish(run, event.sequence, {
           type: EventType.RUN_FINISHED,
@@ -374,80 +367,12 @@ export class AgUiFold {
   }
 
   /**
-   * Reasoning streams in a span of its own, closed before the reply's text (or a tool
-   * call) starts; its text, when shown, as one reasoning message.
-   */
-  private appendReasoning(run: Run, sequence: number, delta: string | undefined): void {
-    this.closeText(run, sequence);
-    if (!run.reasoning) {
-      run.reasoning = { span: `${run.turnId}.${sequence}.reasoning`, message: null };
-      this.emit(sequence, { type: EventType.REASONING_START, messageId: run.reasoning.span });
-    }
-    if (!this.scope.reasoning || !delta) return;
-    if (!run.reasoning.message) {
-      run.reasoning.message = `${run.turnId}.${sequence}.thinking`;
-      this.emit(sequence, {
-        type: EventType.REASONING_MESSAGE_START,
-        messageId: run.reasoning.message,
-        role: 'reasoning',
-      });
-    }
-    this.emit(sequence, {
-      type: EventType.REASONING_MESSAGE_CONTENT,
-      messageId: run.reasoning.message,
-      delta,
-    });
-  }
-
-  private closeReasoning(run: Run, sequence: number): void {
-    const reasoning = run.reasoning;
-    if (!reasoning) return;
-    if (reasoning.message) {
-      this.emit(sequence, { type: EventType.REASONING_MESSAGE_END, messageId: reasoning.message });
-    }
-    this.emit(sequence, { type: EventType.REASONING_END, messageId: reasoning.span });
-    run.reasoning = null;
-  }
-
-  private appendText(run: Run, sequence: number, delta: string): void {
-    this.closeReasoning(run, sequence);
-    if (!run.message) {
-      run.message = { id: `${run.turnId}.${sequence}`, text: '' };
-      run.lastMessageId = run.message.id;
-      this.emit(sequence, {
-        type: EventType.TEXT_MESSAGE_START,
-        messageId: run.message.id,
-        role: 'assistant',
-      });
-    }
-    run.message.text += delta;
-    run.text += delta;
-    this.emit(sequence, {
-      type: EventType.TEXT_MESSAGE_CONTENT,
-      messageId: run.message.id,
-      delta,
-    });
-  }
-
-  /** Whatever streams is closed: the reasoning, the text message. */
-  private closeMessage(run: Run, sequence: number): void {
-    this.closeReasoning(run, sequence);
-    this.closeText(run, sequence);
-  }
-
-  private closeText(run: Run, sequence: number): void {
-    if (!run.message) return;
-    this.emit(sequence, { type: EventType.TEXT_MESSAGE_END, messageId: run.message.id });
-    run.message = null;
-  }
-
-  /**
    * An earlier attempt's text is withdrawn (a retried step): its message ends, and a
    * `parley.attempt_reset` custom event names it so a client can drop it.
    */
   private withdraw(run: Run, sequence: number, attempt: number): void {
     const withdrawn = run.message?.id ?? run.lastMessageId;
-    this.closeMessage(run, sequence);
+    closeMessage(run, sequence, this.emitter);
     if (run.text === '') return;
     run.text = '';
     run.lastMessageId = null;
@@ -474,7 +399,7 @@ export class AgUiFold {
   }
 
   private finish(run: Run, sequence: number, end: AgUiEvent): void {
-    this.closeMessage(run, sequence);
+    closeMessage(run, sequence, this.emitter);
     this.emit(sequence, end);
     this.run = null;
     if (this.scope.only) this.finished = true;
