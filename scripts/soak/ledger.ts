@@ -128,6 +128,10 @@ export class Ledger {
     chatCompletions: 0,
     /** Sent again with the same Idempotency-Key (no answer, 5xx, 504, a broken stream). */
     chatRetries: 0,
+    /** AG-UI runs (`POST /ag-ui/default`, each on a thread of its own). */
+    aguiRuns: 0,
+    /** Sent again with the same runId (no answer, 5xx, a stream broken before its end). */
+    aguiRetries: 0,
     /** Calls of an agent's tool through the MCP server. */
     mcpCalls: 0,
     /** Calls made again (same idempotency key, a new MCP session) after a failure or `in_progress`. */

@@ -81,6 +81,7 @@ export function figuresTable(facts: RunFacts): string {
       'Chat Completions / sent again (same Idempotency-Key)',
       `${counters.chatCompletions} / ${counters.chatRetries}`,
     ],
+    ['AG-UI runs / sent again (same runId)', `${counters.aguiRuns} / ${counters.aguiRetries}`],
     [
       'A2A streamed tasks / followed again (SubscribeToTask)',
       `${counters.a2aTasks} / ${counters.a2aResubscribes}`,

@@ -1,4 +1,5 @@
 import { runA2aClient } from './a2aClient.js';
+import { runAguiClient } from './aguiClient.js';
 import { runChatClient } from './chatClient.js';
 import { Apis } from './http.js';
 import { Ledger } from './ledger.js';
@@ -16,7 +17,7 @@ import { SessionLoop } from './session.js';
 /**
  * Everything the soak's clients do during the chaos, whichever the engine: the chat
  * sessions (turns, effect tools, approvals, cancels, budgets), the protocol clients
- * (OpenAI Responses and Chat Completions, A2A, MCP), the media client (uploads, photos, speech), the mission
+ * (OpenAI Responses and Chat Completions, AG-UI, A2A, MCP), the media client (uploads, photos, speech), the mission
  * client (executions, cancels, unblocks), and the people on Telegram and Slack. What they
  * were told is in `ledger` and `missions`, the platforms' traffic in `outside`.
  */
@@ -87,6 +88,14 @@ export class Traffic {
         apis: new Apis(this.urls),
         ledger: this.ledger,
         random: random.fork('chat'),
+        count: Math.max(2, Math.round(options.turns / 20)),
+        windowMs: this.windowMs,
+        followTimeoutMs: 90_000,
+      }),
+      runAguiClient({
+        apis: new Apis(this.urls),
+        ledger: this.ledger,
+        random: random.fork('ag-ui'),
         count: Math.max(2, Math.round(options.turns / 20)),
         windowMs: this.windowMs,
         followTimeoutMs: 90_000,
