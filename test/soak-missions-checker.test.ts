@@ -462,4 +462,39 @@ describe('the soak checker finds each broken schedule rule', () => {
       );
     }
   });
+  it('an execution may succeed past a fire whose transaction committed late (its next execution started later)', async () => {
+    const list = (await fires('tick_cancel')).filter((fire) => fire.execution_id !== null);
+    const victim = list[0].execution_id as string;
+    const next = list[1].execution_id as string;
+    const before = await row(victim);
+    const after = await row(next);
+    // The fire's row reads its transaction's start; a scheduler paused before its commit
+    // made the cancel visible only when the next execution could start: an hour later here.
+    const shift = (sessionId: string, by: string, column: string) =>
+      server.db.query(
+        `update turns set ${column} = ${column} + interval '${by}'
+          where session_id = $1 and turn_id like 'exec.%'`,
+        [sessionId],
+      );
+    await shift(before.session_id, '30 minutes', 'completed_at');
+    await shift(after.session_id, '1 hour', 'created_at');
+    try {
+      await server.db.query(
+        `update executions set status = 'success', ended_at = now() + interval '30 minutes'
+          where execution_id = $1`,
+        [victim],
+      );
+      const overlaps = (await findings()).filter(
+        (violation) => violation.check === 'schedule overlap',
+      );
+      expect(overlaps).toEqual([]);
+    } finally {
+      await server.db.query(
+        'update executions set status = $2, ended_at = $3 where execution_id = $1',
+        [victim, before.status, before.ended_at],
+      );
+      await shift(before.session_id, '-30 minutes', 'completed_at');
+      await shift(after.session_id, '-1 hour', 'created_at');
+    }
+  });
 });

@@ -431,7 +431,14 @@ export function checkSchedules(
         const workEnded =
           row.status === 'success' && turnsEnded.length > 0 ? Math.max(...turnsEnded) : null;
         const ended = workEnded ?? row.ended_at;
-        const outlived = ended === null || ended > next.created_at + slackMs;
+        // A fire row's time is when its transaction began, not when its cancel became
+        // visible (a scheduler paused mid-transaction commits seconds later); the next
+        // execution's first turn, admitted after that commit, bounds it from above.
+        const nextTurn = snapshot.iterationTurns.find(
+          (turn) => turn.turn_id === `exec.${next.execution_id}.1`,
+        );
+        const visible = Math.max(next.created_at, nextTurn?.created_at ?? next.created_at);
+        const outlived = ended === null || ended > visible + slackMs;
         if (outlived && endedStatuses.has(row.status) && row.status !== 'cancelled') {
           findings.add(
             'mismatch',
