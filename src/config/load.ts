@@ -1,4 +1,4 @@
-import { parseHostRule } from '../tools/httpFetch/hosts.js';
+import { compileA2a, compileHostRules } from './a2a.js';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
@@ -129,15 +129,10 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
       attachmentBytes: file.limits.attachment_bytes,
       missionIterations: file.limits.mission_iterations,
       remoteImages: {
-        allowHosts: file.limits.remote_images.allow_hosts.map((entry, index) => {
-          const rule = parseHostRule(entry);
-          if (!rule) {
-            throw new ConfigError(
-              `limits.remote_images.allow_hosts.${index}: not a host name, *.domain or host:port`,
-            );
-          }
-          return rule;
-        }),
+        allowHosts: compileHostRules(
+          file.limits.remote_images.allow_hosts,
+          'limits.remote_images.allow_hosts',
+        ),
         allowPrivate: file.limits.remote_images.allow_private,
         timeoutMs: file.limits.remote_images.timeout_ms,
       },
@@ -219,23 +214,7 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
     telemetry: compileTelemetry(file, env),
     voices,
     speech,
-    a2a: {
-      pushNotifications: {
-        allowHosts: file.a2a.push_notifications.allow_hosts.map((entry, index) => {
-          const rule = parseHostRule(entry);
-          if (!rule) {
-            throw new ConfigError(
-              `a2a.push_notifications.allow_hosts.${index}: not a host name, *.domain or host:port`,
-            );
-          }
-          return rule;
-        }),
-        allowPrivate: file.a2a.push_notifications.allow_private,
-        timeoutMs: file.a2a.push_notifications.timeout_ms,
-        maxAttempts: file.a2a.push_notifications.max_attempts,
-        retryBaseMs: file.a2a.push_notifications.retry_base_ms,
-      },
-    },
+    a2a: compileA2a(file.a2a),
     source,
   };
 }

@@ -3,6 +3,7 @@ import { adaptersSchema, webhooksSchema } from './platformSchema.js';
 import { agentSchema, toolEntrySchema } from './agentSchema.js';
 import { missionName, missionSchema, scheduleName, scheduleSchema } from './missionSchema.js';
 import { speechSchema, voiceSchema } from './speechSchema.js';
+import { a2aSchema } from './a2a.js';
 import {
   callTimeoutMs,
   durationMs,
@@ -426,23 +427,7 @@ export const fileSchema = z
     telemetry: telemetrySchema,
     voices: z.array(voiceSchema).max(1000).default([]),
     speech: speechSchema,
-    a2a: z
-      .object({
-        // A2A push notifications: task updates POSTed to a URL the A2A client gives. Only to
-        // these hosts (http_fetch's allow_hosts syntax); none: push notifications are off.
-        push_notifications: z
-          .object({
-            allow_hosts: z.array(z.string()).default([]),
-            allow_private: z.boolean().default(false),
-            timeout_ms: durationMs.default(5000),
-            max_attempts: z.number().int().positive().max(100).default(8),
-            retry_base_ms: durationMs.default(1000),
-          })
-          .strict()
-          .prefault({}),
-      })
-      .strict()
-      .prefault({}),
+    a2a: a2aSchema,
   })
   .strict();
 

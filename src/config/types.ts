@@ -1,3 +1,4 @@
+import type { A2aConfig } from './a2a.js';
 import type { HostRule } from '../tools/httpFetch/hosts.js';
 import type { MissionConfig, ScheduleConfig } from './missionTypes.js';
 import type { AdaptersConfig, WebhookConfig } from './platformTypes.js';
@@ -410,16 +411,7 @@ export interface Config {
   /** The voice catalog: configured voices, the built-in `espeak/en`, OpenAI's voices. */
   voices: VoiceConfig[];
   speech: SpeechConfig;
-  /** A2A push notifications (docs/protocols.md, "A2A"): off while `allowHosts` is empty. */
-  a2a: {
-    pushNotifications: {
-      allowHosts: HostRule[];
-      allowPrivate: boolean;
-      timeoutMs: number;
-      maxAttempts: number;
-      retryBaseMs: number;
-    };
-  };
+  a2a: A2aConfig;
   /** Where the configuration came from, for the start-up line. */
   source: string;
 }
