@@ -189,6 +189,19 @@ describe('a switchover between two servers', () => {
     // The switchover: the first server turns read-only, the second takes writes.
     await setReadOnly(firstAdmin, true);
     await setReadOnly(secondAdmin, false);
+    // pg_reload_conf only signals the postmaster: each backend takes the new setting a
+    // moment later. Wait until the pooled connection (the pool reuses its last idle one)
+    // has it, so the write below meets a read-only server rather than racing the reload.
+    await until(
+      async () =>
+        (
+          await db!.query<{ v: string }>(
+            "select current_setting('default_transaction_read_only') as v",
+          )
+        ).rows[0]!.v,
+      (value) => value === 'on',
+      'the pooled connection to see the first server turn read-only',
+    );
     // A pooled connection still on the old primary refuses the write: it fails (the
     // caller retries) and the connection is discarded.
     await expect(
@@ -201,7 +214,11 @@ describe('a switchover between two servers', () => {
       `select pg_terminate_backend(pid) from pg_stat_activity
         where usename = 'parley' and pid <> pg_backend_pid() and backend_type = 'client backend'`,
     );
-    await until(portOf, (port) => port === second.port, 'new connections on the new primary');
+    await until(
+      () => portOf().catch(() => 0),
+      (port) => port === second.port,
+      'new connections on the new primary',
+    );
     await db.transaction(async (tx) => {
       await tx.query('insert into probe values (3)');
     });
