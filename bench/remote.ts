@@ -48,7 +48,14 @@ export class RemoteServer {
   static async start(storage: { url: string | null; dataDir: string }): Promise<RemoteServer> {
     const here = dirname(fileURLToPath(import.meta.url));
     const child = fork(join(here, 'child.ts'), [], {
-      execArgv: ['--import', 'tsx'],
+      // PARLEY_BENCH_PROFILE_DIR: the server writes a V8 CPU profile there when it closes.
+      execArgv: [
+        '--import',
+        'tsx',
+        ...(process.env.PARLEY_BENCH_PROFILE_DIR
+          ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PARLEY_BENCH_PROFILE_DIR}`]
+          : []),
+      ],
       env: { ...process.env, PARLEY_BENCH_STORAGE: JSON.stringify(storage) },
       serialization: 'advanced',
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
