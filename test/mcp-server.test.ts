@@ -6,6 +6,7 @@ import {
   ElicitRequestSchema,
   GetTaskResultSchema,
   McpError,
+  RELATED_TASK_META_KEY,
   type CallToolResult,
   type ElicitRequest,
   type ElicitResult,
@@ -613,6 +614,95 @@ describe('MCP tasks: a tools/call with a task param is a turn, followed by its t
     const result = await ended;
     expect(result.structuredContent).toMatchObject({ status: 'completed', turn_id: task.taskId });
     expect((result.structuredContent as unknown as Outcome).reply).toContain('20');
+  });
+
+  it('asks the approval a task waits on through elicitation on tasks/result, and completes', async () => {
+    const asked: ElicitRequest[] = [];
+    const alice = await connect(keys.alice, (elicitation) => {
+      asked.push(elicitation);
+      return { action: 'accept', content: { approve: true } };
+    });
+    let taskId = '';
+    let result: CallToolResult | undefined;
+    const statuses: string[] = [];
+    // The SDK's task stream polls the task, and on input_required waits on tasks/result.
+    for await (const message of alice.experimental.tasks.callToolStream(
+      { name: 'gated', arguments: { message: '/tool calculator {"expression": "2+3"}' } },
+      CallToolResultSchema,
+      { task: {} },
+    )) {
+      if (message.type === 'taskCreated') taskId = message.task.taskId;
+      if (message.type === 'taskStatus') statuses.push(message.task.status);
+      if (message.type === 'result') result = message.result;
+      if (message.type === 'error') throw message.error;
+    }
+    expect(statuses).toContain('input_required');
+    expect(asked).toHaveLength(1);
+    expect(asked[0]?.params.message).toContain('calculator');
+    expect(asked[0]?.params._meta?.[RELATED_TASK_META_KEY]).toEqual({ taskId });
+    const outcome = result?.structuredContent as unknown as Outcome;
+    expect(outcome).toMatchObject({ status: 'completed', turn_id: taskId });
+    expect(outcome.reply).toContain('5');
+    const resolved = await server.db.query<{ payload: { actor: { user: string } } }>(
+      `select payload from events where type = 'input_resolved' and session_id = $1`,
+      [outcome.session_id],
+    );
+    expect(resolved.rows.map((row) => row.payload.actor.user)).toEqual(['alice']);
+  });
+
+  it("a dismissed form leaves the task input_required and the request in Parley's inbox", async () => {
+    let asked = 0;
+    let dismissed: () => void = () => undefined;
+    const shown = new Promise<void>((resolve) => (dismissed = resolve));
+    const alice = await connect(keys.alice, () => {
+      asked += 1;
+      dismissed();
+      return { action: 'cancel' };
+    });
+    const { task } = await createTask(alice, 'gated', {
+      message: '/tool calculator {"expression": "6*7"}',
+    });
+    // tasks/result waits from the start; the form comes once the turn waits for a person.
+    const ended = alice.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    await shown;
+    const waiting = await alice.experimental.tasks.getTask(task.taskId);
+    expect(waiting.status).toBe('input_required');
+    const inbox = await request(
+      server.url,
+      'GET',
+      '/api/v1/inputs?state=pending',
+      undefined,
+      auth(keys.alice),
+    );
+    const item = inbox.body.items.find((each: { request_id: string }) =>
+      waiting.statusMessage?.includes(each.request_id),
+    );
+    expect(item).toBeDefined();
+    // Another principal's elicitation client finds no such task, and is asked nothing.
+    let bobAsked = 0;
+    const bob = await connect(keys.bob, () => {
+      bobAsked += 1;
+      return { action: 'cancel' };
+    });
+    const foreign = await errorOf(
+      bob.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema),
+    );
+    expect(foreign?.code).toBe(-32602);
+    expect(foreign?.message).toContain(`Task not found: ${task.taskId}`);
+    expect(bobAsked).toBe(0);
+    // Answered in the inbox, the task goes on: the same tasks/result answers its end.
+    const answer = await request(
+      server.url,
+      'POST',
+      `/api/v1/chat/sessions/${item.session_id}/inputs/${item.request_id}`,
+      { expected_sequence: item.expected_sequence, approved: true },
+      auth(keys.alice),
+    );
+    expect(answer.status).toBe(200);
+    const result = await ended;
+    expect(result.structuredContent).toMatchObject({ status: 'completed', turn_id: task.taskId });
+    expect((result.structuredContent as unknown as Outcome).reply).toContain('42');
+    expect(asked).toBe(1);
   });
 
   it("answers another principal's or tenant's task exactly like a missing one", async () => {

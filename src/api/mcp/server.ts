@@ -3,7 +3,6 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
   CancelTaskRequestSchema,
-  ElicitResultSchema,
   ErrorCode,
   GetTaskPayloadRequestSchema,
   GetTaskRequestSchema,
@@ -12,7 +11,6 @@ import {
   McpError,
   type CallToolResult,
   type CreateTaskResult,
-  type ElicitRequestFormParams,
   type RequestId,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -20,11 +18,11 @@ import { z } from 'zod';
 import type { Principal } from '../../config/types.js';
 import { isParleyError, ParleyError } from '../../errors.js';
 import { clientKeyPattern } from '../../ids.js';
-import type { InputRequiredEvent } from '../../protocol/events.js';
 import { agentsOf, type ApiDeps } from '../deps.js';
 import type { JournalFeed } from '../feed.js';
 import { linkedSignal } from './linkedSignal.js';
-import { callTurn, idempotencyMetaKey, type Elicited } from './callTurn.js';
+import { callTurn, idempotencyMetaKey } from './callTurn.js';
+import { elicitThrough } from './elicitation.js';
 import { cancelTask, createTask, getTask, listTasks, taskResult, taskTurnId } from './tasks.js';
 import { resultOf } from './toolResult.js';
 
@@ -158,11 +156,6 @@ export function buildMcpServer(io: McpSessionIo): Server {
           turnId: taskTurnId(principal, agent, key ?? null),
         });
       }
-      const capabilities = server.getClientCapabilities();
-      const elicitation = capabilities?.elicitation;
-      const canElicit =
-        elicitation !== undefined &&
-        (elicitation.form !== undefined || Object.keys(elicitation).length === 0);
       const progressToken = extra._meta?.progressToken;
       let progress = 0;
       const connection = io.connectionOf(extra.requestId);
@@ -192,16 +185,7 @@ export function buildMcpServer(io: McpSessionIo): Server {
                       method: 'notifications/progress',
                       params: { progressToken, progress: ++progress, message: step.message },
                     }),
-            elicit: canElicit
-              ? async (asked, signal) => {
-                  const answer = await extra.sendRequest(
-                    { method: 'elicitation/create', params: formOf(asked) },
-                    ElicitResultSchema,
-                    { signal, timeout: io.deps.config.server.blockingWaitMs },
-                  );
-                  return elicitedAnswer(asked, answer.action, answer.content);
-                }
-              : null,
+            elicit: elicitThrough(server, extra, io.deps.config.server.blockingWaitMs, null),
           },
           {
             agent,
@@ -236,7 +220,9 @@ export function buildMcpServer(io: McpSessionIo): Server {
     const connection = io.connectionOf(extra.requestId);
     const stopped = linkedSignal(extra.signal, ...(connection ? [connection] : []));
     try {
-      return await taskResult(taskIo(), request.params.taskId, stopped.signal);
+      const { taskId } = request.params;
+      const elicit = elicitThrough(server, extra, io.deps.config.server.blockingWaitMs, taskId);
+      return await taskResult(taskIo(), taskId, stopped.signal, elicit);
     } finally {
       stopped.dispose();
     }
@@ -283,54 +269,4 @@ function turnIdFrom(key: unknown): string {
     );
   }
   return key;
-}
-
-/** The form that asks the person: approve a call (yes/no and a reason), or answer a question. */
-function formOf(asked: InputRequiredEvent): ElicitRequestFormParams {
-  if (asked.kind === 'question') {
-    return {
-      mode: 'form',
-      message: asked.prompt ?? 'The agent asks a question.',
-      requestedSchema: {
-        type: 'object',
-        properties: { answer: { type: 'string', title: 'Answer' } },
-        required: ['answer'],
-      },
-    };
-  }
-  return {
-    mode: 'form',
-    message: `Approve ${asked.tool ?? 'the call'} with ${JSON.stringify(asked.arguments ?? {})}?`,
-    requestedSchema: {
-      type: 'object',
-      properties: {
-        approve: { type: 'boolean', title: 'Approve' },
-        reason: { type: 'string', title: 'Reason' },
-      },
-      required: ['approve'],
-    },
-  };
-}
-
-/**
- * The answer a form brings back: `accept` answers with its fields, `decline` refuses,
- * `cancel` (dismissed) answers nothing: the request waits in Parley's inbox.
- */
-function elicitedAnswer(
-  asked: InputRequiredEvent,
-  action: 'accept' | 'decline' | 'cancel',
-  content: Record<string, unknown> | undefined,
-): Elicited {
-  if (action === 'cancel') return null;
-  if (action === 'decline') return { approved: false, response: null };
-  if (asked.kind === 'question') {
-    const answer = content?.answer;
-    return typeof answer === 'string' ? { approved: true, response: { answer } } : null;
-  }
-  const reason =
-    typeof content?.reason === 'string' && content.reason !== '' ? content.reason : null;
-  return {
-    approved: content?.approve === true,
-    response: reason === null ? null : { reason },
-  };
 }

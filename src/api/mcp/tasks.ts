@@ -19,6 +19,7 @@ import { JournalFollower } from '../journalFollower.js';
 import { viewerOf } from '../sessionAccess.js';
 import { timeCursor } from '../validate.js';
 import { admitCall, type CallOutcome, type TurnCall } from './callTurn.js';
+import { followTurn, type Elicit } from './followTurn.js';
 import { linkedSignal } from './linkedSignal.js';
 import { resultOf, waitingText } from './toolResult.js';
 
@@ -71,16 +72,28 @@ export function getTask(io: TaskIo, taskId: string): Promise<Task> {
 
 /**
  * `tasks/result`: once the turn ended, the tool result the call without a task answers;
- * until then it waits, also while the turn waits for a person in Parley's inbox. The
- * client's cancel of this request (or its leaving) only ends the wait, never the turn.
+ * until then it waits, also while the turn waits for a person. With `elicit` (the client
+ * declared elicitation), the approvals and questions the turn waits on are asked on this
+ * request's stream and answered as the principal (followTurn.ts); else, or once dismissed,
+ * they wait in Parley's inbox. The client's cancel of this request (or its leaving) only
+ * ends the wait, never the turn.
  */
 export async function taskResult(
   io: TaskIo,
   taskId: string,
   signal: AbortSignal,
+  elicit: Elicit | null,
 ): Promise<CallToolResult> {
   const missing = notFound(taskId);
   const row = await findTask(io, taskId, missing);
+  if (elicit) {
+    const turn = {
+      sessionId: row.session_id,
+      turnId: row.turn_id,
+      sequence: row.admitted_sequence,
+    };
+    await followTurn({ ...io, signal, progress: null, elicit }, turn, 'wait');
+  }
   const outcome = await settle(io, row, signal);
   if (outcome.kind === 'missing') throw new McpError(ErrorCode.InvalidParams, missing);
   if (!isEnded(outcome)) {
