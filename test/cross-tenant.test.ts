@@ -428,6 +428,9 @@ const byRoute: Record<string, Probe> = {
   'GET /a2a/{agent}/.well-known/agent-card.json': {
     path: (ids) => `/a2a/${ids.agent}/.well-known/agent-card.json`,
   },
+  'GET /a2a/{agent}/v0.3/.well-known/agent-card.json': {
+    path: (ids) => `/a2a/${ids.agent}/v0.3/.well-known/agent-card.json`,
+  },
   'GET /a2a/{agent}': { path: (ids) => `/a2a/${ids.agent}` },
   // A's task (a turn) through an agent every tenant has.
   'POST /a2a/{agent}': {
@@ -561,6 +564,30 @@ const byRoute: Record<string, Probe> = {
 
 /** Ids inside request bodies: each aimed at A's and at a missing one, from B's session. */
 const byBody: Record<string, { method: string; path: string; body: (ids: Ids) => unknown }> = {
+  // A2A 0.3's method names reach the same handlers as 1.0's.
+  "A's task through A2A 0.3's tasks/get": {
+    method: 'POST',
+    path: '/a2a/default',
+    body: (ids) => ({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: ids.turn } }),
+  },
+  "A's session continued by A2A 0.3's message/send": {
+    method: 'POST',
+    path: '/a2a/default',
+    body: (ids) => ({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'message/send',
+      params: {
+        message: {
+          kind: 'message',
+          messageId: `b03_${made}`,
+          role: 'user',
+          contextId: ids.session,
+          parts: [{ kind: 'text', text: 'let me in' }],
+        },
+      },
+    }),
+  },
   "a turn into A's session": {
     method: 'POST',
     path: '/api/v1/chat/turns',

@@ -983,12 +983,17 @@ function generator(random: () => number) {
       if (random() < 0.8) fuzzed.headers['mcp-session-id'] = segment();
       return fuzzed;
     },
-    // A2A: an agent's card, its endpoint's redirect, and its JSON-RPC methods.
-    'GET /a2a/{agent}/.well-known/agent-card.json': () =>
-      get(`/a2a/${agentOrMission()}/.well-known/agent-card.json`),
+    // A2A: an agent's card (1.0's, or 0.3's), its endpoint's redirect, and its JSON-RPC
+    // methods, 1.0's and 0.3's.
+    'GET /a2a/{agent}/.well-known/agent-card.json': () => ({
+      ...get(`/a2a/${agentOrMission()}/.well-known/agent-card.json`),
+      ...(random() < 0.5 ? { headers: { 'a2a-version': pick(['0.3', '1.0', segment()]) } } : {}),
+    }),
+    'GET /a2a/{agent}/v0.3/.well-known/agent-card.json': () =>
+      get(`/a2a/${agentOrMission()}/v0.3/.well-known/agent-card.json`),
     'GET /a2a/{agent}': () => get(`/a2a/${agentOrMission()}`),
-    'POST /a2a/{agent}': () =>
-      json('POST', `/a2a/${agentOrMission()}`, {
+    'POST /a2a/{agent}': () => {
+      const fuzzed = json('POST', `/a2a/${agentOrMission()}`, {
         jsonrpc: pick(['2.0', '2.0', value()]),
         id: pick([1, 'x', null, value()]),
         method: pick([
@@ -1001,6 +1006,16 @@ function generator(random: () => number) {
           'GetTaskPushNotificationConfig',
           'ListTaskPushNotificationConfigs',
           'DeleteTaskPushNotificationConfig',
+          'message/send',
+          'message/stream',
+          'tasks/get',
+          'tasks/cancel',
+          'tasks/resubscribe',
+          'tasks/pushNotificationConfig/set',
+          'tasks/pushNotificationConfig/get',
+          'tasks/pushNotificationConfig/list',
+          'tasks/pushNotificationConfig/delete',
+          'agent/getAuthenticatedExtendedCard',
           value(),
         ]),
         params: pick([
@@ -1019,9 +1034,42 @@ function generator(random: () => number) {
             },
             configuration: { returnImmediately: pick([true, value()]) },
           },
+          // 0.3's shapes: kinds on the message and its parts, the push config nested.
+          {
+            message: {
+              kind: pick(['message', value()]),
+              messageId: pick(['m1', value()]),
+              role: pick(['user', 'agent', value()]),
+              parts: pick([
+                [{ kind: 'text', text: 'hello' }],
+                [{ kind: 'data', data: pick([{ approved: true }, value()]) }],
+                [{ kind: 'file', file: pick([{ uri: 'x' }, { bytes: 'aGk=' }, value()]) }],
+                [{ kind: value(), text: 'x' }],
+                value(),
+              ]),
+              contextId: pick([undefined, sessionId, value()]),
+              taskId: pick([undefined, turnId, value()]),
+            },
+            configuration: pick([
+              { blocking: pick([true, false, value()]) },
+              { pushNotificationConfig: pick([{ url: 'https://push.invalid/hook' }, value()]) },
+            ]),
+          },
+          {
+            id: pick([turnId, value()]),
+            taskId: pick([turnId, value()]),
+            pushNotificationConfigId: pick([undefined, 'c1', value()]),
+            pushNotificationConfig: pick([
+              { url: 'https://push.invalid/hook', authentication: { schemes: ['Bearer'] } },
+              value(),
+            ]),
+          },
           value(),
         ]),
-      }),
+      });
+      if (random() < 0.3) fuzzed.headers['a2a-version'] = pick(['0.3', '1.0', segment()]);
+      return fuzzed;
+    },
     // The platforms' endpoints: Telegram configured (a valid secret 70 % of the time), the
     // others not (404).
     'POST /adapters/telegram/webhook': () => ({

@@ -57,6 +57,7 @@ export function isEngineFree(path: string): boolean {
  */
 export const surfaceFiles = [
   'a2a',
+  'a2a-v03',
   'adapters-deadlines',
   'adapters-delivery',
   'adapters-discord',

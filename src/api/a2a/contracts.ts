@@ -5,6 +5,8 @@ import { rpcEnvelope } from './jsonRpc.js';
 /** Where an agent's A2A endpoint is: `/a2a/{agent}`, its card under it. */
 export const a2aBase = '/a2a';
 export const cardPath = '.well-known/agent-card.json';
+/** Where an A2A 0.3 client finds the agent: its 0.3 card under `/a2a/{agent}/v0.3`. */
+export const v03CardPath = `v0.3/${cardPath}`;
 
 const errors = {
   '400':
@@ -19,7 +21,19 @@ export const a2aContracts = {
     method: 'GET',
     url: `${a2aBase}/:agent/${cardPath}`,
     summary: "A2A: the agent's card (its JSON-RPC endpoint, capabilities, one skill)",
+    description:
+      'The A2A 1.0 card; with an `A2A-Version` of 0.3 (0.3 up to 1.0), the A2A 0.3 card.',
+    parameters: [{ name: 'A2A-Version', in: 'header', schema: { type: 'string' } }],
     responses: { '200': z.record(z.string(), z.unknown()).meta({ id: 'A2aAgentCard' }) },
+    errors: { '401': 'unauthorized', '404': 'unknown_agent' },
+  }),
+  v03Card: route({
+    method: 'GET',
+    url: `${a2aBase}/:agent/${v03CardPath}`,
+    summary: "A2A: the agent's A2A 0.3 card (`url`, `protocolVersion: 0.3.0`), for 0.3 clients",
+    description:
+      "The same agent and endpoint as the 1.0 card, in 0.3's shape: a 0.3 client given `<parley>/a2a/{agent}/v0.3` as its base URL finds it at the well-known path.",
+    responses: { '200': z.record(z.string(), z.unknown()).meta({ id: 'A2aAgentCardV03' }) },
     errors: { '401': 'unauthorized', '404': 'unknown_agent' },
   }),
   endpoint: route({
@@ -33,9 +47,9 @@ export const a2aContracts = {
     method: 'POST',
     url: `${a2aBase}/:agent`,
     summary:
-      'A2A JSON-RPC (protocol 1.0): SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask, and the task push notification config methods (Create, Get, List, Delete)',
+      'A2A JSON-RPC (protocol 1.0): SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask, and the task push notification config methods (Create, Get, List, Delete); and A2A 0.3: message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe, tasks/pushNotificationConfig/{set,get,list,delete}',
     description:
-      "A task is a Parley turn (its id), its contextId the session. Errors are JSON-RPC error responses with A2A codes, sent with Parley's HTTP status.",
+      "A task is a Parley turn (its id), its contextId the session. A 0.3 method name is answered in 0.3's shapes (the same handlers). Errors are JSON-RPC error responses with A2A codes, sent with Parley's HTTP status.",
     body: rpcEnvelope,
     handlerValidates: true,
     responses: {

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { ParleyError, type ErrorCode } from '../../errors.js';
 import { installErrorHandler } from '../errors.js';
+import { isV03Method, isV03Version } from './v03.js';
 
 /**
  * A2A's JSON-RPC 2.0 binding (docs/protocols.md, "A2A"): the envelope, and Parley's errors
@@ -91,12 +92,18 @@ export function rpcIdOf(body: unknown): RpcId {
   return typeof id === 'string' || typeof id === 'number' ? id : null;
 }
 
-/** `A2A-Version`: absent (the SDK's own), or a 1.x this server speaks. */
-export function checkVersion(header: string | string[] | undefined): void {
-  if (header === undefined) return;
-  const version = Array.isArray(header) ? header[0] : header;
-  if (version === undefined || version === '' || /^1(\.\d+)?$/.test(version.trim())) return;
-  throw new ParleyError('version_not_supported', 'this server speaks A2A 1.0', {
-    supported: ['1.0'],
-  });
+/**
+ * `A2A-Version`: absent (the SDK's own 1.0 requests never lack it; a 0.3 client's may), or
+ * the version of the method called — 1.x for 1.0's names, 0.3's range for 0.3's (v03.ts).
+ */
+export function checkVersion(header: string | string[] | undefined, method: string): void {
+  const version = (Array.isArray(header) ? header[0] : header)?.trim();
+  if (version === undefined || version === '') return;
+  const v03 = isV03Method(method);
+  if (v03 ? isV03Version(version) : /^1(\.\d+)?$/.test(version)) return;
+  throw new ParleyError(
+    'version_not_supported',
+    `A2A-Version ${version.slice(0, 20)} is not the version of ${v03 ? '0.3' : '1.0'}'s ${method.slice(0, 60)}: this server speaks A2A 1.0 (SendMessage, GetTask…) and 0.3 (message/send, tasks/get…)`,
+    { supported: ['1.0', '0.3'] },
+  );
 }

@@ -16,7 +16,7 @@ import { findVisibleTurn, viewerOf } from '../sessionAccess.js';
 import { openEventStream } from '../sseResponse.js';
 import { SseWriter } from '../sseWriter.js';
 import { admitForPrincipal } from '../turns.js';
-import { agentCardOf } from './card.js';
+import { a2aCardRoutes } from './card.js';
 import {
   checkVersion,
   envelopeField,
@@ -29,7 +29,6 @@ import {
 } from './jsonRpc.js';
 import { listTasks } from './listTasks.js';
 import { pushConfigMethod, pushMethods, sendPushConfig, type PushMethod } from './pushConfigs.js';
-import { pushEnabled } from './pushNotifications.js';
 import {
   dataOf,
   decisionOf,
@@ -40,8 +39,9 @@ import {
   turnIdOfMessage,
   type SendParams,
 } from './params.js';
-import { a2aBase, a2aContracts, cardPath } from './contracts.js';
+import { a2aContracts } from './contracts.js';
 import { TaskFold, trimHistory, type TaskIdentity } from './taskFold.js';
+import { callFromV03, isV03Method, refusalInV03, resultInV03, streamedInV03 } from './v03.js';
 
 /** Methods of A2A 1.0 that Parley does not offer, and what it answers them. */
 const unsupported: Record<string, 'unsupported_operation'> = {
@@ -63,21 +63,7 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
     feed.stop();
     for (const controller of open) controller.abort();
   });
-  const api = typed(app);
-  const { card, endpoint } = a2aContracts;
-
-  api.get(card.url, routeOptions(card), async (request) => {
-    const agent = agentOf(request.principal, request.params.agent);
-    const base = `${request.protocol}://${request.host}`;
-    return agentCardOf(agent, `${base}${a2aBase}/${encodeURIComponent(agent.name)}`, {
-      pushNotifications: pushEnabled(deps.config.a2a.pushNotifications),
-    });
-  });
-
-  api.get(endpoint.url, routeOptions(endpoint), async (request, reply) => {
-    const agent = agentOf(request.principal, request.params.agent);
-    return reply.redirect(`${a2aBase}/${encodeURIComponent(agent.name)}/${cardPath}`, 302);
-  });
+  a2aCardRoutes(app, deps);
 
   await app.register(async (scope) => {
     installRpcErrors(scope);
@@ -93,9 +79,13 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
             { field: envelopeField },
           );
         }
-        checkVersion(request.headers['a2a-version']);
+        const call = envelope.data;
+        checkVersion(request.headers['a2a-version'], call.method);
         const agent = agentOf(request.principal, request.params.agent).name;
-        return await dispatch(request, reply, agent, envelope.data);
+        if (!isV03Method(call.method)) return await dispatch(request, reply, agent, call, false);
+        return await dispatch(request, reply, agent, callFromV03(call), true).catch((error) => {
+          throw error instanceof ParleyError ? refusalInV03(call.method, error) : error;
+        });
       } catch (error) {
         if (!(error instanceof ParleyError) || reply.sent) throw error;
         return reply.status(error.status).send(rpcErrorBody(error, id));
@@ -108,9 +98,15 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
     reply: FastifyReply,
     agent: string,
     call: z.output<typeof rpcEnvelope>,
+    v03: boolean,
   ): Promise<unknown> {
     const principal = request.principal;
-    const result = (value: unknown) => ({ jsonrpc: '2.0', id: call.id, result: value });
+    // A 0.3 call's result in 0.3's shape (v03.ts), else as 1.0 gives it.
+    const result = (value: unknown) => ({
+      jsonrpc: '2.0',
+      id: call.id,
+      result: v03 ? resultInV03(call.method, value) : value,
+    });
     switch (call.method) {
       case 'SendMessage':
       case 'SendStreamingMessage': {
@@ -121,6 +117,7 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
           return streamTask(request, reply, call.id, identity, from, {
             stopAtInput: true,
             fromStart: admitted,
+            v03,
           });
         }
         const until = params.configuration?.returnImmediately === true ? 'now' : 'settled';
@@ -182,6 +179,7 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
         return streamTask(request, reply, call.id, identity, from, {
           stopAtInput: false,
           fromStart: false,
+          v03,
         });
       }
       default: {
@@ -399,14 +397,16 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
     id: RpcId,
     identity: TaskIdentity,
     from: number,
-    how: { stopAtInput: boolean; fromStart: boolean },
+    how: { stopAtInput: boolean; fromStart: boolean; v03: boolean },
   ): Promise<void> {
     const controller = new AbortController();
     open.add(controller);
     const fold = new TaskFold(identity);
     const follower = new JournalFollower(deps.db, feed, identity.contextId, from);
-    const frame = (value: StreamResponse) =>
-      `data: ${JSON.stringify({ jsonrpc: '2.0', id, result: StreamResponse.toJSON(value) })}\n\n`;
+    const frame = (value: StreamResponse) => {
+      const result = how.v03 ? streamedInV03(value, how.stopAtInput) : StreamResponse.toJSON(value);
+      return `data: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`;
+    };
     const done = () => fold.ended || (how.stopAtInput && fold.settled);
     let response: ReturnType<typeof openEventStream> | null = null;
     let stopKeepAlive = () => {};
