@@ -14,10 +14,11 @@ import {
   type Client,
 } from '@a2a-js/sdk/client';
 import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkJournalInvariants } from './support/invariants.js';
+import { until } from './support/poll.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
 // A2A 0.3 clients (docs/protocols.md, "A2A 0.3 clients"): the SDK's v0.3 compat client
@@ -27,6 +28,8 @@ import { startTestServer, type TestServer } from './support/server.js';
 let server: TestServer;
 let sink: Server;
 let sinkUrl = '';
+/** The push notifications the receiver took. */
+const sunk: { headers: IncomingHttpHeaders; body: any }[] = [];
 
 /** What went over the wire: each JSON-RPC method called and the A2A-Version it was sent with. */
 const wire: { method: string; version: string | null }[] = [];
@@ -34,8 +37,12 @@ const wire: { method: string; version: string | null }[] = [];
 beforeAll(async () => {
   // Push configs need a host the operator allows: a receiver that takes every POST.
   sink = createServer((request, response) => {
-    request.resume();
-    request.on('end', () => response.writeHead(200).end());
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      sunk.push({ headers: request.headers, body: JSON.parse(Buffer.concat(chunks).toString()) });
+      response.writeHead(200).end();
+    });
   });
   await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
   sinkUrl = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
@@ -451,6 +458,42 @@ describe('A2A 0.3 clients (the SDK’s v0.3 compat client)', () => {
       params: { id: task.id },
     });
     expect(empty.body.result).toEqual([]);
+  });
+
+  it('pushes a 0.3 config’s notifications in 0.3’s shape', async () => {
+    const sent = await rpc('alice-key', 'default', {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'message/send',
+      params: {
+        message: {
+          kind: 'message',
+          messageId: `v03-push-${Date.now()}`,
+          role: 'user',
+          parts: [{ kind: 'text', text: 'push me in 0.3' }],
+        },
+        configuration: {
+          blocking: true,
+          pushNotificationConfig: { url: `${sinkUrl}/v03`, token: 'tok-v03' },
+        },
+      },
+    });
+    const taskId = sent.body.result.id as string;
+    const mine = () =>
+      sunk.filter((push) => push.headers['x-a2a-notification-token'] === 'tok-v03');
+    await until(
+      () => mine().map((push) => push.body.status?.state),
+      (states) => states.includes('completed'),
+      'the completed notification',
+    );
+    expect(mine().map((push) => [push.body.status.state, push.body.final])).toEqual([
+      ['working', false],
+      ['completed', true],
+    ]);
+    for (const push of mine()) {
+      expect(push.headers['content-type']).toBe('application/json');
+      expect(push.body).toMatchObject({ kind: 'status-update', taskId });
+    }
   });
 
   it("refuses bad 0.3 input with A2A's codes, fields named as sent, writing nothing", async () => {

@@ -544,6 +544,7 @@ describe('A2A with the official @a2a-js/sdk client', () => {
       token: 'tok',
       auth_scheme: null,
       auth_credentials: null,
+      wire: '1.0' as const,
     };
     const signal = new AbortController().signal;
     const inward = await post(push, signal).catch((error: unknown) => error as Error);

@@ -1,5 +1,6 @@
 import { claimOutbox } from './claimOutbox.js';
 import type { Db } from './db.js';
+import type { A2aWire } from './saveA2aPushConfig.js';
 
 /** A push notification to send, with its config's URL and credentials as the client gave them. */
 export interface ClaimedA2aPush {
@@ -13,6 +14,8 @@ export interface ClaimedA2aPush {
   token: string | null;
   auth_scheme: string | null;
   auth_credentials: string | null;
+  /** The A2A version its config was made with: the notification's shape. */
+  wire: A2aWire;
 }
 
 /**
@@ -30,7 +33,7 @@ export function claimA2aPushDeliveries(
     'a2aPushes',
     {
       returning: `r.delivery_id, r.push_id, r.session_id, r.sequence, r.payload, r.attempts,
-                  p.url, p.token, p.auth_scheme, p.auth_credentials`,
+                  p.url, p.token, p.auth_scheme, p.auth_credentials, p.wire`,
       join: { table: 'a2a_push_configs p', on: 'p.push_id = r.push_id' },
     },
     { senders: ['a2a_push'], token: input.token, leaseMs: input.leaseMs, limit: input.limit },

@@ -1,6 +1,9 @@
 import type { Db } from './db.js';
 import { notifyWakeup } from './wakeups.js';
 
+/** The A2A version a push config was made with (`a2a_push_configs.wire`). */
+export type A2aWire = '1.0' | '0.3';
+
 /** An A2A push config as stored (a2a_push_configs): where and how a task's updates go. */
 export interface A2aPushConfigRow {
   push_id: string;
@@ -38,18 +41,21 @@ export async function saveA2aPushConfig(
     fromSequence: number;
     /** null: the journal's end now. */
     createdSequence: number | null;
+    /** The A2A version the config was made with: its notifications' shape. */
+    wire: A2aWire;
   },
 ): Promise<A2aPushConfigRow> {
   return db.transaction(async (tx) => {
     const saved = await tx.query<A2aPushConfigRow>(
       `insert into a2a_push_configs (push_id, tenant, task_id, owner, config_id, session_id, url,
                                    token, auth_scheme, auth_credentials, from_sequence,
-                                   created_sequence)
+                                   created_sequence, wire)
      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
-             coalesce($12::bigint, (select last_sequence from sessions where session_id = $6)))
+             coalesce($12::bigint, (select last_sequence from sessions where session_id = $6)),
+             $13)
      on conflict (tenant, task_id, owner, config_id) do update
        set url = excluded.url, token = excluded.token, auth_scheme = excluded.auth_scheme,
-           auth_credentials = excluded.auth_credentials
+           auth_credentials = excluded.auth_credentials, wire = excluded.wire
      returning ${a2aPushConfigColumns}`,
       [
         input.pushId,
@@ -64,6 +70,7 @@ export async function saveA2aPushConfig(
         input.authCredentials,
         input.fromSequence,
         input.createdSequence,
+        input.wire,
       ],
     );
     const session = await tx.query<{ last_sequence: number }>(

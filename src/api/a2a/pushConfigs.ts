@@ -6,7 +6,11 @@ import { newSessionId } from '../../ids.js';
 import type { Db } from '../../store/db.js';
 import { deleteA2aPushConfig } from '../../store/deleteA2aPushConfig.js';
 import { findA2aPushConfigs } from '../../store/findA2aPushConfigs.js';
-import { saveA2aPushConfig, type A2aPushConfigRow } from '../../store/saveA2aPushConfig.js';
+import {
+  saveA2aPushConfig,
+  type A2aPushConfigRow,
+  type A2aWire,
+} from '../../store/saveA2aPushConfig.js';
 import { paramsOf } from './jsonRpc.js';
 import { turnIdOfMessage, type SendParams } from './params.js';
 import { checkPushUrl, pushEnabled, type PushSettings } from './pushNotifications.js';
@@ -76,6 +80,8 @@ export interface PushConfigDeps {
   settings: PushSettings;
   /** A task the principal may see, of this agent (else `turn_not_found`). */
   taskOf: (taskId: string) => Promise<{ identity: TaskIdentity; from: number }>;
+  /** The A2A version of the call: a config's notifications go out in its shape. */
+  wire: A2aWire;
 }
 
 /** Refuses push config methods and configurations while the operator offers none. */
@@ -97,7 +103,7 @@ export function requirePush(settings: PushSettings): void {
 export async function sendPushConfig(
   db: Db,
   settings: PushSettings,
-  send: { principal: Principal; agent: string; params: SendParams },
+  send: { principal: Principal; agent: string; params: SendParams; wire: A2aWire },
 ): Promise<((sent: SentTask) => Promise<void>) | null> {
   const given = send.params.configuration?.taskPushNotificationConfig;
   if (given === undefined) return null;
@@ -110,7 +116,10 @@ export async function sendPushConfig(
     message.taskId || turnIdOfMessage(send.principal.user, send.agent, message.messageId);
   await checkRoom(db, send.principal, taskId, config.id || taskId);
   return async (sent) => {
-    await savePushConfig(db, send.principal, sent, config, sent.admitted ? sent.from : null);
+    await savePushConfig(db, send.principal, sent, config, {
+      createdSequence: sent.admitted ? sent.from : null,
+      wire: send.wire,
+    });
   };
 }
 
@@ -124,14 +133,15 @@ interface SentTask {
 /**
  * Stores a checked config on a task: `createdSequence` is where its notifications start
  * (the task's start for a config given with the message that admitted the task; null:
- * now, the first notification then being the task's status as it stands).
+ * now, the first notification then being the task's status as it stands); `wire` the A2A
+ * version they are sent in.
  */
 export async function savePushConfig(
   db: Db,
   principal: Principal,
   task: { identity: TaskIdentity; from: number },
   config: GivenPushConfig,
-  createdSequence: number | null,
+  made: { createdSequence: number | null; wire: A2aWire },
 ): Promise<A2aPushConfigRow> {
   const configId = config.id || task.identity.taskId;
   await checkRoom(db, principal, task.identity.taskId, configId);
@@ -149,7 +159,8 @@ export async function savePushConfig(
     authScheme: scheme,
     authCredentials: credentials,
     fromSequence: task.from,
-    createdSequence,
+    createdSequence: made.createdSequence,
+    wire: made.wire,
   });
 }
 
@@ -206,7 +217,10 @@ export async function pushConfigMethod(
       const given = paramsOf(createParams, params);
       checkPushUrl(given.url, deps.settings, 'params.url');
       const task = await deps.taskOf(given.taskId);
-      const saved = await savePushConfig(deps.db, principal, task, given, null);
+      const saved = await savePushConfig(deps.db, principal, task, given, {
+        createdSequence: null,
+        wire: deps.wire,
+      });
       return TaskPushNotificationConfig.toJSON(pushConfigOf(saved));
     }
     case 'GetTaskPushNotificationConfig': {

@@ -12,6 +12,7 @@ import { hostAllowed } from '../../tools/httpFetch/hosts.js';
 import { guardedLookup, systemResolve, type Resolve } from '../../tools/httpFetch/lookup.js';
 import type { ToolError } from '../../tools/types.js';
 import { TaskFold } from './taskFold.js';
+import { streamedInV03 } from './v03.js';
 
 /**
  * A2A push notifications (docs/protocols.md, "A2A"), as the A2A server defines them and the
@@ -119,10 +120,22 @@ export function checkPushUrl(text: string, settings: PushSettings, field: string
   return url;
 }
 
+/**
+ * A notification's body in its config's A2A version: 1.0's `StreamResponse` as stored, or
+ * for a config made by a 0.3 client the status-update event itself, as the SDK's 0.3
+ * serializer sends it (`kind`, lower-case state, `final` once the task has ended).
+ */
+export function pushBody(push: ClaimedA2aPush): string {
+  if (push.wire === '0.3') {
+    return JSON.stringify(streamedInV03(StreamResponse.fromJSON(push.payload), false));
+  }
+  return JSON.stringify(push.payload);
+}
+
 /** The headers of a notification: the SDK's, plus the delivery id a retry repeats. */
 export function pushHeaders(push: ClaimedA2aPush): Record<string, string> {
   const headers: Record<string, string> = {
-    'content-type': 'application/a2a+json',
+    'content-type': push.wire === '0.3' ? 'application/json' : 'application/a2a+json',
     'user-agent': 'Parley-A2A-Push',
     'webhook-id': push.delivery_id,
   };
@@ -167,7 +180,7 @@ export function pushPoster(
         dispatcher,
         signal,
         headers: pushHeaders(push),
-        body: JSON.stringify(push.payload),
+        body: pushBody(push),
       });
       // The body is not read: nothing of the receiver's answer is kept or logged.
       await response.body.dump();

@@ -112,7 +112,7 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
       case 'SendStreamingMessage': {
         const params = paramsOf(sendParams, call.params);
         const streaming = call.method === 'SendStreamingMessage';
-        const { identity, from, admitted } = await send(principal, agent, params);
+        const { identity, from, admitted } = await send(principal, agent, params, v03);
         if (streaming) {
           return streamTask(request, reply, call.id, identity, from, {
             stopAtInput: true,
@@ -189,6 +189,7 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
               db: deps.db,
               settings: deps.config.a2a.pushNotifications,
               taskOf: (taskId) => taskOf(principal, agent, taskId),
+              wire: v03 ? '0.3' : '1.0',
             },
             principal,
             call.method as PushMethod,
@@ -214,11 +215,13 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
     principal: Principal,
     agent: string,
     params: SendParams,
+    v03: boolean,
   ): Promise<{ identity: TaskIdentity; from: number; admitted: boolean }> {
     const push = await sendPushConfig(deps.db, deps.config.a2a.pushNotifications, {
       principal,
       agent,
       params,
+      wire: v03 ? '0.3' : '1.0',
     });
     const sent = await deliver(principal, agent, params);
     await push?.(sent);
