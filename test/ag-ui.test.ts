@@ -474,6 +474,33 @@ describe('AG-UI with the official HttpAgent', () => {
       [requestId],
     );
     expect(resolved.rows.map((row) => row.payload.actor.user)).toEqual(['alice']);
+
+    // The thread stream names the turn going on after the answer as a run of its own; a
+    // reconnect inside that run re-opens it under the same id, not the turn's.
+    const finishedRuns = (events: Record<string, unknown>[]) =>
+      events.filter((event) => event.type === EventType.RUN_FINISHED).length;
+    const whole = await readThread(
+      'careful',
+      agent.threadId,
+      '0',
+      (events) => finishedRuns(events) >= 2,
+    );
+    const runIds = whole.events
+      .filter((event) => event.type === EventType.RUN_STARTED)
+      .map((event) => event.runId);
+    expect(runIds).toHaveLength(2);
+    expect(runIds[1]).not.toBe(runIds[0]);
+    const starts = (await readEvents(server.db, await sessionOf(agent.threadId), 0, 1000)).filter(
+      (event) => event.type === 'turn_started',
+    );
+    expect(starts.length).toBeGreaterThan(1);
+    const inside = await readThread(
+      'careful',
+      agent.threadId,
+      String(starts.at(-1)?.sequence),
+      (events) => finishedRuns(events) >= 1,
+    );
+    expect(inside.events[0]).toMatchObject({ type: 'RUN_STARTED', runId: runIds[1] });
   });
 
   it('answers a question through resume with the answer as payload', async () => {

@@ -171,7 +171,13 @@ async function judgeEnded(
     { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: view.taskId } },
     { deadline, random: context.random },
   );
-  const result = (answer?.body as { result?: unknown } | undefined)?.result;
+  if (!answer) {
+    // No answer before the deadline (processes killed and restarting): given up, as any
+    // request retried past its time; the drain and the journal's checks still hold the task.
+    context.ledger.counters.httpErrors += 1;
+    return;
+  }
+  const result = (answer.body as { result?: unknown } | undefined)?.result;
   if (result === undefined) {
     context.ledger.violation('a2a', `${label}: GetTask answered ${JSON.stringify(answer?.body)}`);
     return;

@@ -97,14 +97,18 @@ async function completedText(response: Response): Promise<string | null> {
   return body.choices?.[0]?.message?.content ?? null;
 }
 
-/** The answered turn joins the ledger, with its session read from its response. */
+/**
+ * The answered turn joins the ledger, with its session read from its response (asked
+ * again through failures for a minute: an engine restarting may be away for seconds).
+ */
 async function acknowledge(
   context: ProtocolClientContext,
   turnId: string,
   message: string,
 ): Promise<void> {
   const { ledger, apis } = context;
-  for (let attempt = 0; attempt < 20; attempt++) {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
     try {
       const response = await fetch(`${apis.pick()}/openai/v1/responses/resp_${turnId}`, {
         signal: AbortSignal.timeout(10_000),
@@ -112,7 +116,10 @@ async function acknowledge(
       if (response.status === 200) {
         const body = (await response.json()) as { conversation?: { id?: string } };
         const sessionId = body.conversation?.id;
-        if (!sessionId) break;
+        if (!sessionId) {
+          ledger.violation('chat', `${turnId}: answered, but its response names no conversation`);
+          return;
+        }
         ledger.acknowledge({ turnId, sessionId, kind: 'plain', message, sequence: null });
         return;
       }
@@ -122,5 +129,5 @@ async function acknowledge(
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-  ledger.violation('chat', `${turnId}: answered, but its response names no conversation`);
+  ledger.violation('chat', `${turnId}: answered, but its response could not be read for a minute`);
 }

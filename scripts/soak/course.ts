@@ -5,6 +5,7 @@ import { Apis } from './http.js';
 import { drainExecutions } from './missions.js';
 import type { SoakOptions } from './options.js';
 import type { Outside } from './outside.js';
+import { approvalTimeoutMs } from './parleyConfig.js';
 import { Random } from './random.js';
 import { describeViolations, failed, figuresTable, type RunFacts } from './report.js';
 import { endedTimes, writeRunReport, type TimelineMark } from './timeline.js';
@@ -103,6 +104,7 @@ export async function runCourse(
         missions: traffic.missions,
         webhooks: outside.webhookEvidence(),
         platforms: outside.platformEvidence(),
+        questionTimeoutMs: approvalTimeoutMs,
       }),
       ended: await endedTimes(db, began),
     }));

@@ -22,6 +22,12 @@ export type TurnKind =
   | 'budget'
   /** A call of a tool the client declared and runs itself (`client_tools`): it answers. */
   | 'client_tool'
+  /** The agent asks the person (`ask_user`): the client answers, declines or walks away. */
+  | 'question'
+  /** A turn of the `steps` agent that runs out of its step budget (`on_exhausted: finish`). */
+  | 'steps'
+  /** A turn of the `stateful` agent whose model changes the session's state (`update_state`). */
+  | 'state'
   /**
    * A message carrying an image (mediaClient.ts). The demo model (not a vision one) reads
    * a note of the image after the message, so the reply is the echo and then that note:
@@ -57,6 +63,8 @@ export interface AnswerRecord {
   approved: boolean;
   /** A client tool's answer: the output the client sent (its call's result must be it). */
   output?: string;
+  /** A question's answer: the text the person sent (its call's result must carry it). */
+  answer?: string;
 }
 
 /**
@@ -76,6 +84,25 @@ export interface MediaRecord {
   imageTurnId?: string;
 }
 
+/**
+ * A session followed through the AG-UI thread stream (aguiThread.ts): the events it kept,
+ * in order (a re-opened run's repeated starts left out, `timestamp` dropped), up to the
+ * last write it received whole, whose SSE id is `lastId`.
+ */
+export interface ThreadRecord {
+  sessionId: string;
+  events: (Record<string, unknown> & { type: string })[];
+  lastId: number;
+}
+
+/** A state an AG-UI run carried (`RunAgentInput.state`), its run acknowledged with 200. */
+export interface StateRecord {
+  sessionId: string;
+  /** The run's turn: the change is journaled with it, before its message. */
+  turnId: string;
+  data: Record<string, unknown>;
+}
+
 /** Something a client saw that the protocol rules out, told as it happened. */
 export interface ClientViolation {
   check: string;
@@ -90,6 +117,10 @@ export class Ledger {
   readonly violations: ClientViolation[] = [];
   /** The media client's uploads, by label. */
   readonly media = new Map<string, MediaRecord>();
+  /** Sessions also followed through the AG-UI thread stream. */
+  readonly threads: ThreadRecord[] = [];
+  /** States AG-UI runs carried, acknowledged with 200. */
+  readonly states: StateRecord[] = [];
   readonly counters = {
     admissionAttempts: 0,
     /** Admissions retried after a connection error, a 5xx or a timeout. */
@@ -107,6 +138,13 @@ export class Ledger {
     clientToolCalls: 0,
     /** Of those, the calls the client left unanswered: their deadline ends them. */
     clientToolsLeft: 0,
+    /** Questions (`ask_user`) the agent asked a client. */
+    questionsAsked: 0,
+    /** Of those, the questions the client answered (200) and declined (200). */
+    questionsAnswered: 0,
+    questionsDeclined: 0,
+    /** Of those, the questions the client left unanswered: `question_timeout_ms` ends them. */
+    questionsLeft: 0,
     /** Answers refused with 409 stale_input (superseded, or a retry of a landed answer). */
     staleAnswers: 0,
     cancelsSent: 0,
@@ -132,6 +170,16 @@ export class Ledger {
     aguiRuns: 0,
     /** Sent again with the same runId (no answer, 5xx, a stream broken before its end). */
     aguiRetries: 0,
+    /** Approval interrupts answered (200) by a run's `resume`. */
+    aguiResumes: 0,
+    /** Runs that carried a state (`RunAgentInput.state`), acknowledged with 200. */
+    aguiStates: 0,
+    /** Runs refused `409 session_busy` (a turn still in flight), sent again. */
+    aguiBusy: 0,
+    /** Sessions also followed through the AG-UI thread stream. */
+    aguiThreads: 0,
+    /** Its connections after the first (Last-Event-ID), after a break or silence. */
+    aguiThreadReconnects: 0,
     /** Calls of an agent's tool through the MCP server. */
     mcpCalls: 0,
     /** Calls made again (same idempotency key, a new MCP session) after a failure or `in_progress`. */

@@ -1,4 +1,4 @@
-import { budgetMessage } from './budgets.js';
+import { budgetMessage, stepsMessage } from './budgets.js';
 import { effectsMessage } from './effects.js';
 import type { TurnKind } from './ledger.js';
 import type { Random } from './random.js';
@@ -30,12 +30,16 @@ const vocabulary = [
 
 /**
  * The share of rounds of each kind (a `follow_up` only ever follows a `supersede`; `media`
- * turns are the media client's, not a session loop's).
+ * turns are the media client's, not a session loop's; `steps` turns are the `steps`
+ * agent's, `stepsWeights`).
  */
-export const roundWeights: Record<Exclude<TurnKind, 'follow_up' | 'media'>, number> = {
-  plain: 40,
+export const roundWeights: Record<
+  Exclude<TurnKind, 'follow_up' | 'media' | 'steps' | 'state'>,
+  number
+> = {
+  plain: 39,
   burst: 12,
-  approval: 18,
+  approval: 15,
   supersede: 5,
   clock: 5,
   cancel: 12,
@@ -43,10 +47,27 @@ export const roundWeights: Record<Exclude<TurnKind, 'follow_up' | 'media'>, numb
   effects: 8,
   budget: 5,
   client_tool: 6,
+  question: 4,
 };
+
+/**
+ * The rounds of a session of the `steps` agent (budgets.ts): turns that run out of their
+ * step budget, and plain ones (one step is enough for a reply).
+ */
+export const stepsWeights: Partial<Record<TurnKind, number>> = { steps: 2, plain: 1 };
 
 /** The tool a `client_tool` turn declares (and its client runs: `Round`). */
 export const soakClientTool = { name: 'soak_lookup', parameters: { type: 'object' } };
+
+/** The question a `question` turn has the agent ask: names its turn. */
+export function questionOf(turnId: string): string {
+  return `which ${turnId}?`;
+}
+
+/** What the person answers a question: derived from it, so a swapped answer shows. */
+export function answerTo(question: unknown): string {
+  return `answer to ${typeof question === 'string' ? question : 'nothing'}`;
+}
 
 /** What the client's tool answers for a call: derived from its arguments. */
 export function lookupOutput(args: unknown): string {
@@ -69,10 +90,16 @@ export function messageFor(kind: TurnKind, turnId: string, random: Random): stri
       return '/tool clock {}';
     case 'client_tool':
       return `/tool ${soakClientTool.name} {"key": "${turnId}"}`;
+    case 'question':
+      return `/tool ask_user {"question": "${questionOf(turnId)}"}`;
     case 'effects':
       return effectsMessage(turnId, random);
     case 'budget':
       return budgetMessage();
+    case 'steps':
+      return stepsMessage(turnId);
+    case 'state':
+      return `/tool update_state {"set": {"count": ${random.int(100, 999)}, "by": "${turnId}"}}`;
     case 'transient':
       return `/fail transient 1\n${turnId} ${words(random, random.int(6, 14))}`;
     case 'cancel':

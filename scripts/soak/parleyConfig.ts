@@ -1,7 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { soakBudgets } from './budgets.js';
+import { soakBudgets, stepBudgets, stepsAgent } from './budgets.js';
+import { stateAgent, stateConfig } from './state.js';
 import { soakMissions } from './missions.js';
 import { soakSchedules } from './schedules.js';
 
@@ -51,14 +52,24 @@ export function writeParleyConfig(
           clock: 'allow',
           // The media client's image turns (demo/image: a PNG drawn from the prompt).
           generate_image: 'allow',
+          // `question` rounds: the agent asks the person; unanswered, question_timeout_ms ends it.
+          ask_user: 'allow',
           ...additions.agentTools,
         },
         pending_input: 'supersede',
-        // A client tool's call its client never answers ends at this deadline
-        // (`client_tool_timeout`), as a question would.
+        // A question (`ask_user`) or a client tool's call its client never answers ends at
+        // this deadline (`question_timeout`, `client_tool_timeout`).
         question_timeout_ms: approvalTimeoutMs,
         budgets: soakBudgets,
       },
+      // A second agent whose step budget finishes a turn (`steps` rounds, budgets.ts).
+      [stepsAgent]: {
+        model: 'demo/echo',
+        tools: { clock: 'allow' },
+        budgets: stepBudgets,
+      },
+      // A third agent whose sessions keep a domain state (AG-UI `state` runs, state.ts).
+      [stateAgent]: { model: 'demo/echo', state: stateConfig },
     },
     // Executions and schedules driven under the same chaos (missions.ts, schedules.ts).
     missions: soakMissions,

@@ -63,8 +63,13 @@ export function figuresTable(facts: RunFacts): string {
       "calls of a client's own tool / left to their deadline",
       `${counters.clientToolCalls} / ${counters.clientToolsLeft}`,
     ],
+    [
+      'questions asked / answered / declined / left to their deadline',
+      `${counters.questionsAsked} / ${counters.questionsAnswered} / ${counters.questionsDeclined} / ${counters.questionsLeft}`,
+    ],
     ['tool results', check.totals.toolResults],
     ['budget extensions answered', check.budgetExtensions],
+    ['turns out of steps finished (on_exhausted: finish)', check.stepsStopped],
     [
       'external effects / in doubt (interrupted) / idempotent re-runs',
       check.effects
@@ -81,7 +86,18 @@ export function figuresTable(facts: RunFacts): string {
       'Chat Completions / sent again (same Idempotency-Key)',
       `${counters.chatCompletions} / ${counters.chatRetries}`,
     ],
-    ['AG-UI runs / sent again (same runId)', `${counters.aguiRuns} / ${counters.aguiRetries}`],
+    [
+      'AG-UI runs / sent again (same runId) / approvals answered by resume',
+      `${counters.aguiRuns} / ${counters.aguiRetries} / ${counters.aguiResumes}`,
+    ],
+    [
+      'AG-UI states taken (run 200) / sent again on session_busy / model changes committed',
+      `${counters.aguiStates} / ${counters.aguiBusy} / ${check.stateChanges}`,
+    ],
+    [
+      'AG-UI thread streams / reconnects (Last-Event-ID) / events checked',
+      `${counters.aguiThreads} / ${counters.aguiThreadReconnects} / ${check.aguiThreads.events}`,
+    ],
     [
       'A2A streamed tasks / followed again (SubscribeToTask)',
       `${counters.a2aTasks} / ${counters.a2aResubscribes}`,

@@ -2,7 +2,7 @@ import { follow, type SessionView } from './follow.js';
 import { sleep, type Apis, type StreamEvent } from './http.js';
 import type { Ledger, TurnKind } from './ledger.js';
 import type { Random } from './random.js';
-import { lookupOutput } from './messages.js';
+import { answerTo, lookupOutput } from './messages.js';
 
 /** What a round needs of its session's loop. */
 export interface RoundHost {
@@ -101,6 +101,7 @@ export class Round {
   /** A person answers; or, in a supersede round, writes again instead (and maybe also answers). */
   private async onInputRequired(event: StreamEvent): Promise<void> {
     if (event.kind === 'client_tool') return this.runClientTool(event);
+    if (event.kind === 'question') return this.answerQuestion(event);
     const { ledger, rng } = this.loop;
     ledger.counters.approvalsRequested += 1;
     await sleep(rng.int(0, 300));
@@ -136,15 +137,37 @@ export class Round {
     await this.answer(event, approved, approved ? { output } : { reason: 'soak' }, output);
   }
 
+  /** A person answers the agent's question (`ask_user`), declines it, or walks away. */
+  private async answerQuestion(event: StreamEvent): Promise<void> {
+    const { ledger, rng } = this.loop;
+    ledger.counters.questionsAsked += 1;
+    await sleep(rng.int(0, 300));
+    const choice = rng.weighted({ answer: 7, decline: 1, leave: 2 });
+    if (choice === 'leave') {
+      // Nobody answers: `question_timeout_ms` ends it and the model is told so.
+      ledger.counters.questionsLeft += 1;
+      return;
+    }
+    const text = answerTo(event.prompt);
+    const taken =
+      choice === 'answer'
+        ? await this.answer(event, true, { answer: text }, undefined, text)
+        : await this.answer(event, false, { reason: 'soak' });
+    if (taken && choice === 'answer') ledger.counters.questionsAnswered += 1;
+    if (taken && choice === 'decline') ledger.counters.questionsDeclined += 1;
+  }
+
   /**
    * Sends an answer (PROTOCOL.md §4) and records what the server said of it: true when it
-   * was taken (200; a client tool's `output` then must be its call's result).
+   * was taken (200; a client tool's `output`, a question's `text`, then must be its call's
+   * result).
    */
   private async answer(
     event: StreamEvent,
     approved: boolean,
     response: Record<string, unknown>,
     output?: string,
+    text?: string,
   ): Promise<boolean> {
     const { ledger } = this.loop;
     const view = this.loop.sessionView;
@@ -159,6 +182,7 @@ export class Round {
         requestId: String(event.request_id),
         approved,
         ...(approved && output !== undefined ? { output } : {}),
+        ...(approved && text !== undefined ? { answer: text } : {}),
       });
       return true;
     }

@@ -1,3 +1,4 @@
+import { followThread } from './aguiThread.js';
 import type { SessionView } from './follow.js';
 import { sendOnce, type Apis } from './http.js';
 import type { Ledger, TurnKind } from './ledger.js';
@@ -12,6 +13,11 @@ export interface LoopContext {
   pacer: Pacer;
   /** How long a round follows its turns before leaving them to the drain. */
   followTimeoutMs: number;
+  /** Whether the session is also followed through the AG-UI thread stream. */
+  followThread?: boolean;
+  /** The session's agent (else the default) and the rounds its loop draws (else `roundWeights`). */
+  agent?: string;
+  weights?: Partial<Record<TurnKind, number>>;
 }
 
 /** How long a client keeps retrying one request (admission, cancel, answer). */
@@ -26,6 +32,9 @@ const retryWindowMs = 60_000;
 export class SessionLoop implements RoundHost {
   private readonly view: SessionView = { sessionId: null, cursor: 0, ended: new Map() };
   private counter = 0;
+  private done = false;
+  /** The AG-UI thread stream's follower, once the session exists (`followThread`). */
+  private thread: Promise<void> | null = null;
 
   constructor(
     private readonly context: LoopContext,
@@ -36,13 +45,17 @@ export class SessionLoop implements RoundHost {
 
   async run(): Promise<void> {
     for (;;) {
-      let kind = this.random.weighted(roundWeights);
+      let kind = this.random.weighted(
+        (this.context.weights ?? roundWeights) as Record<TurnKind, number>,
+      );
       const wanted = kind === 'burst' ? this.random.int(2, 3) : kind === 'supersede' ? 2 : 1;
       const granted = await this.context.pacer.take(wanted);
-      if (granted === 0) return;
+      if (granted === 0) break;
       if (kind === 'supersede' && granted < 2) kind = 'approval';
       await new Round(this, kind, granted).run();
     }
+    this.done = true;
+    await this.thread;
   }
 
   get ledger(): Ledger {
@@ -78,6 +91,7 @@ export class SessionLoop implements RoundHost {
     const body: Record<string, unknown> = { turn_id: turnId, message };
     if (kind === 'client_tool') body.client_tools = [soakClientTool];
     if (this.view.sessionId) body.session_id = this.view.sessionId;
+    else if (this.context.agent) body.agent = this.context.agent;
     ledger.counters.admissionAttempts += 1;
     const answer = await apis.send('POST', '/api/v1/chat/turns', body, {
       deadline: Date.now() + retryWindowMs,
@@ -119,6 +133,15 @@ export class SessionLoop implements RoundHost {
       this.ledger.violation(
         'admission',
         `turn ${turnId} for session ${this.view.sessionId} was admitted into ${sessionId}`,
+      );
+    }
+    if (this.view.sessionId === null && this.context.followThread) {
+      this.thread = followThread(
+        this.apis,
+        this.ledger,
+        this.random.fork('thread'),
+        sessionId,
+        () => this.done,
       );
     }
     this.view.sessionId ??= sessionId;

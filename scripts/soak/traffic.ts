@@ -2,7 +2,9 @@ import { runA2aClient } from './a2aClient.js';
 import { runAguiClient } from './aguiClient.js';
 import { runChatClient } from './chatClient.js';
 import { Apis } from './http.js';
+import { stepsAgent } from './budgets.js';
 import { Ledger } from './ledger.js';
+import { stepsWeights } from './messages.js';
 import { MissionLedger } from './missionLedger.js';
 import { runOpenaiClient } from './openaiClient.js';
 import { runMcpClient } from './mcpClient.js';
@@ -57,6 +59,10 @@ export class Traffic {
           ledger: this.ledger,
           pacer: this.pacer,
           followTimeoutMs: 90_000,
+          // A quarter of the sessions are also followed through the AG-UI thread stream.
+          followThread: index % 4 === 1,
+          // One in sixteen is the `steps` agent's, whose turns run out of steps.
+          ...(index % 16 === 15 ? { agent: stepsAgent, weights: stepsWeights } : {}),
         },
         random.fork(`session-${index}`),
         `c${client}s${index}`,

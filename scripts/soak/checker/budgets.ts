@@ -1,5 +1,6 @@
-import { stoppedPrefix } from '../budgets.js';
-import { where, type Findings, type Journal } from './findings.js';
+import { stepsStopText, stoppedPrefix } from '../budgets.js';
+import type { Ledger } from '../ledger.js';
+import { turnIdsOf, where, type Findings, type Journal } from './findings.js';
 import type { EventRow } from './snapshot.js';
 
 /**
@@ -76,4 +77,51 @@ export function checkBudgets(journal: Journal, findings: Findings): number {
     }
   }
   return answered;
+}
+
+/**
+ * Step budgets that finish (`on_exhausted: finish`, the `steps` agent): a `steps` turn's
+ * first model step calls `clock`, and the turn is then out of steps. It ends as the spec
+ * says, once: `done` with `I stopped here: the turn used its 1 model steps.` (a turn that
+ * quoted the clock took a step it did not have), its call proposed and run exactly once,
+ * and no person asked for more (`finish` never asks). A turn cancelled or failed
+ * meanwhile is judged by the other rules; its single end by the journal's.
+ */
+export function checkStepBudgets(journal: Journal, ledger: Ledger, findings: Findings): number {
+  let stopped = 0;
+  for (const turn of ledger.turns.values()) {
+    if (turn.kind !== 'steps') continue;
+    const terminal = journal.terminalOf(turn.turnId);
+    if (!terminal || terminal.type !== 'done') continue;
+    // Its burst's events carry the burst's lead turn: the done names it.
+    const burst = new Set(turnIdsOf(terminal));
+    const events = (journal.eventsBySession.get(turn.sessionId) ?? []).filter((event) =>
+      burst.has(String(event.turn_id)),
+    );
+    const content = String(terminal.payload?.final_message?.content ?? '');
+    const calls = events.filter((event) => event.type === 'tool_call');
+    const results = events.filter((event) => event.type === 'tool_result');
+    const asked = events.filter((event) => event.type === 'input_required');
+    // One `clock` call per `steps` turn the burst answers (a plain turn folded in has none).
+    const wanted = turnIdsOf(terminal).filter(
+      (turnId) => ledger.turns.get(turnId)?.kind === 'steps',
+    ).length;
+    const problems = [
+      ...(content === stepsStopText ? [] : [`it ended "${content.slice(0, 80)}"`]),
+      ...(calls.length === wanted && results.length === wanted
+        ? []
+        : [`${calls.length} calls and ${results.length} results for ${wanted} turn(s)`]),
+      ...(asked.length === 0 ? [] : [`it asked ${asked.length} time(s) for more`]),
+    ];
+    if (problems.length === 0) {
+      stopped += 1;
+      continue;
+    }
+    findings.add(
+      'mismatch',
+      'a turn out of steps finishes once',
+      `${where(terminal)}: ${turn.turnId} ran out of steps, but ${problems.join('; ')}`,
+    );
+  }
+  return stopped;
 }

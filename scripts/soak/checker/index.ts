@@ -3,7 +3,8 @@ import type { EffectLedger } from '../effects.js';
 import { Ledger } from '../ledger.js';
 import { MissionLedger } from '../missionLedger.js';
 import { checkAcknowledged, checkAtRest } from './acknowledged.js';
-import { checkBudgets } from './budgets.js';
+import { checkAguiThreads, type ThreadFigures } from './aguiThreads.js';
+import { checkBudgets, checkStepBudgets } from './budgets.js';
 import { checkEffects, type EffectTotals } from './effects.js';
 import { Findings, Journal } from './findings.js';
 import { checkGapless, checkOrder, checkTerminals } from './journal.js';
@@ -12,7 +13,9 @@ import { checkExecutions, checkSchedules } from './missions.js';
 import { readMissionSnapshot } from './missionSnapshot.js';
 import { checkPlatform, type PlatformEvidence, type PlatformFigures } from './platforms.js';
 import { checkPostedOnce, type PlatformTraffic } from './postedOnce.js';
+import { checkQuestions } from './questions.js';
 import { readSnapshot } from './snapshot.js';
+import { checkState } from './state.js';
 import {
   checkWebhooks,
   readDeliveries,
@@ -53,10 +56,16 @@ export interface CheckResult {
   effects: EffectTotals | null;
   /** Budget extension requests answered (by clients or the drain). */
   budgetExtensions: number;
+  /** Turns of the `steps` agent that ran out of steps and finished as they should. */
+  stepsStopped: number;
   /** The media client's uploads, photos and speech as the database holds them. */
   media: MediaFigures;
   /** Approvals ended by their deadline (the timer, with the safe default). */
   timedOut: number;
+  /** Sessions followed through the AG-UI thread stream, and the events compared. */
+  aguiThreads: ThreadFigures;
+  /** Turns whose model's state change was committed with them (`update_state`). */
+  stateChanges: number;
 }
 
 /**
@@ -66,6 +75,7 @@ export interface CheckResult {
  * have been released; `effects`: the external ledger of the effect tools' side effects.
  * `missions`: what the mission clients were told. `webhooks`: an endpoint and what its
  * receiver got. `platform`, `platforms`: the updates each fake platform sent, and its posts.
+ * `questionTimeoutMs`: the agents' `question_timeout_ms`, which bounds each question's deadline.
  */
 export async function checkDatabase(
   db: Db,
@@ -77,6 +87,8 @@ export async function checkDatabase(
     webhooks?: WebhookEvidence;
     platform?: PlatformEvidence;
     platforms?: PlatformTraffic[];
+    /** The agent's `question_timeout_ms`: no question's deadline may be later. */
+    questionTimeoutMs?: number;
   } = {},
 ): Promise<CheckResult> {
   const snapshot = await readSnapshot(db);
@@ -91,10 +103,14 @@ export async function checkDatabase(
   checkTools(journal, findings);
   checkAcknowledged(journal, ledger, findings);
   checkPromises(journal, ledger, findings);
+  checkQuestions(journal, ledger, findings, options.questionTimeoutMs ?? null);
+  const aguiThreads = checkAguiThreads(journal, ledger, findings);
+  const stateChanges = checkState(journal, ledger, findings);
   checkReplies(journal, ledger, findings);
   const media = checkMedia(journal, await readMedia(db, ledger), ledger, findings);
   if (options.stoppedPids) checkAtRest(journal, options.stoppedPids, findings);
   const budgetExtensions = checkBudgets(journal, findings);
+  const stepsStopped = checkStepBudgets(journal, ledger, findings);
   const effects = options.effects ? checkEffects(journal, options.effects, findings) : null;
   checkExecutions(journal, missionSnapshot, missions, findings);
   checkSchedules(missionSnapshot, findings);
@@ -151,7 +167,10 @@ export async function checkDatabase(
     },
     effects,
     budgetExtensions,
+    stepsStopped,
     media,
     timedOut: journal.snapshot.requests.filter((request) => request.state === 'timeout').length,
+    aguiThreads,
+    stateChanges,
   };
 }

@@ -21,6 +21,8 @@ export interface SessionRow {
   lease_token: string | null;
   /** `host:pid` of the process that took the lease (cli/start.ts). */
   lease_owner: string | null;
+  /** The session's domain state (null until first written; read from the database). */
+  data?: Record<string, unknown> | null;
 }
 
 export interface TurnRow {
@@ -56,6 +58,13 @@ export interface RequestRow {
   kind: string;
   state: string;
   approved: boolean | null;
+  /**
+   * When it was asked, when it ends unanswered (null: never), and when it was resolved
+   * (read from the database; a history made up in a test may leave them out).
+   */
+  created_at?: Date;
+  deadline_at?: Date | null;
+  answered_at?: Date | null;
 }
 
 export interface CommandRow {
@@ -86,7 +95,7 @@ export async function readSnapshot(db: Db): Promise<Snapshot> {
 async function readAll(tx: Queryable): Promise<Snapshot> {
   const sessions = await tx.query<SessionRow>(
     `select session_id, state, last_sequence, earliest_sequence, input_count, input_cursor,
-            lease_token, lease_owner
+            lease_token, lease_owner, data
        from sessions order by session_id`,
   );
   const turns = await tx.query<TurnRow>(
@@ -115,7 +124,8 @@ async function readAll(tx: Queryable): Promise<Snapshot> {
     })),
   };
   const requests = await tx.query<RequestRow>(
-    `select request_id, session_id, turn_id, call_id, kind, state, approved
+    `select request_id, session_id, turn_id, call_id, kind, state, approved, created_at,
+            deadline_at, answered_at
        from input_requests order by session_id, created_at`,
   );
   const commands = await tx.query<CommandRow>(
