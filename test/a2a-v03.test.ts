@@ -1,11 +1,4 @@
-import {
-  Role,
-  TaskState,
-  type Message,
-  type SendMessageRequest,
-  type StreamResponse,
-  type Task,
-} from '@a2a-js/sdk';
+import { Role, TaskState, type StreamResponse, type Task } from '@a2a-js/sdk';
 import {
   ClientFactory,
   ClientFactoryOptions,
@@ -17,6 +10,7 @@ import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { replyOf, sendRequest, streamedReply, userMessage } from './support/a2aMessages.js';
 import { checkJournalInvariants } from './support/invariants.js';
 import { until } from './support/poll.js';
 import { startTestServer, type TestServer } from './support/server.js';
@@ -98,59 +92,6 @@ async function v03ClientFor(key: string, agent: string): Promise<Client> {
     }),
   );
   return factory.createFromUrl(`${server.url}/a2a/${agent}/v0.3/.well-known/agent-card.json`, '');
-}
-
-let counter = 0;
-function userMessage(text: string, more: Partial<Message> = {}): Message {
-  counter += 1;
-  return {
-    messageId: `v03-${Date.now()}-${counter}`,
-    contextId: '',
-    taskId: '',
-    role: Role.ROLE_USER,
-    parts: [
-      { content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' },
-    ],
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-    ...more,
-  };
-}
-
-function sendRequest(message: Message, returnImmediately = false): SendMessageRequest {
-  return {
-    tenant: '',
-    message,
-    configuration: {
-      acceptedOutputModes: ['text/plain'],
-      taskPushNotificationConfig: undefined,
-      returnImmediately,
-    },
-    metadata: undefined,
-  };
-}
-
-function replyOf(task: Task): string {
-  return task.artifacts
-    .flatMap((artifact) => artifact.parts)
-    .map((part) => (part.content?.$case === 'text' ? part.content.value : ''))
-    .join('');
-}
-
-/** Folds a stream's updates into the reply text the way a client does (append, or anew). */
-function streamedReply(events: StreamResponse[]): string {
-  let text = '';
-  for (const event of events) {
-    if (event.payload?.$case === 'task') text = replyOf(event.payload.value);
-    if (event.payload?.$case !== 'artifactUpdate') continue;
-    const update = event.payload.value;
-    const chunk = (update.artifact?.parts ?? [])
-      .map((part) => (part.content?.$case === 'text' ? part.content.value : ''))
-      .join('');
-    text = update.append ? text + chunk : chunk;
-  }
-  return text;
 }
 
 function stateOf(event: StreamResponse | undefined): TaskState | undefined {

@@ -3,7 +3,6 @@ import {
   TaskState,
   type ListTasksRequest,
   type Message,
-  type SendMessageRequest,
   StreamResponse,
   type Task,
 } from '@a2a-js/sdk';
@@ -22,6 +21,7 @@ import { parseHostRule, type HostRule } from '../src/tools/httpFetch/hosts.js';
 import { MemoryEffects } from '../src/tools/memory/effects.js';
 import { builtInTools } from '../src/tools/registry.js';
 import type { CallScope } from '../src/tools/types.js';
+import { replyOf, sendRequest, streamedReply, userMessage } from './support/a2aMessages.js';
 import { checkJournalInvariants } from './support/invariants.js';
 import { startTestServer, type TestServer } from './support/server.js';
 
@@ -129,63 +129,10 @@ async function clientFor(key: string, agent: string, at = server): Promise<Clien
   return factory.createFromUrl(`${at.url}/a2a/${agent}/.well-known/agent-card.json`, '');
 }
 
-let counter = 0;
-function userMessage(text: string, more: Partial<Message> = {}): Message {
-  counter += 1;
-  return {
-    messageId: `test-${Date.now()}-${counter}`,
-    contextId: '',
-    taskId: '',
-    role: Role.ROLE_USER,
-    parts: [
-      { content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' },
-    ],
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-    ...more,
-  };
-}
-
-function sendRequest(message: Message, returnImmediately = false): SendMessageRequest {
-  return {
-    tenant: '',
-    message,
-    configuration: {
-      acceptedOutputModes: ['text/plain'],
-      taskPushNotificationConfig: undefined,
-      returnImmediately,
-    },
-    metadata: undefined,
-  };
-}
-
-function replyOf(task: Task): string {
-  return task.artifacts
-    .flatMap((artifact) => artifact.parts)
-    .map((part) => (part.content?.$case === 'text' ? part.content.value : ''))
-    .join('');
-}
-
 function textOf(message: Message | undefined): string {
   return (message?.parts ?? [])
     .map((part) => (part.content?.$case === 'text' ? part.content.value : ''))
     .join('');
-}
-
-/** Folds a stream's updates into the reply text the way a client does (append, or anew). */
-function streamedReply(events: StreamResponse[]): string {
-  let text = '';
-  for (const event of events) {
-    if (event.payload?.$case === 'task') text = replyOf(event.payload.value);
-    if (event.payload?.$case !== 'artifactUpdate') continue;
-    const update = event.payload.value;
-    const chunk = (update.artifact?.parts ?? [])
-      .map((part) => (part.content?.$case === 'text' ? part.content.value : ''))
-      .join('');
-    text = update.append ? text + chunk : chunk;
-  }
-  return text;
 }
 
 async function rpc(
