@@ -302,6 +302,29 @@ describe('a step and a cancel that overlap', () => {
     });
   });
 
+  it('a step that admitted its iteration before its lease ran out leaves the cancel to the runner', async () => {
+    const executionId = await dispatch();
+    const step = await claim(executionId);
+    const deps = { db, agents: { get: () => undefined } };
+    await admitIteration(deps, step, 1, leaseOf(step));
+    // The step stalls before it saves iteration 1, and its lease runs out.
+    await db.query(
+      `update executions set lease_expires_at = now() - interval '1 second'
+        where tenant = 'default' and execution_id = $1`,
+      [executionId],
+    );
+    // Ending the row here would leave that turn running for an ended execution.
+    expect(
+      await cancelExecution(db, { tenant: 'default', executionId, commandId: `c_${executionId}` }),
+    ).toEqual({ result: 'cancelled', status: 'cancelling' });
+    const row = await getExecution(db, 'default', executionId);
+    expect(row).toMatchObject({ status: 'starting', iteration: 0, ended_at: null });
+    expect(row?.cancel_command_id).toBe(`c_${executionId}`);
+    // The next step's claim finds it due, and its stop cancels and counts that turn.
+    const next = await claim(executionId);
+    expect(next.cancel_command_id).toBe(`c_${executionId}`);
+  });
+
   it('a cancel acknowledged while a step runs wins over the end the step saves', async () => {
     const executionId = await dispatch();
     await blockedAndDue(executionId);

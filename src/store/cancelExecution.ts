@@ -17,12 +17,23 @@ export async function cancelExecution(
   return commandExecution(db, { ...input, kind: 'cancel' }, async (tx, row) => {
     if (isEnded(row.status)) return { result: 'too_late', status: row.status };
     // A runner in the middle of a step owns the row until it saves: it sees the request
-    // then. Otherwise nothing runs for this execution, and it ends here.
+    // then. Otherwise nothing runs for this execution, and it ends here — unless a step
+    // whose lease ran out had admitted the next iteration's turn (`exec.<id>.<n>`,
+    // missions/iteration.ts) before saving it: that turn runs, so the runner's stop must
+    // cancel it and count it, as for a turn in flight.
+    const admittedNext = async () =>
+      (
+        await tx.query('select 1 from turns where tenant = $1 and turn_id = $2', [
+          row.tenant,
+          `exec.${row.execution_id}.${row.iteration + 1}`,
+        ])
+      ).rows.length > 0;
     const atOnce =
       !row.leased &&
       row.spec.threads === null &&
       ['starting', 'waiting', 'blocked'].includes(row.status) &&
-      row.loop_status !== 'evaluating';
+      row.loop_status !== 'evaluating' &&
+      !(await admittedNext());
     const updated = (
       await tx.query<ExecutionRow>(
         `update executions
