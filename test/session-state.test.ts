@@ -7,7 +7,7 @@ import type { Db } from '../src/store/db.js';
 import { getSession } from '../src/store/getSession.js';
 import { takeClientState } from '../src/store/takeClientState.js';
 import { trustedViewer } from '../src/store/visibility.js';
-import { builtInTools } from '../src/tools/registry.js';
+import { builtInTools, resolveAgentTools } from '../src/tools/registry.js';
 import { mergePatch } from '../src/tools/state/mergePatch.js';
 import { openTestDb } from './support/db.js';
 import { checkJournalInvariants } from './support/invariants.js';
@@ -134,6 +134,18 @@ describe('agents.X.state in the configuration', () => {
 });
 
 describe('update_state, buffered and applied with the commit', () => {
+  it('runs again after a crash left its call without a result (idempotent by default)', () => {
+    // Its change rides the commit and a merge patch applied twice is the same state: a
+    // call a dead worker started is run again, never left `interrupted` with the change lost.
+    const config = compileConfig({
+      agents: { a: { state: { schema: { type: 'object' }, initial: {} } } },
+    });
+    const resolved = resolveAgentTools(config.agents.a!, builtInTools());
+    expect(resolved.find((tool) => tool.name === 'update_state')?.idempotent).toBe(true);
+    const clock = compileConfig({ agents: { b: { tools: { clock: 'allow' } } } });
+    expect(resolveAgentTools(clock.agents.b!, builtInTools())[0]?.idempotent).toBe(false);
+  });
+
   it('writes the patched data with the commit and journals state_changed before done', async () => {
     const { terminal, events, session } = await run(
       '/tool update_state {"set": {"step": 2, "note": "hi"}, "result": "draft"}',

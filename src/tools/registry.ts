@@ -118,7 +118,7 @@ function resolved(
     source,
     policy: entry?.policy ?? defaults.policy,
     timeoutMs: entry?.timeoutMs ?? tool?.defaultTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
-    idempotent: entry?.idempotent ?? false,
+    idempotent: entry?.idempotent ?? tool?.defaultIdempotent ?? false,
     onUnknown: entry?.onUnknown ?? 'interrupted',
     options: entry?.options ?? defaults.options,
   };

@@ -102,6 +102,13 @@ export interface Tool {
   /** Time limit when the agent's entry sets no `timeout_ms`. */
   defaultTimeoutMs?: number;
   /**
+   * Whether a call found started without a result after a crash runs again when the
+   * agent's entry does not say (`idempotent`). True for a tool whose only effect is
+   * buffered in the burst and applied by the turn's commit, the same whether it ran once
+   * or twice. Absent: false.
+   */
+  defaultIdempotent?: boolean;
+  /**
    * Checks and compiles the tool's own keys of an agent's entry (besides `policy`,
    * `timeout_ms`, `idempotent`); throws a message naming the key. Absent: no own keys.
    */

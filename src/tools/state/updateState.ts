@@ -18,6 +18,9 @@ export const updateStateTool = 'update_state';
 export function createUpdateState(db: Queryable): Tool {
   return {
     name: updateStateTool,
+    // The change is buffered in the burst and written by the commit; a merge patch applied
+    // again gives the same state: after a crash the call runs again.
+    defaultIdempotent: true,
     description:
       "Updates this conversation's state (applied when this reply completes). `set` is a " +
       'JSON merge patch of the state (a null member removes the key); `result` records ' +
