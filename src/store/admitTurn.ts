@@ -5,6 +5,7 @@ import { newMessageId, newSessionId } from '../ids.js';
 import { titleFrom } from './sessionTitle.js';
 import { newEvent, type NewEvent } from '../protocol/events.js';
 import { isUniqueViolation, type Db, type Queryable, type Statement } from './db.js';
+import { findAdmittedTurn, replayAdmission } from './admissionReplay.js';
 import { createSession } from './createSession.js';
 import type { ClientTool } from './types.js';
 import {
@@ -289,7 +290,7 @@ async function admitOnce(
     session = await lockSession(tx, input.tenant, input.sessionId, input.viewer);
     if (!session) throw new ParleyError('session_not_found', 'no such session');
   }
-  const existing = await findTurn(tx, input.tenant, input.turnId);
+  const existing = await findAdmittedTurn(tx, input.tenant, input.turnId);
   if (existing) return replayAdmission(input, fingerprint, existing);
 
   if (input.option && !session) {
@@ -406,25 +407,6 @@ async function admitOnce(
   };
 }
 
-interface TurnRow {
-  session_id: string;
-  fingerprint: string;
-  admitted_sequence: number;
-  agent: string;
-  state: string;
-}
-
-async function findTurn(tx: Queryable, tenant: string, turnId: string): Promise<TurnRow | null> {
-  const found = await tx.query<TurnRow>(
-    `select t.session_id, encode(t.fingerprint, 'hex') as fingerprint, t.admitted_sequence,
-            t.state, s.agent
-       from turns t join sessions s on s.session_id = t.session_id
-      where t.tenant = $1 and t.turn_id = $2`,
-    [tenant, turnId],
-  );
-  return found.rows[0] ?? null;
-}
-
 async function lockSession(
   tx: Queryable,
   tenant: string,
@@ -438,18 +420,4 @@ async function lockSession(
     [tenant, sessionId, ...viewerParams(viewer)],
   );
   return found.rows[0] ?? null;
-}
-
-function replayAdmission(input: AdmitTurnInput, fingerprint: string, existing: TurnRow): Admission {
-  const sameSession = input.sessionId === null || input.sessionId === existing.session_id;
-  const sameAgent = input.agent === null || input.agent === existing.agent;
-  if (!sameSession || !sameAgent || existing.fingerprint !== fingerprint) {
-    throw new ParleyError('turn_conflict', 'this turn_id was already used for a different input');
-  }
-  return {
-    session_id: existing.session_id,
-    turn_id: input.turnId,
-    sequence: existing.admitted_sequence,
-    state: existing.state === 'stored' ? 'stored' : 'accepted',
-  };
 }

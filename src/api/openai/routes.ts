@@ -1,10 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Principal } from '../../config/types.js';
 import { ParleyError } from '../../errors.js';
 import type { ParleyEvent } from '../../protocol/events.js';
-import { idempotencyKeyOf } from '../validate.js';
 import { findInputRequest } from '../../store/findInputRequest.js';
 import { deleteResponse } from '../../store/deleteResponse.js';
 import { readPhotoContent } from '../../store/photos.js';
@@ -36,6 +34,7 @@ import { answerClientToolOutputs, answerUserToolOutputs } from '../clientToolOut
 import { installOpenaiErrors, openaiErrorBody } from './errors.js';
 import { openaiFileRoutes } from './files.js';
 import { imagesOf, type StoredImage } from './inputImages.js';
+import { turnIdFrom } from './turnId.js';
 import {
   ResponseFold,
   responseIdOf,
@@ -444,9 +443,4 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
       }
     });
   }
-}
-
-/** The turn id: the client's `Idempotency-Key` when it sends one, else a new one. */
-function turnIdFrom(header: string | string[] | undefined): string {
-  return idempotencyKeyOf(header) ?? `oai_${randomUUID().replaceAll('-', '')}`;
 }
