@@ -677,6 +677,21 @@ describe('AG-UI with the official HttpAgent', () => {
       }),
     ]);
     expect(watcher.state).toEqual({ step: 2, order: { items: [1, 2] } });
+
+    // A reconnect inside the second run, before its change, has the first state: the
+    // change comes as the same patch, not whole.
+    const starts = (await readEvents(server.db, await sessionOf(agent.threadId), 0, 1000)).filter(
+      (event) => event.type === 'turn_started',
+    );
+    const inside = await readThread(
+      'keeper',
+      agent.threadId,
+      String(starts.at(-1)?.sequence),
+      (events) => events.some((event) => event.type === EventType.RUN_FINISHED),
+    );
+    expect(inside.events.filter((event) => String(event.type).startsWith('STATE_'))).toEqual([
+      expect.objectContaining({ type: 'STATE_DELTA', delta: stateEvents[1]?.delta }),
+    ]);
   });
 
   it("takes the client's state as the session's before its run's turn, once", async () => {

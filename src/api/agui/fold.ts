@@ -56,6 +56,14 @@ export class AgUiFold {
     }
   }
 
+  /**
+   * A fold started mid-journal, for a reader that already has this state: changes after
+   * it are shown as patches of it, as a fold from the start would show them.
+   */
+  assumeShown(state: Record<string, unknown> | null): void {
+    this.shownState = state;
+  }
+
   /** One run only, and it has ended: the POST's stream is complete. */
   get over(): boolean {
     return this.finished;

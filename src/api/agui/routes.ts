@@ -246,13 +246,14 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
     let from = after;
     let preamble: AgUiFrame[] = [];
     if (after > 0) {
-      const { start, latest } = await lastRunStart(deps.db, sessionId, after);
+      const { start, latest, state } = await lastRunStart(deps.db, sessionId, after);
       if (after > latest) {
         throw new ParleyError('cursor_ahead', 'the cursor is past the latest event', {
           latest_sequence: latest,
         });
       }
       from = start - 1;
+      fold.assumeShown(state);
       const follower = new JournalFollower(deps.db, feed, sessionId, from);
       try {
         await follower.drain((event) => {
