@@ -16,7 +16,8 @@ import type { Random } from './random.js';
  * from the artifact's chunks across every connection (a `task` event replaces it, an
  * update appends or replaces as it says) is the demo model's echo, exactly — a chunk
  * sent twice or lost shows. The turns join the ledger, so the checker holds them to the
- * rest (ended once, the transcript's reply).
+ * rest (ended once, the transcript's reply). A third of the tasks are sent with a push
+ * config naming the soak's receiver: the checker holds their notifications to the rest.
  */
 
 /** What one connection told about the task, folded across connections. */
@@ -34,17 +35,26 @@ const ended = new Set([
   TaskState.TASK_STATE_REJECTED,
 ]);
 
-export async function runA2aClient(context: ProtocolClientContext): Promise<void> {
-  await driveSpread(context, 'soaka', (random, label) => driveTask(context, random, label));
+export async function runA2aClient(
+  context: ProtocolClientContext,
+  pushUrl: string | null,
+): Promise<void> {
+  await driveSpread(context, 'soaka', (random, label) =>
+    // A third of the tasks ask for push notifications of their states, to the receiver.
+    driveTask(context, random, label, pushUrl !== null && random.chance(1 / 3) ? pushUrl : null),
+  );
 }
 
 async function driveTask(
   context: ProtocolClientContext,
   random: Random,
   label: string,
+  pushUrl: string | null,
 ): Promise<void> {
   const { ledger, apis } = context;
   const message = messageFor('plain', label, random);
+  const push = pushUrl === null ? null : { url: pushUrl, token: `soak-${label}` };
+  if (push) ledger.counters.a2aPushTasks += 1;
   const deadline = Date.now() + context.followTimeoutMs;
   const view: TaskView = { taskId: null, sessionId: null, text: '', state: null };
   // Half the clients drop their stream at the first chunk, as a closed tab would.
@@ -63,7 +73,7 @@ async function driveTask(
     ]);
     const call =
       view.taskId === null
-        ? { method: 'SendStreamingMessage', params: sendParams(label, message) }
+        ? { method: 'SendStreamingMessage', params: sendParams(label, message, push) }
         : { method: 'SubscribeToTask', params: { id: view.taskId } };
     try {
       const response = await fetch(`${apis.pick()}/a2a/default`, {
@@ -108,6 +118,10 @@ async function driveTask(
             message,
             sequence: null,
           });
+          if (push) {
+            const { token } = push;
+            ledger.pushes.push({ label, taskId: view.taskId, token, reply: echoOf(message) });
+          }
         }
         if (view.state !== null && ended.has(view.state)) {
           judge(ledger, label, message, view);
@@ -200,7 +214,11 @@ function judge(ledger: Ledger, label: string, message: string, view: TaskView): 
   }
 }
 
-function sendParams(label: string, message: string): unknown {
+function sendParams(
+  label: string,
+  message: string,
+  push: { url: string; token: string } | null,
+): unknown {
   return SendMessageRequest.toJSON({
     tenant: '',
     message: {
@@ -220,7 +238,20 @@ function sendParams(label: string, message: string): unknown {
       extensions: [],
       referenceTaskIds: [],
     },
-    configuration: undefined,
+    configuration: push
+      ? {
+          acceptedOutputModes: [],
+          taskPushNotificationConfig: {
+            tenant: '',
+            id: '',
+            taskId: '',
+            url: push.url,
+            token: push.token,
+            authentication: undefined,
+          },
+          returnImmediately: false,
+        }
+      : undefined,
     metadata: undefined,
   });
 }

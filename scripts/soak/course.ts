@@ -1,7 +1,7 @@
 import type { ChaosCounters } from './chaos.js';
 import { checkDatabase } from './checker/index.js';
 import { drain, type DrainAccess } from './drain.js';
-import { Apis } from './http.js';
+import { Apis, sleep } from './http.js';
 import { drainExecutions } from './missions.js';
 import type { SoakOptions } from './options.js';
 import type { Outside } from './outside.js';
@@ -10,7 +10,11 @@ import { Random } from './random.js';
 import { describeViolations, failed, figuresTable, type RunFacts } from './report.js';
 import { endedTimes, writeRunReport, type TimelineMark } from './timeline.js';
 import { Traffic } from './traffic.js';
+import { UserStreamFollower } from './userStream.js';
 import { drainReplies, drainWebhooks } from './webhooks.js';
+
+/** How long the clients may still run after the chaos before they count as hung. */
+const clientGraceMs = 300_000;
 
 /** What an engine's soak lends the course every run follows. */
 export interface Engine {
@@ -53,6 +57,12 @@ export async function runCourse(
   const began = Date.now();
   const random = new Random(options.seed);
   const traffic = new Traffic(options, engine.urls, outside);
+  // The user stream is followed from before the first turn to after the drain.
+  const userStream = new UserStreamFollower(
+    new Apis(engine.urls),
+    traffic.ledger,
+    random.fork('user-stream'),
+  ).start();
   const ticker = setInterval(() => {
     log(
       `${Math.round((Date.now() - began) / 1000)} s: ${traffic.ledger.turns.size} turns acknowledged, ${traffic.pacer.remaining} to admit`,
@@ -64,7 +74,20 @@ export async function runCourse(
       chaosMs = Date.now() - began;
       return counters;
     });
-    const [counters] = await Promise.all([chaos, traffic.run(random)]);
+    const clients = traffic.run(random);
+    const counters = await chaos;
+    // Every client gives up on its own within minutes; one still running well after the
+    // chaos is a client that hangs: named, counted as a failure, and not waited for.
+    const clientsDone = await Promise.race([
+      clients.then(() => true),
+      sleep(clientGraceMs).then(() => false),
+    ]);
+    const hungClients = clientsDone ? [] : [...traffic.running];
+    if (hungClients.length > 0) {
+      log(
+        `clients still running ${clientGraceMs / 1000} s after the chaos: ${hungClients.join(', ')}`,
+      );
+    }
     log(`chaos over after ${Math.round(chaosMs / 1000)} s; clients done; draining`);
 
     // Every process up again before the drain: nothing may stay paused or down.
@@ -96,6 +119,11 @@ export async function runCourse(
       `drain: ${repliesDrained.pending} platform replies (or threads not yet folded) still pending after ${seconds(repliesDrained.durationMs)} s`,
     );
 
+    await userStream.finish();
+    log(
+      `drain: the user stream received ${userStream.record.received.size} events over ${userStream.record.connections} connections`,
+    );
+
     const { stoppedPids, uncleanShutdowns } = await engine.stopAll();
     const { check, ended } = await access.read(async (db) => ({
       check: await checkDatabase(db, traffic.ledger, {
@@ -103,6 +131,8 @@ export async function runCourse(
         effects: outside.effects,
         missions: traffic.missions,
         webhooks: outside.webhookEvidence(),
+        pushes: outside.pushEvidence(),
+        userStream: userStream.record,
         platforms: outside.platformEvidence(),
         questionTimeoutMs: approvalTimeoutMs,
       }),
@@ -120,6 +150,7 @@ export async function runCourse(
       failedAttempts: traffic.failedAttempts,
       unexpectedExits,
       uncleanShutdowns,
+      hungClients,
       chaosMs,
       totalMs: Date.now() - began,
     };
@@ -148,6 +179,7 @@ export async function runCourse(
     process.stdout.write(`${describeViolations(check.findings.violations)}\n`);
     for (const line of drained.stuck) process.stdout.write(`stuck: ${line}\n`);
     for (const line of executionsDrained.stuck) process.stdout.write(`stuck: ${line}\n`);
+    for (const line of hungClients) process.stdout.write(`client still running: ${line}\n`);
     for (const line of [...unexpectedExits, ...uncleanShutdowns])
       process.stdout.write(`process: ${line}\n`);
     log(`FAIL (seed ${options.seed}); rerun with: npm run soak -- ${engine.repeat} --keep`);

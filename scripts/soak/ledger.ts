@@ -103,6 +103,16 @@ export interface StateRecord {
   data: Record<string, unknown>;
 }
 
+/** An A2A task sent with a push config, acknowledged by its first stream event. */
+export interface PushRecord {
+  label: string;
+  taskId: string;
+  /** The config's token: what each of its notifications carries. */
+  token: string;
+  /** The reply its `completed` notification must carry: the demo model's echo. */
+  reply: string;
+}
+
 /** Something a client saw that the protocol rules out, told as it happened. */
 export interface ClientViolation {
   check: string;
@@ -121,6 +131,8 @@ export class Ledger {
   readonly threads: ThreadRecord[] = [];
   /** States AG-UI runs carried, acknowledged with 200. */
   readonly states: StateRecord[] = [];
+  /** A2A tasks sent with a push config. */
+  readonly pushes: PushRecord[] = [];
   readonly counters = {
     admissionAttempts: 0,
     /** Admissions retried after a connection error, a 5xx or a timeout. */
@@ -162,6 +174,8 @@ export class Ledger {
     a2aTasks: 0,
     /** Their tasks followed again with `SubscribeToTask` after a broken connection. */
     a2aResubscribes: 0,
+    /** Of the A2A tasks, those sent with a push config (`taskPushNotificationConfig`). */
+    a2aPushTasks: 0,
     /** Chat Completions sent (stateless one-turn requests, half of them streamed). */
     chatCompletions: 0,
     /** Sent again with the same Idempotency-Key (no answer, 5xx, 504, a broken stream). */

@@ -1,3 +1,4 @@
+import { PushReceiver, pushConfig } from './a2aPush.js';
 import type { PlatformTraffic } from './checker/postedOnce.js';
 import {
   EffectLedger,
@@ -15,7 +16,7 @@ import { WebhookReceiver, webhookConfig, webhookEvents } from './webhooks.js';
 /**
  * What the soak's Parley talks to, in the soak's own process so that it outlives every
  * kill, whichever the engine: the effect tools' MCP server and their ledger, the outbound
- * webhooks' receiver, and the fake Telegram and Slack (left out with
+ * webhooks' receiver, the A2A push notifications' receiver, and the fake Telegram and Slack (left out with
  * `--without-platforms`: neither configured nor driven nor checked).
  */
 export class Outside {
@@ -23,22 +24,26 @@ export class Outside {
     readonly effects: EffectLedger,
     readonly effectServer: EffectServer,
     readonly receiver: WebhookReceiver,
+    readonly pushes: PushReceiver,
     readonly telegram: TelegramTraffic | null,
     readonly slack: SlackTraffic | null,
   ) {}
 
   static async start(options: SoakOptions): Promise<Outside> {
     const receiver = await new WebhookReceiver(new Random(options.seed).fork('webhooks')).start();
+    const pushes = await new PushReceiver(new Random(options.seed).fork('a2a-push')).start();
     const telegram = options.withoutPlatforms ? null : await TelegramTraffic.start();
     const slack = options.withoutPlatforms ? null : await SlackTraffic.start();
     const effects = new EffectLedger();
-    return new Outside(effects, await startEffectServer(effects), receiver, telegram, slack);
+    const effectServer = await startEffectServer(effects);
+    return new Outside(effects, effectServer, receiver, pushes, telegram, slack);
   }
 
   /** Writes the configuration every Parley process of the run reads; returns its path. */
   writeConfig(directory: string): string {
     return writeParleyConfig(directory, effectToolsConfig(this.effectServer.url), {
       webhooks: webhookConfig(this.receiver.url, 'SOAK_WEBHOOK_SECRET'),
+      a2a: pushConfig(this.pushes.url),
       ...(this.telegram || this.slack
         ? { adapters: { ...this.telegram?.config(), ...this.slack?.config() } }
         : {}),
@@ -62,6 +67,11 @@ export class Outside {
       receipts: this.receiver.receipts,
       invalid: this.receiver.invalid,
     };
+  }
+
+  /** What the A2A push receiver got, for the checker. */
+  pushEvidence() {
+    return { receipts: this.pushes.receipts, invalid: this.pushes.invalid };
   }
 
   /** Each platform's updates and posts, for the checker, with its posts' idempotency key. */
@@ -91,6 +101,7 @@ export class Outside {
   async close(): Promise<void> {
     await this.effectServer.close();
     await this.receiver.close();
+    await this.pushes.close();
     await this.telegram?.close();
     await this.slack?.close();
   }

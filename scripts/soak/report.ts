@@ -20,6 +20,8 @@ export interface RunFacts {
   failedAttempts: number;
   unexpectedExits: string[];
   uncleanShutdowns: string[];
+  /** Clients still running minutes after the chaos (the soak's own hang), by name. */
+  hungClients: string[];
   chaosMs: number;
   totalMs: number;
 }
@@ -99,8 +101,8 @@ export function figuresTable(facts: RunFacts): string {
       `${counters.aguiThreads} / ${counters.aguiThreadReconnects} / ${check.aguiThreads.events}`,
     ],
     [
-      'A2A streamed tasks / followed again (SubscribeToTask)',
-      `${counters.a2aTasks} / ${counters.a2aResubscribes}`,
+      'A2A streamed tasks / followed again (SubscribeToTask) / sent with a push config',
+      `${counters.a2aTasks} / ${counters.a2aResubscribes} / ${counters.a2aPushTasks}`,
     ],
     [
       'MCP tool calls / made again (same key, new MCP session)',
@@ -126,6 +128,7 @@ export function figuresTable(facts: RunFacts): string {
     ...missionRows(facts),
     ['unexpected process exits', facts.unexpectedExits.length],
     ['unclean shutdowns', facts.uncleanShutdowns.length],
+    ['clients still running after the chaos (hung)', facts.hungClients.length],
     ['**lost**', check.findings.count('lost')],
     ['**doubled**', check.findings.count('doubled')],
     [
@@ -194,6 +197,30 @@ function webhookRows(facts: RunFacts): [string, string | number][] {
       'webhook redeliveries accepted (after a later event)',
       `${figures.duplicates} (${figures.lateDuplicates})`,
     ],
+    ...pushRows(facts),
+    ...userStreamRows(facts),
+  ];
+}
+
+function userStreamRows(facts: RunFacts): [string, string | number][] {
+  const figures = facts.check.userStream;
+  if (!figures) return [];
+  return [
+    [
+      'user stream events owed / received / connections',
+      `${figures.owed} / ${figures.received} / ${figures.connections}`,
+    ],
+  ];
+}
+
+function pushRows(facts: RunFacts): [string, string | number][] {
+  const figures = facts.check.pushes;
+  if (!figures) return [];
+  return [
+    [
+      'A2A push configs / notifications / POSTs received (redeliveries accepted)',
+      `${figures.configs} / ${figures.deliveries} / ${figures.receipts} (${figures.duplicates})`,
+    ],
   ];
 }
 
@@ -251,6 +278,7 @@ export function failed(facts: RunFacts): boolean {
     facts.check.findings.violations.length > 0 ||
     facts.unexpectedExits.length > 0 ||
     facts.uncleanShutdowns.length > 0 ||
+    facts.hungClients.length > 0 ||
     facts.drain.open !== 0 ||
     (facts.missions?.drain.open ?? 0) !== 0
   );

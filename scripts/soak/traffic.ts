@@ -72,68 +72,112 @@ export class Traffic {
     // (at most 20: in a long run the platforms stay a part of the mix, not most of it).
     const people = Math.max(2, Math.round(options.sessions / 5));
     const messages = Math.min(20, Math.max(3, Math.round(options.turns / 60)));
+    const track = (name: string, client: Promise<void> | undefined) =>
+      client === undefined ? undefined : this.track(name, client);
     await Promise.all([
-      Promise.all(loops.map((loop) => loop.run())),
-      runMissionClient({
-        apis: new Apis(this.urls),
-        ledger: this.missions,
-        random: random.fork('missions'),
-        count: executionsFor(options),
-        windowMs: this.windowMs,
-        followTimeoutMs: 90_000,
-      }),
-      runOpenaiClient({
-        apis: new Apis(this.urls),
-        ledger: this.ledger,
-        random: random.fork('openai'),
-        count: Math.max(2, Math.round(options.turns / 20)),
-        windowMs: this.windowMs,
-        followTimeoutMs: 90_000,
-      }),
-      runChatClient({
-        apis: new Apis(this.urls),
-        ledger: this.ledger,
-        random: random.fork('chat'),
-        count: Math.max(2, Math.round(options.turns / 20)),
-        windowMs: this.windowMs,
-        followTimeoutMs: 90_000,
-      }),
-      runAguiClient({
-        apis: new Apis(this.urls),
-        ledger: this.ledger,
-        random: random.fork('ag-ui'),
-        count: Math.max(2, Math.round(options.turns / 20)),
-        windowMs: this.windowMs,
-        followTimeoutMs: 90_000,
-      }),
-      runA2aClient({
-        apis: new Apis(this.urls),
-        ledger: this.ledger,
-        random: random.fork('a2a'),
-        count: Math.max(2, Math.round(options.turns / 20)),
-        windowMs: this.windowMs,
-        followTimeoutMs: 90_000,
-      }),
-      runMcpClient({
-        apis: new Apis(this.urls),
-        ledger: this.ledger,
-        random: random.fork('mcp'),
-        count: Math.max(2, Math.round(options.turns / 20)),
-        windowMs: this.windowMs,
-        followTimeoutMs: 90_000,
-      }),
+      ...loops.map((loop, index) => track(`session ${index}`, loop.run())),
+      track(
+        'missions',
+        runMissionClient({
+          apis: new Apis(this.urls),
+          ledger: this.missions,
+          random: random.fork('missions'),
+          count: executionsFor(options),
+          windowMs: this.windowMs,
+          followTimeoutMs: 90_000,
+        }),
+      ),
+      track(
+        'openai',
+        runOpenaiClient({
+          apis: new Apis(this.urls),
+          ledger: this.ledger,
+          random: random.fork('openai'),
+          count: Math.max(2, Math.round(options.turns / 20)),
+          windowMs: this.windowMs,
+          followTimeoutMs: 90_000,
+        }),
+      ),
+      track(
+        'chat completions',
+        runChatClient({
+          apis: new Apis(this.urls),
+          ledger: this.ledger,
+          random: random.fork('chat'),
+          count: Math.max(2, Math.round(options.turns / 20)),
+          windowMs: this.windowMs,
+          followTimeoutMs: 90_000,
+        }),
+      ),
+      track(
+        'ag-ui',
+        runAguiClient({
+          apis: new Apis(this.urls),
+          ledger: this.ledger,
+          random: random.fork('ag-ui'),
+          count: Math.max(2, Math.round(options.turns / 20)),
+          windowMs: this.windowMs,
+          followTimeoutMs: 90_000,
+        }),
+      ),
+      track(
+        'a2a',
+        runA2aClient(
+          {
+            apis: new Apis(this.urls),
+            ledger: this.ledger,
+            random: random.fork('a2a'),
+            count: Math.max(2, Math.round(options.turns / 20)),
+            windowMs: this.windowMs,
+            followTimeoutMs: 90_000,
+          },
+          outside.pushes.url,
+        ),
+      ),
+      track(
+        'mcp',
+        runMcpClient({
+          apis: new Apis(this.urls),
+          ledger: this.ledger,
+          random: random.fork('mcp'),
+          count: Math.max(2, Math.round(options.turns / 20)),
+          windowMs: this.windowMs,
+          followTimeoutMs: 90_000,
+        }),
+      ),
       // One image round per 40 turns, at least two: upload, a turn carrying it, its reply read aloud.
-      runMediaClient({
-        apis: new Apis(this.urls),
-        ledger: this.ledger,
-        random: random.fork('media'),
-        count: Math.max(2, Math.round(options.turns / 40)),
-        windowMs: this.windowMs,
-        followTimeoutMs: 90_000,
-      }),
-      outside.telegram?.run(this.urls, random.fork('telegram'), people, messages, this.windowMs),
-      outside.slack?.run(this.urls, random.fork('slack'), people, messages, this.windowMs),
+      track(
+        'media',
+        runMediaClient({
+          apis: new Apis(this.urls),
+          ledger: this.ledger,
+          random: random.fork('media'),
+          count: Math.max(2, Math.round(options.turns / 40)),
+          windowMs: this.windowMs,
+          followTimeoutMs: 90_000,
+        }),
+      ),
+      track(
+        'telegram',
+        outside.telegram?.run(this.urls, random.fork('telegram'), people, messages, this.windowMs),
+      ),
+      track(
+        'slack',
+        outside.slack?.run(this.urls, random.fork('slack'), people, messages, this.windowMs),
+      ),
     ]);
+  }
+
+  /** The clients still running, by name (a session loop is `session <index>`). */
+  readonly running = new Set<string>();
+
+  private async track(name: string, client: Promise<void>): Promise<void> {
+    this.running.add(name);
+    try {
+      await client;
+    } finally {
+      this.running.delete(name);
+    }
   }
 
   /** Client requests that got no answer, a 5xx or timed out (each then retried). */

@@ -8,67 +8,65 @@ import type { Random } from './random.js';
 /** The journal events the soak's endpoint subscribes to: every message and every turn's end. */
 export const webhookEvents = ['message', 'done', 'cancelled', 'error'];
 
-/** One POST the receiver answered, in arrival order. */
-export interface Receipt {
+/** One POST a receiver answered, in arrival order. */
+export interface Answered {
   /** The `webhook-id` header: one delivery, the same on every retry. */
   id: string;
-  sessionId: string;
-  sequence: number;
-  type: string;
   /** The body as sent: a duplicate must carry the same one. */
   body: string;
   /** What the receiver answered: 2xx means stored, anything else asks for a retry. */
   status: number;
 }
 
+/** A POST of the soak's webhook endpoint, its event named by its body. */
+export interface Receipt extends Answered {
+  sessionId: string;
+  sequence: number;
+  type: string;
+}
+
 /**
- * The soak's webhook receiver (docs/adapters.md, "Outbound webhooks"): a local HTTP server
- * that verifies each POST's Standard Webhooks signature, records it, and answers 204 — or,
- * for a seeded share of them, 503, or 204 only after a pause, so that retries and
- * redeliveries happen besides those the chaos causes. What it recorded is the checker's
- * evidence of what the endpoint was told.
+ * A local HTTP server the soak's Parley POSTs to, which outlives every kill: `read` takes a
+ * POST (what to record of it, or null to refuse it with 400 as not verified); the rest is
+ * recorded and answered 204 — or, for a seeded share, 503, or 204 only after a pause, so
+ * that retries and redeliveries happen besides those the chaos causes. What it recorded is
+ * the checker's evidence of what the endpoint was told.
  */
-export class WebhookReceiver {
-  readonly receipts: Receipt[] = [];
-  /** POSTs whose signature did not verify (answered 400). */
+export class HookReceiver<T> {
+  readonly receipts: (T & Answered)[] = [];
+  /** POSTs `read` refused (answered 400). */
   readonly invalid: string[] = [];
-  readonly secret = `whsec_${randomBytes(32).toString('base64')}`;
   private server: Server | null = null;
   url = '';
 
-  constructor(private readonly random: Random) {}
+  constructor(
+    private readonly random: Random,
+    private readonly path: string,
+    private readonly read: (body: string, headers: Record<string, string>) => T | null,
+  ) {}
 
   async start(): Promise<this> {
-    const verifier = new Webhook(this.secret);
     this.server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
         const body = Buffer.concat(chunks).toString('utf8');
-        let payload: any;
-        try {
-          payload = verifier.verify(body, req.headers as Record<string, string>);
-        } catch {
+        const headers = req.headers as Record<string, string>;
+        const read = this.read(body, headers);
+        if (read === null) {
           this.invalid.push(body.slice(0, 200));
           res.writeHead(400).end();
           return;
         }
         const status = this.random.chance(0.1) ? 503 : 204;
-        this.receipts.push({
-          id: String(req.headers['webhook-id']),
-          sessionId: String(payload?.data?.session_id),
-          sequence: Number(payload?.data?.event?.sequence),
-          type: String(payload?.type),
-          body,
-          status,
-        });
+        this.receipts.push({ ...read, id: String(headers['webhook-id']), body, status });
         const answer = () => res.writeHead(status).end();
         if (this.random.chance(0.05)) setTimeout(answer, this.random.int(100, 1_500));
         else answer();
       });
     });
     await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}${this.path}`;
     return this;
   }
 
@@ -78,6 +76,33 @@ export class WebhookReceiver {
       this.server.closeAllConnections();
       this.server.close(() => resolve());
     });
+  }
+}
+
+/**
+ * The soak's webhook receiver (docs/adapters.md, "Outbound webhooks"): each POST's
+ * Standard Webhooks signature verified, its event recorded.
+ */
+export class WebhookReceiver extends HookReceiver<Omit<Receipt, keyof Answered>> {
+  readonly secret: string;
+
+  constructor(random: Random) {
+    const secret = `whsec_${randomBytes(32).toString('base64')}`;
+    const verifier = new Webhook(secret);
+    super(random, '/hook', (body, headers) => {
+      let payload: any;
+      try {
+        payload = verifier.verify(body, headers);
+      } catch {
+        return null;
+      }
+      return {
+        sessionId: String(payload?.data?.session_id),
+        sequence: Number(payload?.data?.event?.sequence),
+        type: String(payload?.type),
+      };
+    });
+    this.secret = secret;
   }
 }
 
@@ -101,9 +126,10 @@ export function webhookConfig(url: string, secretEnv: string): Record<string, un
 
 /**
  * After the chaos: waits until the endpoint has followed every session to its last event
- * (each event it selects is then a delivery) and no delivery is pending (delivered or
- * dead-lettered). Counting deliveries alone would stop before the follower enqueued the
- * last events: the checker would then find them missing.
+ * (each event it selects is then a delivery), every A2A push config has followed its
+ * task's session as far, and no delivery is pending (delivered or dead-lettered).
+ * Counting deliveries alone would stop before the followers enqueued the last events: the
+ * checker would then find them missing.
  */
 export function drainWebhooks(access: DrainAccess, timeoutMs: number) {
   return drainPending(
@@ -111,7 +137,11 @@ export function drainWebhooks(access: DrainAccess, timeoutMs: number) {
     `select ((select count(*) from webhook_deliveries where state = 'pending')
            + (select count(*) from sessions s
                 left join webhook_streams w on w.webhook = 'soak' and w.session_id = s.session_id
-               where s.last_sequence > coalesce(w.followed_sequence, 0)))::int as pending`,
+               where s.last_sequence > coalesce(w.followed_sequence, 0))
+           + (select count(*) from a2a_push_configs c
+                join sessions s on s.session_id = c.session_id
+               where not c.finished
+                 and s.last_sequence > coalesce(c.followed_sequence, -1)))::int as pending`,
     timeoutMs,
   );
 }

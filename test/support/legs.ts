@@ -31,6 +31,8 @@ export const engineFreeFiles = [
   'shell',
   'skills',
   'soak-budget-check',
+  'soak-push-check',
+  'soak-user-stream-check',
   'soak-plan',
   'speech-config',
   'sse-writer',

@@ -1,3 +1,7 @@
+import { devPrincipal } from '../../../src/config/types.js';
+import type { UserStreamRecord } from '../userStream.js';
+import { checkUserStream, readFeedEvents, type UserStreamFigures } from './userStream.js';
+import { checkPushes, readPushes, type PushEvidence, type PushFigures } from './a2aPush.js';
 import type { Db } from '../../../src/store/db.js';
 import type { EffectLedger } from '../effects.js';
 import { Ledger } from '../ledger.js';
@@ -37,6 +41,10 @@ export interface CheckResult {
   findings: Findings;
   /** The webhook endpoint's figures, when one was checked. */
   webhooks: WebhookFigures | null;
+  /** The A2A push notifications' figures, when they were checked. */
+  pushes: PushFigures | null;
+  /** The user stream's figures, when it was followed. */
+  userStream: UserStreamFigures | null;
   /** The first chat platform's figures, when one was checked. */
   platform: PlatformFigures | null;
   /** Every chat platform's figures, in the order given. */
@@ -74,7 +82,7 @@ export interface CheckResult {
  * (`ledger`). `stoppedPids`: the processes stopped with SIGTERM, whose leases must all
  * have been released; `effects`: the external ledger of the effect tools' side effects.
  * `missions`: what the mission clients were told. `webhooks`: an endpoint and what its
- * receiver got. `platform`, `platforms`: the updates each fake platform sent, and its posts.
+ * receiver got; `pushes`, what the A2A push receiver got. `platform`, `platforms`: the updates each fake platform sent, and its posts.
  * `questionTimeoutMs`: the agents' `question_timeout_ms`, which bounds each question's deadline.
  */
 export async function checkDatabase(
@@ -85,6 +93,10 @@ export async function checkDatabase(
     effects?: EffectLedger;
     missions?: MissionLedger;
     webhooks?: WebhookEvidence;
+    /** What the A2A push receiver got (the tasks sent with a config are the ledger's). */
+    pushes?: PushEvidence;
+    /** What the dev principal's user stream delivered. */
+    userStream?: UserStreamRecord;
     platform?: PlatformEvidence;
     platforms?: PlatformTraffic[];
     /** The agent's `question_timeout_ms`: no question's deadline may be later. */
@@ -122,6 +134,16 @@ export async function checkDatabase(
         findings,
       )
     : null;
+  const pushes = options.pushes
+    ? checkPushes(ledger.pushes, await readPushes(db), options.pushes, findings)
+    : null;
+  const userStream = options.userStream
+    ? checkUserStream(
+        await readFeedEvents(db, devPrincipal.tenant, options.userStream.fromMs),
+        options.userStream,
+        findings,
+      )
+    : null;
   const platforms = [
     ...(options.platform ? [options.platform as PlatformTraffic] : []),
     ...(options.platforms ?? []),
@@ -149,6 +171,8 @@ export async function checkDatabase(
   return {
     findings,
     webhooks,
+    pushes,
+    userStream,
     platform: platforms[0] ?? null,
     platforms,
     totals: {
