@@ -4,7 +4,7 @@ import { attachmentMeta } from '../store/attachmentMeta.js';
 import type { QueuedTurn } from '../store/collectTurns.js';
 import { readAttachments } from '../store/readAttachments.js';
 import { readSessionData } from '../store/readSessionData.js';
-import type { HistoryMessage } from '../store/startAttempt.js';
+import type { HistoryMessage } from '../store/readHistory.js';
 import type { Lease } from '../store/types.js';
 import { skillsPrompt } from '../tools/skills/catalog.js';
 import type { RuntimeDeps } from './deps.js';

@@ -1,7 +1,7 @@
 import type { LanguageModelV3Prompt } from '@ai-sdk/provider';
 import type { AgentConfig } from '../config/types.js';
 import type { QueuedTurn } from '../store/collectTurns.js';
-import type { HistoryMessage } from '../store/startAttempt.js';
+import type { HistoryMessage } from '../store/readHistory.js';
 import type { BurstCall, BurstState, Lease } from '../store/types.js';
 import { basePrompt } from './basePrompt.js';
 import type { RuntimeDeps } from './deps.js';

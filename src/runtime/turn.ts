@@ -2,6 +2,7 @@ import { turnOutcomes } from '../metrics.js';
 import type { QueuedTurn, SessionTurns } from '../store/collectTurns.js';
 import { commitTurn } from '../store/commitTurn.js';
 import { failTurn } from '../store/failTurn.js';
+import { readHistory } from '../store/readHistory.js';
 import { startAttempt } from '../store/startAttempt.js';
 import { LeaseLostError, type BurstRef, type Lease } from '../store/types.js';
 import type { Usage } from '../store/usageRows.js';
@@ -109,8 +110,23 @@ async function runBurst(
   control: TurnControl,
   trace: TurnTrace,
 ): Promise<TurnOutcome> {
+  // The claim may have started this burst's attempt already (claimSession): its turns
+  // recorded the agent's current stored revision. A directory that has no usable agent by
+  // that name (refused, unknown) is not asked for the revision: the turn ends below.
+  const claimed = turns.started ?? null;
+  const recorded =
+    claimed && claimed.agent_revision !== null && deps.agents?.revision?.(lease.tenant, agentName)
+      ? claimed.agent_revision
+      : null;
   // The revision the burst started with, if it did (runtime/pinnedAgent.ts).
-  const pinned = await pinnedAgent(deps, lease, agentName, turns.queued);
+  const pinned = await pinnedAgent(
+    deps,
+    lease,
+    agentName,
+    recorded === null
+      ? turns.queued
+      : turns.queued.map((turn) => ({ ...turn, agent_revision: recorded })),
+  );
   const { agent } = pinned;
   const supersede = (agent?.pendingInput ?? 'supersede') === 'supersede';
 
@@ -140,20 +156,28 @@ async function runBurst(
   // Start: `attempt_reset`?, `turn_started`, the turns running, the history read. Resuming
   // after a person answered continues the same attempt; only a new owner of partial
   // output (or a fresh burst) starts a new one.
-  let attempt =
-    resumed.resumed && !control.partial ? Math.max(control.attempt, 1) : control.attempt + 1;
-  const started = await startAttempt(deps.db, lease, {
-    turnIds: burst.turn_ids,
-    attempt,
-    resetPrevious: control.partial,
-    seenSequence: turns.last_sequence,
+  let attempt = claimed
+    ? claimed.attempt
+    : resumed.resumed && !control.partial
+      ? Math.max(control.attempt, 1)
+      : control.attempt + 1;
+  const history = {
     historyBefore: (base[0] as QueuedTurn).admitted_sequence,
     historyLimit: deps.config.runtime.historyMessages,
     historyBytes: agent ? historyBytesFor(modelInfoOf(deps, agent)) : 0,
-    agent: agentName,
-    agentRevision: pinned.revision,
-    unpinnedRevision: pinned.unpinned,
-  });
+  };
+  const started = claimed
+    ? await readHistory(deps.db, { sessionId: lease.sessionId, tenant: lease.tenant, ...history })
+    : await startAttempt(deps.db, lease, {
+        turnIds: burst.turn_ids,
+        attempt,
+        resetPrevious: control.partial,
+        seenSequence: turns.last_sequence,
+        ...history,
+        agent: agentName,
+        agentRevision: pinned.revision,
+        unpinnedRevision: pinned.unpinned,
+      });
   if (started === 'changed') return { kind: 'changed' };
   trace.begin({ turnId: lead.turn_id, turnIds: burst.turn_ids, attempt });
 

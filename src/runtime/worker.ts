@@ -16,12 +16,18 @@ export function sessionKind(deps: RuntimeDeps): ClaimKind<ClaimedSession> {
     name: 'sessions',
     capacity: runtime.maxParallelTurns,
     claim: async () => {
-      const claimed = await claimSession(deps.db, {
-        token: newLeaseToken(),
-        owner: deps.owner,
-        ttlMs: runtime.leaseTtlMs,
-        maxTurns: maxBurst,
-      });
+      const claimed = await claimSession(
+        deps.db,
+        {
+          token: newLeaseToken(),
+          owner: deps.owner,
+          ttlMs: runtime.leaseTtlMs,
+          maxTurns: maxBurst,
+        },
+        // The claim starts a fresh burst itself where agents come from stored definitions
+        // (a directory): it records their stored revision, as startAttempt would.
+        deps.agents?.revision ? { parkAfterAttempts: runtime.parkAfterAttempts } : undefined,
+      );
       return claimed ? [claimed] : [];
     },
     onWakeup: (wakeup, wake) => {

@@ -1,4 +1,5 @@
 import type { Queryable, Statement } from './db.js';
+import type { ClaimStart } from './claimSession.js';
 import type { BurstState, ClientTool } from './types.js';
 
 /**
@@ -45,6 +46,8 @@ export interface SessionTurns {
   cancel_command_id: string | null;
   burst: BurstState | null;
   queued: QueuedTurn[];
+  /** The attempt the claim already started for these turns (claimSession), if it did. */
+  started?: ClaimStart | null;
 }
 
 const collectStatement: Statement = {

@@ -98,7 +98,7 @@ export function storedEventsJson(events: NewEvent[], transcript: Transcript | nu
  * Wake-ups carry small batches of new events so that readers need not read the journal
  * (PostgreSQL's NOTIFY payload is limited to 8000 bytes; what does not fit is read).
  */
-const liveLimitBytes = 7000;
+export const liveLimitBytes = 7000;
 
 export function liveEvents(events: NewEvent[]): string | null {
   const json = JSON.stringify(events);

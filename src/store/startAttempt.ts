@@ -3,18 +3,8 @@ import type { Db, Queryable, Statement } from './db.js';
 import { insertEventsSql } from './appendEvents.js';
 import { liveEvents, storedEventsJson } from './eventRows.js';
 import { LeaseLostError, type Lease } from './types.js';
+import { budgetedSql, historySql, type HistoryMessage } from './readHistory.js';
 import { publishWakeup, wakeupSql } from './wakeups.js';
-
-/** A transcript message as the model's history sees it (raw reply where it differs). */
-export interface HistoryMessage {
-  role: 'user' | 'assistant' | 'system';
-  author: string;
-  content: string;
-  turn_id: string | null;
-  sequence: number;
-  /** The images a user message's turn carried. */
-  attachments: string[] | null;
-}
 
 /**
  * The burst's turns become `running`. `turns` is found by its whole primary key: a plan
@@ -48,29 +38,8 @@ const startText = (started: string) => `
     )
     select b.last_sequence,
            ${wakeupSql("'events'", 'b.session_id', 'b.last_sequence', '$4::text')} as wakeup,
-           (select coalesce(json_agg(h order by h.sequence), '[]'::json) from (
-              -- Newest first, while the text read so far stays within the budget ($11):
-              -- the prompt builder keeps what fits the model's window.
-              select role, author, content, turn_id, sequence, attachments from (
-                select m.role, m.author, coalesce(m.raw_content, m.content) as content,
-                       m.turn_id, m.sequence,
-                       (select t.attachments from turns t
-                         where m.role = 'user' and t.tenant = m.tenant
-                           and t.turn_id = m.turn_id) as attachments,
-                       sum(octet_length(coalesce(m.raw_content, m.content)))
-                         over (order by m.sequence desc) as running
-                  from messages m
-                 where m.session_id = $1 and m.sequence < $9
-                   -- A rewind leaves out what came after its checkpoint.
-                   and not exists (select 1 from rewinds r
-                                    where r.session_id = $1 and r.at_sequence < $9
-                                      and m.sequence > r.to_sequence and m.sequence < r.at_sequence)
-                 order by m.sequence desc
-                 limit $10) w
-               where w.running - octet_length(w.content) < $11) h) as history,
-           -- Whether the tenant has a spending budget: the attempt's model steps reserve
-           -- against budgets only if so (runtime/spending.ts), without a read of their own.
-           exists (select 1 from budgets bg where bg.tenant = b.tenant) as budgeted
+           ${historySql({ session: '$1', before: '$9', limit: '$10', bytes: '$11' })} as history,
+           ${budgetedSql('b.tenant')} as budgeted
       from bumped b`;
 
 export const startAttemptStatement: Statement = {

@@ -1,0 +1,80 @@
+import type { Queryable, Statement } from './db.js';
+
+/** A transcript message as the model's history sees it (raw reply where it differs). */
+export interface HistoryMessage {
+  role: 'user' | 'assistant' | 'system';
+  author: string;
+  content: string;
+  turn_id: string | null;
+  sequence: number;
+  /** The images a user message's turn carried. */
+  attachments: string[] | null;
+}
+
+/**
+ * The history before a burst, as SQL (the model's prompt keeps what fits its window):
+ * newest first, at most `limit` messages and about `bytes` of text, the messages a rewind
+ * left out skipped; a JSON array oldest first. Arguments are SQL expressions.
+ */
+export function historySql(h: {
+  session: string;
+  before: string;
+  limit: string;
+  bytes: string;
+}): string {
+  return `(select coalesce(json_agg(h order by h.sequence), '[]'::json) from (
+              select role, author, content, turn_id, sequence, attachments from (
+                select m.role, m.author, coalesce(m.raw_content, m.content) as content,
+                       m.turn_id, m.sequence,
+                       (select t.attachments from turns t
+                         where m.role = 'user' and t.tenant = m.tenant
+                           and t.turn_id = m.turn_id) as attachments,
+                       sum(octet_length(coalesce(m.raw_content, m.content)))
+                         over (order by m.sequence desc) as running
+                  from messages m
+                 where m.session_id = ${h.session} and m.sequence < ${h.before}
+                   -- A rewind leaves out what came after its checkpoint.
+                   and not exists (select 1 from rewinds r
+                                    where r.session_id = ${h.session} and r.at_sequence < ${h.before}
+                                      and m.sequence > r.to_sequence and m.sequence < r.at_sequence)
+                 order by m.sequence desc
+                 limit ${h.limit}) w
+               where w.running - octet_length(w.content) < ${h.bytes}) h)`;
+}
+
+/**
+ * Whether the tenant has a spending budget, as SQL: the attempt's model steps reserve
+ * against budgets only if so (runtime/spending.ts), without a read of their own.
+ */
+export const budgetedSql = (tenant: string) =>
+  `exists (select 1 from budgets bg where bg.tenant = ${tenant})`;
+
+const readStatement: Statement = {
+  name: 'read_history',
+  text: `select ${historySql({ session: '$1', before: '$2', limit: '$3', bytes: '$4' })} as history,
+                ${budgetedSql('$5')} as budgeted`,
+};
+
+/**
+ * What `startAttempt` reads besides its writes, for a burst whose attempt the claim
+ * already started (claimSession): the history before it, and whether budgets apply.
+ */
+export async function readHistory(
+  db: Queryable,
+  read: {
+    sessionId: string;
+    tenant: string;
+    historyBefore: number;
+    historyLimit: number;
+    historyBytes: number;
+  },
+): Promise<{ history: HistoryMessage[]; budgeted: boolean }> {
+  const found = await db.query<{ history: HistoryMessage[]; budgeted: boolean }>(readStatement, [
+    read.sessionId,
+    read.historyBefore,
+    read.historyLimit,
+    read.historyBytes,
+    read.tenant,
+  ]);
+  return found.rows[0] as { history: HistoryMessage[]; budgeted: boolean };
+}
