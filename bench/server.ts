@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import type { FastifyInstance } from 'fastify';
+import { Directory } from '../src/agents/directory.js';
 import { buildApp } from '../src/api/app.js';
 import { compileConfig } from '../src/config/load.js';
 import type { Config } from '../src/config/types.js';
@@ -16,8 +17,8 @@ import { Wakeups } from '../src/store/wakeups.js';
 
 /**
  * The process under test: the same parts `startProcess` (src/cli/start.ts) composes for
- * `parley serve` (migrated store, one Wakeups subscription, the Fastify app listening on
- * 127.0.0.1:0, one Worker), with the production defaults of the configuration. Two
+ * `parley serve` (migrated store, one Wakeups subscription, the agents' Directory, the
+ * Fastify app listening on 127.0.0.1:0, one Worker), with the production defaults of the configuration. Two
  * differences, both pure observation:
  *
  * - the Db handed to the API and the worker is wrapped to count statements and
@@ -175,6 +176,19 @@ export async function startBenchServer(storage: {
   const wakeups = new Wakeups(db);
   await wakeups.start();
 
+  // Agents come from stored definitions, seeded from the configuration, as in production
+  // (src/cli/start.ts): turns record their agent revision.
+  const directory = new Directory({
+    db,
+    config,
+    log,
+    env: process.env,
+    pollMs: config.runtime.pollMs,
+  });
+  await directory.seedAndLoad();
+  directory.start(wakeups);
+  const { agents, missions } = directory;
+
   const modelFirstDelta = new Map<string, number>();
   const registries = new Map<number, ReturnType<typeof createModelRegistry>>();
   let delayMs = 0;
@@ -200,6 +214,9 @@ export async function startBenchServer(storage: {
     config,
     log,
     providersReady: () => true,
+    agents,
+    missions,
+    directory,
   });
   const address = await app.listen({ host: config.server.host, port: config.server.port });
 
@@ -238,6 +255,7 @@ export async function startBenchServer(storage: {
         log,
         owner: `bench:${process.pid}:${generation}`,
         tools: builtInTools(),
+        agents,
       });
       worker.start();
     },
@@ -245,6 +263,7 @@ export async function startBenchServer(storage: {
     async close() {
       await app.close();
       await stopWorker();
+      directory.stop();
       await wakeups.stop();
       await raw.close();
     },

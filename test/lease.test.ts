@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { appendEvents } from '../src/store/appendEvents.js';
-import { claimSession } from '../src/store/claimSession.js';
+import { claimSession, claimSessions } from '../src/store/claimSession.js';
 import { collectTurns } from '../src/store/collectTurns.js';
 import type { Db } from '../src/store/db.js';
 import { failTurn } from '../src/store/failTurn.js';
@@ -95,6 +95,28 @@ describe('claimSession', () => {
     const claimed = claims.filter((row): row is NonNullable<typeof row> => row !== null);
     expect(claimed.map((row) => row.session_id).sort()).toEqual([...sessions].sort());
     expect(claims.filter((row) => row === null)).toHaveLength(4);
+  });
+
+  it('claims up to one session per token in one statement, each under its own token', async () => {
+    const sessions: string[] = [];
+    for (let index = 0; index < 3; index++) {
+      sessions.push((await admit(db, { turnId: turnId(), message: `many${index}` })).session_id);
+    }
+    const tokens = ['many_a', 'many_b', 'many_c', 'many_d'];
+    const claimed = await claimSessions(db, {
+      tokens,
+      owner: 'owner_many',
+      ttlMs: 10_000,
+      maxTurns: 50,
+    });
+    expect(claimed.map((row) => row.session_id).sort()).toEqual([...sessions].sort());
+    const held = claimed.map((row) => row.lease_token);
+    expect(new Set(held).size).toBe(3);
+    for (const row of claimed) {
+      expect(tokens).toContain(row.lease_token);
+      expect((await sessionRow(db, row.session_id)).lease_token).toBe(row.lease_token);
+    }
+    expect(await claim('after_many')).toBeNull();
   });
 
   it('skips sessions without pending input', async () => {

@@ -1,12 +1,12 @@
 import { newLeaseToken } from '../ids.js';
-import { claimSession, type ClaimedSession } from '../store/claimSession.js';
+import { claimSessions, type ClaimedSession } from '../store/claimSession.js';
 import { ClaimLoop, claimLoopOptions, type ClaimKind } from '../work/claimLoop.js';
 import type { RuntimeDeps } from './deps.js';
 import { drainSession, maxBurst } from './drain.js';
 
 /**
  * Sessions as a kind of the engine's leased work (src/work/claimLoop.ts): a claim takes
- * the oldest session with queued input under a fresh lease token, the handler drains it
+ * the oldest sessions with queued input (up to the free capacity), each under a fresh lease token, the handler drains it
  * (bursts of turns, heartbeat, token-gated commits) and gives the lease back. An `input`
  * wake-up claims at once.
  */
@@ -15,11 +15,11 @@ export function sessionKind(deps: RuntimeDeps): ClaimKind<ClaimedSession> {
   return {
     name: 'sessions',
     capacity: runtime.maxParallelTurns,
-    claim: async () => {
-      const claimed = await claimSession(
+    claim: (limit) =>
+      claimSessions(
         deps.db,
         {
-          token: newLeaseToken(),
+          tokens: Array.from({ length: limit }, newLeaseToken),
           owner: deps.owner,
           ttlMs: runtime.leaseTtlMs,
           maxTurns: maxBurst,
@@ -27,9 +27,7 @@ export function sessionKind(deps: RuntimeDeps): ClaimKind<ClaimedSession> {
         // The claim starts a fresh burst itself where agents come from stored definitions
         // (a directory): it records their stored revision, as startAttempt would.
         deps.agents?.revision ? { parkAfterAttempts: runtime.parkAfterAttempts } : undefined,
-      );
-      return claimed ? [claimed] : [];
-    },
+      ),
     onWakeup: (wakeup, wake) => {
       if (wakeup.kind === 'input') wake();
     },

@@ -33,10 +33,10 @@ const claimStatement: Statement = {
          and state not in ('parked', 'input_required')
          and (lease_expires_at is null or lease_expires_at < now())
        order by lease_expires_at nulls first
-       limit 1
+       limit $6
        for update skip locked
     ), plan as (
-      select c.session_id, q.queued,
+      select c.session_id, q.queued, row_number() over () as n,
              ($5::integer is not null and c.fresh and c.claim_count < $5
               -- The turns were read in this statement's snapshot; the lock may have found a
               -- later version of the row: start only if nothing was journaled between.
@@ -51,7 +51,7 @@ const claimStatement: Statement = {
         from candidate c, lateral (select (${queuedTurnsSql('c', '$4')}) as queued) q
     ), claimed as (
       update sessions s
-         set lease_token = $1,
+         set lease_token = ($1::text[])[p.n],
              lease_owner = $2,
              lease_expires_at = now() + $3::integer * interval '1 millisecond',
              claim_count = s.claim_count + 1,
@@ -99,31 +99,47 @@ const claimStatement: Statement = {
 };
 
 /**
- * Claims one session that has queued turns and no live lease: writes a fresh token and
- * expiry in one short statement, and reads the turns to answer in the same round trip.
- * SKIP LOCKED means concurrent claimers never block each other; an expired lease is
- * claimable, which makes this query the recovery sweep for dead workers too. Uses the
- * `sessions_claimable` partial index.
+ * Claims up to one session per token that has queued turns and no live lease: writes the
+ * session's fresh token and expiry in one short statement, and reads the turns to answer
+ * in the same round trip. SKIP LOCKED means concurrent claimers never block each other; an
+ * expired lease is claimable, which makes this query the recovery sweep for dead workers
+ * too. Uses the `sessions_claimable` partial index.
  *
- * With `start`, the same statement also starts the first burst's attempt when it is a
+ * With `start`, the same statement also starts each first burst's attempt when it is a
  * fresh one — no saved burst, no cancel pending, no partial output, under the parking
  * limit, no turn with a recorded agent revision — as `startAttempt` would: `turn_started`
  * journaled with the agent's current stored revision, the turns running with it. One
  * write (and one WAL flush) fewer per turn; the worker then reads only the history
  * (readHistory). Otherwise the burst is started by `startAttempt` as before.
  */
+export async function claimSessions(
+  db: Queryable & Pick<Db, 'notifyLocally'>,
+  claim: { tokens: string[]; owner: string; ttlMs: number; maxTurns: number },
+  start?: { parkAfterAttempts: number },
+): Promise<ClaimedSession[]> {
+  const claimed = await db.query<ClaimedSession & { payload?: unknown; events?: unknown }>(
+    claimStatement,
+    [
+      claim.tokens,
+      claim.owner,
+      claim.ttlMs,
+      claim.maxTurns,
+      start?.parkAfterAttempts ?? null,
+      claim.tokens.length,
+    ],
+  );
+  return claimed.rows.map(({ payload: _payload, events: _events, ...session }) => {
+    publishWakeup(db, session.wakeup);
+    return session;
+  });
+}
+
+/** Claims one session (see `claimSessions`) under `token`. */
 export async function claimSession(
   db: Queryable & Pick<Db, 'notifyLocally'>,
   claim: { token: string; owner: string; ttlMs: number; maxTurns: number },
   start?: { parkAfterAttempts: number },
 ): Promise<ClaimedSession | null> {
-  const claimed = await db.query<ClaimedSession & { payload?: unknown; events?: unknown }>(
-    claimStatement,
-    [claim.token, claim.owner, claim.ttlMs, claim.maxTurns, start?.parkAfterAttempts ?? null],
-  );
-  const row = claimed.rows[0];
-  if (!row) return null;
-  const { payload: _payload, events: _events, ...session } = row;
-  publishWakeup(db, session.wakeup);
-  return session;
+  const { token, ...rest } = claim;
+  return (await claimSessions(db, { tokens: [token], ...rest }, start))[0] ?? null;
 }

@@ -9,7 +9,7 @@ import { wireEvent } from './eventRows.js';
  * to every process's one LISTEN connection.
  *
  * Most writers notify inside the writing statement. The statements of every turn
- * (admission, `start_attempt`, `commit_turn`) instead return their wake-up's payload, and
+ * (admission, the claim that starts a burst or `start_attempt`, `commit_turn`) instead return their wake-up's payload, and
  * the process publishes it once the statement has committed (`publishWakeup`), batched:
  * PostgreSQL holds one cluster-wide lock from a notifying commit's queue insert through its
  * WAL flush, so notifying commits queue behind each other. Published only after the
