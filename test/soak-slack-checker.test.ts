@@ -87,6 +87,13 @@ describe('the soak checker on Slack traffic a server answered', () => {
     const updates = [...traffic.updates, ghost];
     await expectFound('lost', 'platform message admitted once', evidence(updates));
     await expectFound('lost', 'platform reply posted', evidence(updates));
+    // The finding says what the thread holds instead: here the replies to the others.
+    const found = (
+      await check({ ...evidence(updates), describeChat: (update) => traffic.describeChat(update) })
+    ).findings.violations.find((violation) => violation.check === 'platform reply posted');
+    expect(found?.detail).toMatch(
+      /slack update 999 \(chat CSOAK0\): no reply posted; the chat holds thread 1700000000\.\d{6}: 2 post\(s\): "You said: slack channel CSOAK0 message 1/,
+    );
   });
 
   it('a reply posted twice is doubled, and counted with its window', async () => {

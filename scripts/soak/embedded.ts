@@ -48,6 +48,8 @@ export async function runEmbedded(options: SoakOptions, context: EmbeddedContext
   mkdirSync(logDir);
   const outside = await Outside.start(options);
   let slot: Slot | null = null;
+  /** The course's exit code; not 0 until it passed. */
+  let code = 1;
   try {
     const env = context.childEnvironment({
       PARLEY_DATA_DIR: dataDir,
@@ -69,11 +71,13 @@ export async function runEmbedded(options: SoakOptions, context: EmbeddedContext
     );
     await slot.start();
     log(`PGlite ${dataDir}; started ${slot.name} (pid ${slot.pid})`);
-    return await runCourse(options, outside, embeddedEngine(options, context, slot, dataDir), log);
+    code = await runCourse(options, outside, embeddedEngine(options, context, slot, dataDir), log);
+    return code;
   } finally {
     await slot?.close();
     await outside.close();
-    if (options.keep) log(`kept ${directory} (PGlite data, process log)`);
+    // A run that failed keeps its data and log: a rerun of its seed need not fail again.
+    if (options.keep || code !== 0) log(`kept ${directory} (PGlite data, process log)`);
     else rmSync(directory, { recursive: true, force: true });
   }
 }

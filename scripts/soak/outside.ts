@@ -84,6 +84,7 @@ export class Outside {
         platform: 'telegram',
         updates: telegram.updates,
         repliesTo: (update) => telegram.repliesTo(update),
+        describeChat: (update) => telegram.describeChat(update),
         idempotencyKey: null,
       });
     }
@@ -92,6 +93,7 @@ export class Outside {
         platform: 'slack',
         updates: slack.updates,
         repliesTo: (update) => slack.repliesTo(update),
+        describeChat: (update) => slack.describeChat(update),
         idempotencyKey: 'metadata (parley_reply, read back before a repeat)',
       });
     }

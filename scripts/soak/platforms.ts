@@ -114,6 +114,11 @@ export class TelegramTraffic {
     );
   }
 
+  /** The chat's posts, for a finding (platformChat). */
+  describeChat(update: PlatformUpdate): string {
+    return describePosts(this.telegram.inChat(update.chatId));
+  }
+
   private async send(base: string, body: string): Promise<number> {
     try {
       const response = await fetch(`${base}/adapters/telegram/webhook`, {
@@ -143,4 +148,16 @@ async function waitFor(probe: () => boolean, deadline: number): Promise<boolean>
     await sleep(200);
   }
   return probe();
+}
+
+/**
+ * A chat's posts in a line: how many, and the last text each showed (cut short), oldest
+ * first; what a "no reply posted" finding needs to tell a lost reply from a misfiled one.
+ */
+export function describePosts(posts: { history: (string | undefined)[] }[]): string {
+  const last = posts.map((post) => {
+    const text = [...post.history].reverse().find((entry) => typeof entry === 'string') ?? '';
+    return JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}…` : text);
+  });
+  return `${posts.length} post(s)${last.length > 0 ? `: ${last.slice(-6).join(', ')}` : ''}`;
 }

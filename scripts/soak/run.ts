@@ -68,6 +68,8 @@ async function main(argv: string[]): Promise<number> {
   const outside = await Outside.start(options);
   let cluster: PrivateCluster | null = null;
   let db: Db | null = null;
+  /** The course's exit code; not 0 until it passed. */
+  let code = 1;
   const abort = () => {
     for (const slot of slots) void slot.close();
     void outside.close();
@@ -101,7 +103,8 @@ async function main(argv: string[]): Promise<number> {
     await Promise.all(slots.map((slot) => slot.start()));
     log(`started ${slots.map((slot) => `${slot.name} (pid ${slot.pid})`).join(', ')}`);
     db = await openPostgres(cluster.url, 3);
-    return await runCourse(options, outside, splitEngine(options, cluster, db, slots), log);
+    code = await runCourse(options, outside, splitEngine(options, cluster, db, slots), log);
+    return code;
   } finally {
     process.removeListener('SIGINT', abort);
     process.removeListener('SIGTERM', abort);
@@ -109,7 +112,8 @@ async function main(argv: string[]): Promise<number> {
     await db?.close().catch(() => {});
     await cluster?.stop();
     await outside.close();
-    if (options.keep) log(`kept ${directory} (PostgreSQL data, process logs)`);
+    // A run that failed keeps its data and logs: a rerun of its seed need not fail again.
+    if (options.keep || code !== 0) log(`kept ${directory} (PostgreSQL data, process logs)`);
     else rmSync(directory, { recursive: true, force: true });
   }
 }

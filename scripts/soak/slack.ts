@@ -1,6 +1,6 @@
 import { FakeSlack, slackMessageEvent, slackSigned } from '../../test/support/platforms/slack.js';
 import { sleep } from './http.js';
-import type { PlatformUpdate } from './platforms.js';
+import { describePosts, type PlatformUpdate } from './platforms.js';
 import type { Random } from './random.js';
 
 /** How long Slack waits for an Events API answer before it counts the delivery failed. */
@@ -135,6 +135,14 @@ export class SlackTraffic {
     return this.slack
       .thread(update.chatId, root)
       .filter((message) => message.history.some((text) => text.includes(reply)));
+  }
+
+  /** The update's thread, for a finding (the bot's posts and the person's messages). */
+  describeChat(update: PlatformUpdate): string {
+    const root = this.roots.get(update.chatId);
+    return root === undefined
+      ? 'no thread'
+      : `thread ${root}: ${describePosts(this.slack.thread(update.chatId, root))}`;
   }
 
   /**

@@ -7,6 +7,8 @@ export interface PlatformEvidence {
   updates: PlatformUpdate[];
   /** The posts in an update's chat carrying its reply (first text or an edit). */
   repliesTo(update: PlatformUpdate): { posted_at: number }[];
+  /** What the update's chat (or thread) holds, for a finding: the bot's posts, last texts. */
+  describeChat?(update: PlatformUpdate): string;
 }
 
 export interface PlatformFigures {
@@ -60,7 +62,12 @@ export function checkPlatform(
     }
     const posts = evidence.repliesTo(update);
     if (posts.length === 0) {
-      findings.add('lost', 'platform reply posted', `${where}: no reply posted`);
+      const chat = evidence.describeChat?.(update);
+      findings.add(
+        'lost',
+        'platform reply posted',
+        `${where}: no reply posted${chat ? `; the chat holds ${chat}` : ''}`,
+      );
     } else if (posts.length > 1) {
       const times = posts.map((post) => post.posted_at).sort((a, b) => a - b);
       const window = (times[times.length - 1] as number) - (times[0] as number);
