@@ -1,7 +1,7 @@
 import type { ChaosCounters } from './chaos.js';
 import { checkDatabase } from './checker/index.js';
 import { drain, type DrainAccess } from './drain.js';
-import { Apis, sleep } from './http.js';
+import { Apis } from './http.js';
 import { drainExecutions } from './missions.js';
 import type { SoakOptions } from './options.js';
 import type { Outside } from './outside.js';
@@ -78,10 +78,15 @@ export async function runCourse(
     const counters = await chaos;
     // Every client gives up on its own within minutes; one still running well after the
     // chaos is a client that hangs: named, counted as a failure, and not waited for.
+    // The grace timer is cleared once the clients are done: left running, it would keep
+    // the soak's process alive for the whole grace period after the report.
+    let grace: NodeJS.Timeout | undefined;
     const clientsDone = await Promise.race([
       clients.then(() => true),
-      sleep(clientGraceMs).then(() => false),
-    ]);
+      new Promise<false>((resolve) => {
+        grace = setTimeout(() => resolve(false), clientGraceMs);
+      }),
+    ]).finally(() => clearTimeout(grace));
     const hungClients = clientsDone ? [] : [...traffic.running];
     if (hungClients.length > 0) {
       log(
