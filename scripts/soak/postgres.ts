@@ -1,6 +1,13 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chownSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +26,7 @@ export class PrivateCluster {
   private constructor(
     private readonly bin: string,
     readonly dataDir: string,
-    readonly port: number,
+    private listening: number,
     private readonly password: string,
     private readonly runAs: string | null,
   ) {}
@@ -52,11 +59,42 @@ export class PrivateCluster {
       'UTF8',
       '--no-sync',
     ]);
+    await cluster.startOnFreePort();
+    return cluster;
+  }
+
+  /** The TCP port it listens on. */
+  get port(): number {
+    return this.listening;
+  }
+
+  /**
+   * Writes the settings and starts the server. The port was free when it was picked, but
+   * another process may bind it before the server does: then a new port, at most twice.
+   */
+  private async startOnFreePort(): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      this.writeSettings();
+      try {
+        await this.start();
+        return;
+      } catch (error) {
+        const log = readLog(join(this.dataDir, 'server.log'));
+        if (attempt >= 3 || !/could not bind|address already in use/i.test(log)) {
+          throw new Error(`${(error as Error).message}\nserver.log: ${log.slice(-2000)}`);
+        }
+        this.listening = await freePort();
+      }
+    }
+  }
+
+  private writeSettings(): void {
+    const { dataDir } = this;
     // Loopback TCP only, its socket in its own directory: nothing else can reach it by accident.
     writeFileSync(
       join(dataDir, 'postgresql.auto.conf'),
       [
-        `port = ${cluster.port}`,
+        `port = ${this.listening}`,
         `listen_addresses = '127.0.0.1'`,
         `unix_socket_directories = '${dataDir}'`,
         'max_connections = 200',
@@ -65,8 +103,6 @@ export class PrivateCluster {
         '',
       ].join('\n'),
     );
-    await cluster.start();
-    return cluster;
   }
 
   /** `DATABASE_URL` (the cluster's own `postgres` database; the role's password is made per run). */
@@ -162,4 +198,13 @@ export function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/** A server log's text, or '' when there is none (yet). */
+function readLog(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
 }
