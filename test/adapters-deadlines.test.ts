@@ -156,6 +156,24 @@ describe('platform calls under a deadline', () => {
     ).toHaveLength(1);
   });
 
+  it('shows a streamed reply whole when Slack answers an append after the deadline', async () => {
+    const channel = `C${next++}`;
+    const ts = '1712000000.000004';
+    // Slack appends at once and answers only after the deadline: the delivery counts as
+    // failed, and sending the same text again would show it twice.
+    slack.server.late('POST /api/chat.appendStream', 1, 1500);
+    const text = 'appended late one two three four five six';
+    await slackEvent(slackMessageEvent({ user: 'U_BOB', text, ts, channel, mention: true }));
+    await until(
+      () => slack.thread(channel, ts),
+      (found) => found.some((message) => !message.streaming && message.text.includes('five six')),
+      'the final reply',
+    );
+    const messages = slack.thread(channel, ts);
+    expect(messages).toHaveLength(1);
+    expect(messages[0]?.text).toBe(`You said: ${text}`);
+  });
+
   it("sends every platform's replies while Telegram never answers typing", async () => {
     telegram.server.hold(sendChatAction);
     const channel = `C${next++}`;

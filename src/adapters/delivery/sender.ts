@@ -64,7 +64,11 @@ export async function deliverReply(deps: SenderDeps, row: ClaimedReply, token: s
       content.type === 'reply' &&
       stream?.mode !== 'edit'
     ) {
-      const streamed = await streamReply(deps.log, within, client, row, content, stream);
+      // After a failed or interrupted delivery, what the stream shows is not known: an
+      // append may have reached Slack without its answer, and sending it again would show
+      // its text twice. The message is then rewritten whole (edits) instead.
+      const unsure = row.attempts > 0 || row.interrupted;
+      const streamed = await streamReply(deps.log, within, client, row, content, stream, unsure);
       messageId = streamed.messageId;
       stream = streamed.stream;
     } else {
@@ -147,9 +151,10 @@ async function findLostPost(
 /**
  * A reply through the platform's own streaming (Slack): the first text starts the
  * stream, later text is appended, the end stops it. Text that no longer extends what was
- * sent (an `attempt_reset`), or an ending with more than text (options, an error), stops
- * the stream and edits the message to the full content; so does any refusal of the
- * streaming calls, after which the reply continues with edits.
+ * sent (an `attempt_reset`), an ending with more than text (options, an error), or a
+ * stream whose last append may or may not have been applied (`unsure`: an append is not
+ * idempotent) stops the stream and edits the message to the full content; so does any
+ * refusal of the streaming calls, after which the reply continues with edits.
  */
 async function streamReply(
   log: Logger,
@@ -158,6 +163,7 @@ async function streamReply(
   row: ClaimedReply,
   reply: ReplyText,
   state: StreamState | null,
+  unsure: boolean,
 ): Promise<{ messageId: string | null; stream: StreamState }> {
   const native = client.stream as NonNullable<PlatformClient['stream']>;
   const recipient = recipientOf(row);
@@ -190,7 +196,7 @@ async function streamReply(
         native.start(row.thread_id, reply.text, recipient, signal),
       );
       state = { mode: 'native', sent: reply.text };
-    } else if (state !== null && reply.text.startsWith(state.sent)) {
+    } else if (!unsure && state !== null && reply.text.startsWith(state.sent)) {
       const more = reply.text.slice(state.sent.length);
       const shown = messageId;
       if (more !== '') {
