@@ -1,5 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { configAgents, type AgentLookup } from '../src/agents/lookup.js';
+import { createLogger } from '../src/log.js';
+import { createModelRegistry } from '../src/providers/registry.js';
+import { Worker } from '../src/runtime/worker.js';
 import { claimSession } from '../src/store/claimSession.js';
+import { builtInTools } from '../src/tools/registry.js';
 import { currentDefinitionRevision } from '../src/store/currentDefinitionRevision.js';
 import type { Db } from '../src/store/db.js';
 import { startAttempt } from '../src/store/startAttempt.js';
@@ -8,7 +13,13 @@ import { Wakeups, type Wakeup } from '../src/store/wakeups.js';
 import { openTestDb } from './support/db.js';
 import { checkJournalInvariants } from './support/invariants.js';
 import { until } from './support/poll.js';
-import { admit, journal, sessionRow } from './support/runtime-helpers.js';
+import {
+  admit,
+  journal,
+  runtimeConfig,
+  sessionRow,
+  waitForTerminal,
+} from './support/runtime-helpers.js';
 
 /**
  * The claim that also starts a fresh burst's attempt (claimSession with `start`): it must
@@ -228,5 +239,68 @@ describe('a claim that starts a fresh burst', () => {
     expect(Number(row.last_sequence)).toBe(Number(before.last_sequence));
     expect(row.attempt).toBe(before.attempt);
     expect((await turnsOf(sessionId)).map((turn) => turn.state)).toEqual(['queued', 'queued']);
+  });
+});
+
+describe('a worker whose directory cannot load the revision the claim journaled', () => {
+  it('resets that attempt and starts the next with the revision it runs, saying which it could not keep', async () => {
+    const { sessionId, turnIds } = await twoQueued();
+    const before = await sessionRow(db, sessionId);
+    await db.query(
+      `insert into definitions (kind, tenant, name, definition, content_hash, is_customized)
+       values ('agent', '', $1, '{}', 'test', false) on conflict do nothing`,
+      [before.agent],
+    );
+    const stored = (await currentDefinitionRevision(db, {
+      kind: 'agent',
+      tenant: before.tenant,
+      name: before.agent,
+    })) as number;
+    // The directory holds another revision and cannot compile the stored one.
+    const current = stored + 1;
+    const config = runtimeConfig();
+    const shipped = configAgents(config);
+    const agents: AgentLookup = {
+      ...shipped,
+      revision: () => current,
+      pinned: async () => null,
+    };
+    const worker = new Worker({
+      db,
+      wakeups,
+      config,
+      resolveModel: createModelRegistry(config),
+      log: createLogger({ level: 'silent' }),
+      owner: 'unpinned-worker',
+      tools: builtInTools(),
+      agents,
+    });
+    worker.start();
+    try {
+      await waitForTerminal(db, sessionId, turnIds[0] as string);
+    } finally {
+      await worker.stop();
+    }
+    const events = await journal(db, sessionId);
+    const since = events.filter((event) => event.sequence > Number(before.last_sequence));
+    expect(since.map((event) => event.type).slice(0, 3)).toEqual([
+      'turn_started',
+      'attempt_reset',
+      'turn_started',
+    ]);
+    expect(since[0]).toMatchObject({ attempt: 1, agent_revision: stored });
+    expect(since[0]).not.toHaveProperty('unpinned_revision');
+    expect(since[1]).toMatchObject({ attempt: 1 });
+    expect(since[2]).toMatchObject({
+      attempt: 2,
+      turn_ids: turnIds,
+      agent_revision: current,
+      unpinned_revision: stored,
+    });
+    expect(since.at(-1)?.type).toBe('done');
+    expect((await turnsOf(sessionId)).map((turn) => turn.agent_revision)).toEqual([
+      current,
+      current,
+    ]);
   });
 });

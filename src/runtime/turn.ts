@@ -156,8 +156,12 @@ async function runBurst(
   // Start: `attempt_reset`?, `turn_started`, the turns running, the history read. Resuming
   // after a person answered continues the same attempt; only a new owner of partial
   // output (or a fresh burst) starts a new one.
+  // A claim that journaled a revision this worker cannot load (its directory lags an edit
+  // the operator's checks refuse, or one whose history is gone) began an attempt that is
+  // not the one that runs: it is reset, and the next says which revision it could not keep.
+  const restart = claimed !== null && pinned.unpinned !== null;
   let attempt = claimed
-    ? claimed.attempt
+    ? claimed.attempt + (restart ? 1 : 0)
     : resumed.resumed && !control.partial
       ? Math.max(control.attempt, 1)
       : control.attempt + 1;
@@ -166,18 +170,19 @@ async function runBurst(
     historyLimit: deps.config.runtime.historyMessages,
     historyBytes: agent ? historyBytesFor(modelInfoOf(deps, agent)) : 0,
   };
-  const started = claimed
-    ? await readHistory(deps.db, { sessionId: lease.sessionId, tenant: lease.tenant, ...history })
-    : await startAttempt(deps.db, lease, {
-        turnIds: burst.turn_ids,
-        attempt,
-        resetPrevious: control.partial,
-        seenSequence: turns.last_sequence,
-        ...history,
-        agent: agentName,
-        agentRevision: pinned.revision,
-        unpinnedRevision: pinned.unpinned,
-      });
+  const started =
+    claimed && !restart
+      ? await readHistory(deps.db, { sessionId: lease.sessionId, tenant: lease.tenant, ...history })
+      : await startAttempt(deps.db, lease, {
+          turnIds: burst.turn_ids,
+          attempt,
+          resetPrevious: control.partial || restart,
+          seenSequence: turns.last_sequence,
+          ...history,
+          agent: agentName,
+          agentRevision: pinned.revision,
+          unpinnedRevision: pinned.unpinned,
+        });
   if (started === 'changed') return { kind: 'changed' };
   trace.begin({ turnId: lead.turn_id, turnIds: burst.turn_ids, attempt });
 
