@@ -84,23 +84,28 @@ async function twoQueued(): Promise<{ sessionId: string; turnIds: string[] }> {
   return { sessionId, turnIds: [first, second] };
 }
 
+/** A stored (shipped) definition of the session's agent, and its current revision. */
+async function storedDefinition(session: SessionRow): Promise<number | null> {
+  await db.query(
+    `insert into definitions (kind, tenant, name, definition, content_hash, is_customized)
+     values ('agent', '', $1, '{}', 'test', false) on conflict do nothing`,
+    [session.agent],
+  );
+  return currentDefinitionRevision(db, {
+    kind: 'agent',
+    tenant: session.tenant,
+    name: session.agent,
+  });
+}
+
 describe('a claim that starts a fresh burst', () => {
   it('journals turn_started as startAttempt does, runs the turns, and wakes readers with it', async () => {
     const { sessionId, turnIds } = await twoQueued();
     const before = await sessionRow(db, sessionId);
     // A stored definition of the session's agent: its revision is what the turns record.
-    await db.query(
-      `insert into definitions (kind, tenant, name, definition, content_hash, is_customized)
-       values ('agent', '', $1, '{}', 'test', false) on conflict do nothing`,
-      [before.agent],
-    );
+    const revision = await storedDefinition(before);
     const claimed = await claim('fused');
     expect(claimed?.session_id).toBe(sessionId);
-    const revision = await currentDefinitionRevision(db, {
-      kind: 'agent',
-      tenant: before.tenant,
-      name: before.agent,
-    });
     const sequence = Number(before.last_sequence) + 1;
     expect(claimed?.started).toEqual({
       sequence,
@@ -246,16 +251,7 @@ describe('a worker whose directory cannot load the revision the claim journaled'
   it('resets that attempt and starts the next with the revision it runs, saying which it could not keep', async () => {
     const { sessionId, turnIds } = await twoQueued();
     const before = await sessionRow(db, sessionId);
-    await db.query(
-      `insert into definitions (kind, tenant, name, definition, content_hash, is_customized)
-       values ('agent', '', $1, '{}', 'test', false) on conflict do nothing`,
-      [before.agent],
-    );
-    const stored = (await currentDefinitionRevision(db, {
-      kind: 'agent',
-      tenant: before.tenant,
-      name: before.agent,
-    })) as number;
+    const stored = (await storedDefinition(before)) as number;
     // The directory holds another revision and cannot compile the stored one.
     const current = stored + 1;
     const config = runtimeConfig();
