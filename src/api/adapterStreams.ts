@@ -4,6 +4,7 @@ import type { Db } from '../store/db.js';
 import { cancelTurn, type CancelAnswer } from '../store/cancelTurn.js';
 import { openEventStream } from './sseResponse.js';
 import { SseWriter } from './sseWriter.js';
+import { whenClientGone } from './clientGone.js';
 
 /**
  * The event streams a protocol adapter answers with (docs/protocols.md): each opened on its
@@ -24,12 +25,13 @@ export class AdapterStreams {
     const controller = new AbortController();
     this.open.add(controller);
     const response = openEventStream(reply);
-    request.raw.on('close', () => controller.abort());
+    const unwatch = whenClientGone(request, () => controller.abort());
     const stream = new SseWriter(response, { ...this.options, onDrop: () => controller.abort() });
     const stopKeepAlive = stream.keepAlive();
     try {
       await body(stream, controller.signal);
     } finally {
+      unwatch();
       stopKeepAlive();
       this.open.delete(controller);
       if (!response.writableEnded) response.end();

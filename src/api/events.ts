@@ -13,6 +13,7 @@ import { JournalFeed, type FeedSubscriber } from './feed.js';
 import { viewerOf } from './sessionAccess.js';
 import { StreamSlots } from './streamSlots.js';
 import { route } from './contract.js';
+import { whenClientGone } from './clientGone.js';
 
 /** Events read per query while catching up; a reader far behind pages through the journal. */
 const pageSize = 200;
@@ -148,12 +149,12 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
         (await findVisibleSession(deps.db, tenant, sessionId, viewerOf(deps, principal))) !== null,
     );
     const unsubscribe = feed.subscribe(sessionId, stream);
-    request.raw.on('close', () => stream.close());
-    response.on('close', () => stream.close());
+    const unwatch = whenClientGone(request, () => stream.close());
     try {
       if (session.state === 'running') stream.typing();
       await stream.run();
     } finally {
+      unwatch();
       unsubscribe();
       open.delete(response);
       openStreams.delete(response);

@@ -15,6 +15,7 @@ import { viewerOf } from './sessionAccess.js';
 import { openEventStream } from './sseResponse.js';
 import { SseWriter } from './sseWriter.js';
 import { StreamSlots } from './streamSlots.js';
+import { whenClientGone } from './clientGone.js';
 
 /** Wake-ups that come close together are read as one. */
 const wakeupBatchMs = 100;
@@ -85,10 +86,11 @@ export function userEventRoutes(app: FastifyInstance, deps: ApiDeps): void {
       const response = openEventStream(reply, { 'parley-protocol-version': '1' });
       const stream = new UserStream(deps, principal, response, cursor);
       streams.add(stream);
-      response.on('close', () => stream.close());
+      const unwatch = whenClientGone(request, () => stream.close());
       try {
         await stream.run();
       } finally {
+        unwatch();
         streams.delete(stream);
         if (!response.writableEnded) response.end();
       }

@@ -42,6 +42,7 @@ import {
 import { a2aContracts } from './contracts.js';
 import { TaskFold, trimHistory, type TaskIdentity } from './taskFold.js';
 import { callFromV03, isV03Method, refusalInV03, resultInV03, streamedInV03 } from './v03.js';
+import { whenClientGone } from '../clientGone.js';
 
 /** Methods of A2A 1.0 that Parley does not offer, and what it answers them. */
 const unsupported: Record<string, 'unsupported_operation'> = {
@@ -371,7 +372,7 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
       boundMs === undefined
         ? controller.signal
         : AbortSignal.any([controller.signal, AbortSignal.timeout(boundMs)]);
-    request?.raw.on('close', () => controller.abort());
+    const unwatch = request ? whenClientGone(request, () => controller.abort()) : () => {};
     open.add(controller);
     const follower = new JournalFollower(deps.db, feed, identity.contextId, from);
     const apply = (event: ParleyEvent) => fold.apply(event);
@@ -380,6 +381,7 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
       await follower.drain(apply);
       while (!done()) if (!(await follower.take(signal, apply))) break;
     } finally {
+      unwatch();
       follower.close();
       open.delete(controller);
     }
@@ -413,6 +415,7 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
     const done = () => fold.ended || (how.stopAtInput && fold.settled);
     let response: ReturnType<typeof openEventStream> | null = null;
     let stopKeepAlive = () => {};
+    let unwatch = () => {};
     try {
       // The task before its first update (fromStart), else as it stands once caught up.
       let first: Task | null = null;
@@ -424,7 +427,7 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
       });
       let sent = first === null ? fold.updates.length : 0;
       response = openEventStream(reply);
-      request.raw.on('close', () => controller.abort());
+      unwatch = whenClientGone(request, () => controller.abort());
       const stream = new SseWriter(response, {
         keepaliveMs: deps.config.server.keepaliveMs,
         bufferBytes: deps.config.limits.streamBufferBytes,
@@ -440,6 +443,7 @@ export async function a2aPlugin(app: FastifyInstance, deps: ApiDeps): Promise<vo
         sent = fold.updates.length;
       }
     } finally {
+      unwatch();
       stopKeepAlive();
       follower.close();
       open.delete(controller);

@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AdapterStreams } from '../adapterStreams.js';
 import type { SseWriter } from '../sseWriter.js';
 import type { AgUiFrame } from './fold.js';
+import { whenClientGone } from '../clientGone.js';
 
 /**
  * How AG-UI events go out (docs/protocols.md, "AG-UI"): as server-sent events, or — for a
@@ -93,7 +94,7 @@ export async function serveAgUi(
     'x-accel-buffering': 'no',
   });
   response.flushHeaders();
-  request.raw.on('close', () => controller.abort());
+  const unwatch = whenClientGone(request, () => controller.abort());
   const send: AgUiSend = (frames) => {
     const all = withPreamble(frames);
     if (all.length === 0 || response.writableEnded || response.destroyed) return;
@@ -107,6 +108,7 @@ export async function serveAgUi(
   try {
     await body(send, controller.signal);
   } finally {
+    unwatch();
     untrack();
     if (!response.writableEnded) response.end();
   }

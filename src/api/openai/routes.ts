@@ -43,6 +43,7 @@ import {
   type ResponseObject,
   type StreamEvent,
 } from './responseFold.js';
+import { whenClientGone } from '../clientGone.js';
 
 /**
  * The OpenAI-compatible API (docs/protocols.md): an adapter over Parley's own admission,
@@ -371,7 +372,7 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
     const signals = [controller.signal];
     if (boundMs !== undefined) signals.push(AbortSignal.timeout(boundMs));
     const signal = AbortSignal.any(signals);
-    request.raw.on('close', () => controller.abort());
+    const unwatch = whenClientGone(request, () => controller.abort());
     const untrack = streams.track(controller);
     const follower = new JournalFollower(deps.db, feed, identity.sessionId, from);
     const apply = (event: ParleyEvent) => fold.apply(event);
@@ -385,6 +386,7 @@ export async function openaiPlugin(app: FastifyInstance, deps: ApiDeps): Promise
       if (until === 'now') await follower.drain(apply);
       else while (!done()) if (!(await follower.take(signal, apply))) break;
     } finally {
+      unwatch();
       follower.close();
       untrack();
     }
