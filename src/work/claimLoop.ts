@@ -156,7 +156,10 @@ export class ClaimLoop<T> {
         .finally(() => this.active.delete(handled));
       this.active.add(handled);
     }
-    if (claimed.length > 0) return { again: true };
+    // As many as there was room for: the next round waits for a slot. Fewer: nothing else
+    // was claimable, so another claim now would find nothing (with several processes, one
+    // such claim per process per wake-up); a wake-up or the poll brings the next round.
+    if (claimed.length > 0 && claimed.length >= free) return { again: true };
     return { dueMs: this.kind.nextDueMs ? await this.kind.nextDueMs() : null };
   }
 }
