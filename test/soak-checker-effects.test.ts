@@ -141,6 +141,43 @@ describe('the effect rules on a clean journal', () => {
     );
   });
 
+  it('accept an idempotent call journaled interrupted when its session was parked', async () => {
+    const rows = await events();
+    const done = rows.find((row) => row.type === 'done');
+    const setTerminal = (type: string, payload: unknown) =>
+      server.db.query(
+        'update events set type = $3, payload = $4 where session_id = $1 and sequence = $2',
+        [sessionId, done.sequence, type, JSON.stringify(payload)],
+      );
+    await setTerminal('error', {
+      code: 'session_parked',
+      message: 'the session was claimed 5 times without progress and is parked',
+      turn_ids: done.payload.turn_ids,
+    });
+    try {
+      await withResult(
+        `${turnId}.2`,
+        (original) => ({
+          call_id: original.call_id,
+          tool: original.tool,
+          ok: false,
+          error: { code: 'interrupted', message: 'the session was parked while this tool ran' },
+        }),
+        async () => {
+          const result = await check();
+          expect(
+            result.findings.violations.filter(
+              (found) => found.check === 'idempotent call runs again',
+            ),
+          ).toEqual([]);
+          expect(result.effects?.interrupted).toBe(1);
+        },
+      );
+    } finally {
+      await setTerminal('done', done.payload);
+    }
+  });
+
   it('accept an idempotent effect performed twice (run again after a crash), and count it', async () => {
     const result = await check(ledgerWith((copy) => copy.record('touch', `${turnId}.2`)));
     expect(result.findings.violations).toEqual([]);

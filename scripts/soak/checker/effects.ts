@@ -22,7 +22,8 @@ const mayHaveRun = new Set(['interrupted', 'timeout', 'aborted', 'tool_failed'])
  * - every call journaled as run (`ok: true`) has its effect;
  * - every call that acted has a result once its turn ended, and that result does not say
  *   the call never ran (rejected, superseded, cancelled, unavailable...): a call in doubt
- *   after a crash is journaled `interrupted`, or ran again when its tool is idempotent.
+ *   after a crash is journaled `interrupted`, or ran again when its tool is idempotent
+ *   (unless its session was parked: its turn ended, and nothing of it runs again).
  */
 export function checkEffects(
   journal: Journal,
@@ -93,7 +94,11 @@ export function checkEffects(
     }
     if (code === 'interrupted') {
       totals.interrupted += 1;
-      if (idempotent) {
+      // A parked session's turn ends for good (RUNTIME.md, "Parking"): nothing of it runs
+      // again, so the calls it had under way are journaled interrupted, idempotent or not.
+      const end = journal.terminalOf(String(call.turn_id));
+      const parked = end?.type === 'error' && end.payload?.code === 'session_parked';
+      if (idempotent && !parked) {
         findings.add(
           'mismatch',
           'idempotent call runs again',
