@@ -41,7 +41,8 @@ export interface UserFeedItem {
  * journals events sets its session's `updated_at` to the same transaction time as the
  * events' `at`, so the sessions index narrows the read to the sessions that changed.
  * A transaction that began before `since` and committed after the read is missed here:
- * the caller reads again from well before its last read (`userFeedOverlapMs`).
+ * the read's time (`readAt`) is never later than the start of a transaction still open,
+ * and the caller reads again from before it (`server.user_stream_overlap_ms` earlier).
  */
 export async function readUserFeed(
   db: Queryable,
@@ -55,7 +56,7 @@ export async function readUserFeed(
   const found = await db.query<EventRow & { session_id: string; at: Date; read_at: Date }>(
     {
       name: 'read_user_feed',
-      text: `select e.session_id, e.at, now() as read_at, ${eventRowColumns}
+      text: `select e.session_id, e.at, ${readAtSql} as read_at, ${eventRowColumns}
                from sessions s
                join events e on e.session_id = s.session_id
                left join messages m on m.message_id = e.message_id
@@ -88,6 +89,17 @@ export async function readUserFeed(
 }
 
 async function databaseNow(db: Queryable): Promise<Date> {
-  const found = await db.query<{ now: Date }>('select now() as now');
+  const found = await db.query<{ now: Date }>(`select ${readAtSql} as now`);
   return (found.rows[0] as { now: Date }).now;
 }
+
+/**
+ * The time a read may count as read up to: now, or the start of the oldest transaction
+ * still open on this database, if earlier. Its events carry that start as `at` and
+ * become visible only when it commits, maybe long after a read at `now()` moved past it
+ * (a worker paused mid-transaction): the next read must still look back that far.
+ * Transactions of other roles show no start here; Parley's own connections share one.
+ */
+const readAtSql = `least(now(), (select min(a.xact_start) from pg_stat_activity a
+                    where a.datname = current_database() and a.pid <> pg_backend_pid()
+                      and a.backend_type = 'client backend' and a.xact_start is not null))`;
