@@ -110,6 +110,16 @@ async function withResult(key: string, payload: (original: any) => any, body: ()
   }
 }
 
+/** A result payload that says the call was interrupted, in place of the original. */
+function interrupted(message: string) {
+  return (original: any) => ({
+    call_id: original.call_id,
+    tool: original.tool,
+    ok: false,
+    error: { code: 'interrupted', message },
+  });
+}
+
 describe('the effect rules on a clean journal', () => {
   it('find nothing: three calls in one step, each effect performed once and journaled run', async () => {
     const result = await check();
@@ -127,12 +137,7 @@ describe('the effect rules on a clean journal', () => {
   it('accept a non-idempotent call journaled interrupted after it acted, and count it', async () => {
     await withResult(
       `${turnId}.1`,
-      (original) => ({
-        call_id: original.call_id,
-        tool: original.tool,
-        ok: false,
-        error: { code: 'interrupted', message: 'the worker running this tool stopped' },
-      }),
+      interrupted('the worker running this tool stopped'),
       async () => {
         const result = await check();
         expect(result.findings.violations).toEqual([]);
@@ -157,12 +162,7 @@ describe('the effect rules on a clean journal', () => {
     try {
       await withResult(
         `${turnId}.2`,
-        (original) => ({
-          call_id: original.call_id,
-          tool: original.tool,
-          ok: false,
-          error: { code: 'interrupted', message: 'the session was parked while this tool ran' },
-        }),
+        interrupted('the session was parked while this tool ran'),
         async () => {
           const result = await check();
           expect(
@@ -232,15 +232,8 @@ describe('the effect rules find each broken one', () => {
   });
 
   it('an idempotent call recorded interrupted instead of run again is a mismatch', async () => {
-    await withResult(
-      `${turnId}.2`,
-      (original) => ({
-        call_id: original.call_id,
-        tool: original.tool,
-        ok: false,
-        error: { code: 'interrupted', message: 'the worker running this tool stopped' },
-      }),
-      () => expectFound('mismatch', 'idempotent call runs again'),
+    await withResult(`${turnId}.2`, interrupted('the worker running this tool stopped'), () =>
+      expectFound('mismatch', 'idempotent call runs again'),
     );
   });
 });
