@@ -127,6 +127,31 @@ describe('platform calls under a deadline', () => {
     expect(lookups.length).toBeGreaterThan(0);
   });
 
+  it('posts a reply once when Slack carries its post out after the deadline', async () => {
+    const channel = `D${next++}`;
+    // Slack takes the post and makes the message only after the deadline has ended the
+    // attempt: a read-back right after the failure finds nothing yet.
+    slack.server.slow('POST /api/chat.postMessage', 1, 700);
+    await slackEvent(
+      slackMessageEvent({
+        user: 'U_BOB',
+        text: 'carried out too late',
+        ts: '1712000000.000002',
+        channel,
+      }),
+    );
+    await until(
+      () => inChannel(channel),
+      (found) => found.some((message) => /You said: carried out too late/.test(message.text)),
+      'the final reply',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    expect(inChannel(channel).map((message) => message.text)).toEqual([
+      expect.stringContaining('You said: carried out too late'),
+    ]);
+    expect(slack.server.abandoned.some((call) => call.body.channel === channel)).toBe(true);
+  });
+
   it('streams a reply once when Slack answers the start of its stream after the deadline', async () => {
     const channel = `C${next++}`;
     const ts = '1712000000.000002';

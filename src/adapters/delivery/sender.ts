@@ -1,6 +1,6 @@
 import type { AdapterPostableMessage } from 'chat';
 import type { Logger } from '../../log.js';
-import { deadline } from '../../time/abortable.js';
+import { deadline, DeadlineError } from '../../time/abortable.js';
 import type { ClaimedReply } from '../../store/claimReplies.js';
 import type { Db } from '../../store/db.js';
 import { postedMessageIds } from '../../store/postedMessageIds.js';
@@ -48,8 +48,8 @@ export async function deliverReply(deps: SenderDeps, row: ClaimedReply, token: s
   const { retryBaseMs, maxAttempts, editIntervalMs, timeoutMs } = client.config;
   const within: Within = deadline(timeoutMs).run;
   let stream = (row.stream as StreamState | null) ?? null;
+  let messageId = row.platform_message_id;
   try {
-    let messageId = row.platform_message_id;
     // An earlier attempt that failed, or whose sender died before recording anything, may
     // have posted all the same.
     if (messageId === null && (row.attempts > 0 || row.interrupted) && client.findPosted) {
@@ -92,7 +92,13 @@ export async function deliverReply(deps: SenderDeps, row: ClaimedReply, token: s
       nextAfterMs: editIntervalMs,
     });
   } catch (error) {
-    const delay = retryDelay(error, row.attempts, retryBaseMs, deps.random ?? Math.random);
+    // A post the deadline cut short may still be carried out (the platform took the
+    // request; its work, not only its answer, came late). The next attempt reads the
+    // thread back for it, so it waits one more deadline first: read back at once, a post
+    // the platform makes late is not there yet, and the row posts a second.
+    const backoff = retryDelay(error, row.attempts, retryBaseMs, deps.random ?? Math.random);
+    const unanswered = messageId === null && error instanceof DeadlineError;
+    const delay = unanswered ? Math.max(backoff, timeoutMs) : backoff;
     deps.log.warn(
       {
         adapter: row.adapter,

@@ -26,7 +26,9 @@ export type FakeRoute = (call: FakeCall) => FakeAnswer | Promise<FakeAnswer>;
  * route: `fail(route, n)` answers the next n calls with an error, `hold(route)` never
  * answers until `release()` (a call in flight when a process is killed), `late(route, n,
  * ms)` does what the next n calls ask at once but answers only `ms` later (a platform
- * that acted on a request whose answer comes too late).
+ * that acted on a request whose answer comes too late), `slow(route, n, ms)` does it only
+ * `ms` after the call came, whether its client still waits or not (a platform that took a
+ * request and carries it out late).
  */
 export class FakePlatform {
   readonly calls: FakeCall[] = [];
@@ -38,6 +40,7 @@ export class FakePlatform {
   private readonly failures = new Map<string, { left: number; status: number; json: unknown }>();
   private readonly held = new Set<string>();
   private readonly delays = new Map<string, { left: number; ms: number }>();
+  private readonly slowed = new Map<string, { left: number; ms: number }>();
   private readonly waiting: { route: string; wake: () => void }[] = [];
 
   static async start(): Promise<FakePlatform> {
@@ -80,6 +83,11 @@ export class FakePlatform {
     this.delays.set(route, { left: times, ms });
   }
 
+  /** The next `times` calls of `route` are carried out (and answered) `ms` after they came. */
+  slow(route: string, times: number, ms: number): void {
+    this.slowed.set(route, { left: times, ms });
+  }
+
   hold(route: string): void {
     this.held.add(route);
   }
@@ -103,8 +111,8 @@ export class FakePlatform {
     await new Promise<void>((resolve) => this.server?.close(() => resolve()));
   }
 
-  private delayOf(call: FakeCall): number {
-    for (const [route, delay] of this.delays) {
+  private delayOf(call: FakeCall, delays = this.delays): number {
+    for (const [route, delay] of delays) {
       if (matches(route, call) && delay.left > 0) {
         delay.left -= 1;
         return delay.ms;
@@ -139,6 +147,8 @@ export class FakePlatform {
       await new Promise<void>((resolve) => this.waiting.push({ route: held, wake: resolve }));
       return null;
     }
+    const slow = this.delayOf(call, this.slowed);
+    if (slow > 0) await new Promise((resolve) => setTimeout(resolve, slow));
     this.calls.push(call);
     for (const [route, failure] of this.failures) {
       if (matches(route, call) && failure.left > 0) {
