@@ -74,16 +74,10 @@ export function eventRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.get<{ Params: { sessionId: string }; Querystring: { after?: string; include?: string } }>(
     eventContracts.stream.url,
     async (request, reply) => {
-      const { tenant, user } = request.principal;
       const sessionId = request.session.session_id;
-      // The slot is taken before the first await and given back by the outer finally,
-      // whether the request fails its checks, the stream ends or the client goes away.
-      const release = slots.acquire(`${tenant}\u0000${user}`);
-      if (!release) {
-        throw new ParleyError('too_many_streams', 'this key has too many open event streams', {
-          limit: deps.config.limits.streamsPerPrincipal,
-        });
-      }
+      // The slot is taken before the first await and given back by the finally (or when
+      // the client leaves), whether the request fails its checks or the stream ends.
+      const release = slots.take(request, request.principal);
       try {
         await openStream(request, reply, sessionId);
       } finally {

@@ -74,12 +74,7 @@ export function userEventRoutes(app: FastifyInstance, deps: ApiDeps): void {
 
   app.get(userEventContracts.stream.url, async (request, reply) => {
     const principal = request.principal;
-    const release = slots.acquire(`${principal.tenant}\u0000${principal.user}`);
-    if (!release) {
-      throw new ParleyError('too_many_streams', 'this key has too many open event streams', {
-        limit: deps.config.limits.streamsPerPrincipal,
-      });
-    }
+    const release = slots.take(request, principal);
     try {
       const header = request.headers['last-event-id'];
       const cursor = parseCursor(typeof header === 'string' ? header.trim() : '');

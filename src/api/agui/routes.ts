@@ -104,12 +104,7 @@ export async function aguiPlugin(app: FastifyInstance, deps: ApiDeps): Promise<v
     if (!session) throw new ParleyError('session_not_found', 'no such thread');
     const after = cursorOf(request);
     const reasoning = includesReasoning(request);
-    const release = slots.acquire(`${principal.tenant}\u0000${principal.user}`);
-    if (!release) {
-      throw new ParleyError('too_many_streams', 'this key has too many open event streams', {
-        limit: deps.config.limits.streamsPerPrincipal,
-      });
-    }
+    const release = slots.take(request, principal);
     try {
       await streamThread(request, reply, threadId, session, after, reasoning);
     } finally {
