@@ -214,6 +214,41 @@ describe('the user stream', () => {
     expect(seen(control).every((line) => line.startsWith(`${later}:`))).toBe(true);
   });
 
+  it('resumes a connection lost midway through a long read without a gap', async () => {
+    // A read that covers more than the overlap sends its items in time order; a client
+    // that loses the connection after the first of them resumes from that frame's id.
+    const from = String(Date.now());
+    const pause = () =>
+      new Promise((resolve) => setTimeout(resolve, 2 * server.config.server.userStreamOverlapMs));
+    const sessions: string[] = [];
+    for (const text of ['long read one', 'long read two', 'long read three']) {
+      if (sessions.length > 0) await pause();
+      const sessionId = await say(keys.bob, text);
+      await until(
+        () =>
+          request(
+            server.url,
+            'GET',
+            `/api/v1/chat/sessions/${sessionId}`,
+            undefined,
+            auth(keys.bob),
+          ),
+        (answer) => answer.body.state === 'idle' && answer.body.queued_turns === 0,
+        `"${text}" answered`,
+      );
+      sessions.push(sessionId);
+    }
+    const all = (client: SseClient) => sessions.every((sessionId) => doneIn(sessionId)(client));
+    const first = await stream(keys.bob, from);
+    await first.waitFor(all);
+    const firstItem = first.frames.find((frame) => frame.event === 'session_event');
+    first.close();
+    // Lost right after its first item: the rest must come on the next connection.
+    const back = await stream(keys.bob, firstItem?.id ?? undefined);
+    await back.waitFor(all);
+    expect(firstItem?.data.session_id).toBe(sessions[0]);
+  });
+
   it('refuses a cursor it did not make, and asks to resync from one too old', async () => {
     const bad = await stream(keys.alice, 'yesterday');
     expect(bad.status).toBe(400);

@@ -179,12 +179,16 @@ class UserStream {
     const viewer = viewerOf(this.deps, this.principal);
     const { db } = this.deps;
     const { tenant } = this.principal;
+    // Every frame of this read carries the watermark it started from, never its own read
+    // time: a read sends in time order, and a connection lost midway must resume from
+    // before everything it did not send yet. Once the read is whole, the watermark moves
+    // to its time, and the next read's frames say so.
+    const id = String(this.watermark);
     let readAt: number | null = null;
     let after: UserFeedItem | null = null;
     for (;;) {
       const page = await readUserFeed(db, tenant, viewer, since, pageSize, after);
       readAt ??= page.readAt.getTime();
-      const id = String(Math.max(this.watermark, readAt));
       for (const item of page.items) {
         this.once(`e:${item.session_id}:${item.event.sequence}`, item.at, () =>
           this.frame('session_event', { session_id: item.session_id, event: item.event }, id),
@@ -196,7 +200,6 @@ class UserStream {
     let afterPanel: { panel: Panel; at: Date } | null = null;
     for (;;) {
       const panels = await changedWorkspacePanels(db, this.principal, since, pageSize, afterPanel);
-      const id = String(Math.max(this.watermark, readAt));
       for (const item of panels) {
         this.once(`p:${item.panel.id}:${item.panel.updated_at}`, item.at, () =>
           this.frame('panel', { panel: item.panel }, id),
@@ -214,7 +217,6 @@ class UserStream {
         pageSize,
         afterRemoval,
       );
-      const id = String(Math.max(this.watermark, readAt));
       for (const item of removals) {
         this.once(`r:${item.removal.panel_id}:${item.at.getTime()}`, item.at, () =>
           this.frame('panel_removed', item.removal, id),
@@ -223,7 +225,7 @@ class UserStream {
       if (removals.length < pageSize || this.closed) break;
       afterRemoval = removals[removals.length - 1] as { removal: PanelRemoval; at: Date };
     }
-    this.watermark = Math.max(this.watermark, readAt);
+    this.watermark = Math.max(this.watermark, readAt ?? this.watermark);
     // What fell out of the overlap window is never read again: forget it.
     for (const [key, at] of this.sent) {
       if (at < this.watermark - 2 * overlap) this.sent.delete(key);
