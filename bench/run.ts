@@ -534,6 +534,24 @@ function sumTotal(sizes: RelationSizes, baseline: RelationSizes): number {
   );
 }
 
+/** Per turn, by table: heap with TOAST, and indexes, less the empty schema's. */
+function byTable(sizes: RelationSizes, baseline: RelationSizes, turns: number) {
+  const per = (bytes: number) => Math.round(bytes / turns);
+  return Object.fromEntries(
+    tables.map((table) => {
+      const now = sizes[table] ?? { total: 0, heap: 0, indexes: 0 };
+      const empty = baseline[table] ?? { total: 0, heap: 0, indexes: 0 };
+      return [
+        table,
+        {
+          heap_and_toast_per_turn: per(now.total - now.indexes - (empty.total - empty.indexes)),
+          indexes_per_turn: per(now.indexes - empty.indexes),
+        },
+      ];
+    }),
+  );
+}
+
 async function measureBytes(server: RemoteServer, baseline: RelationSizes) {
   progress(`${server.engine}: bytes stored per turn`);
   const counts = await server.query<{ turns: number; bursts: number; pending: number }>(
@@ -573,17 +591,8 @@ async function measureBytes(server: RemoteServer, baseline: RelationSizes) {
     transcript_text_bytes_per_turn: Math.round((text[0]?.bytes ?? 0) / turns),
     disk_bytes_per_turn_before_vacuum: Math.round(sumTotal(before, baseline) / turns),
     disk_bytes_per_turn_after_vacuum_full: Math.round(sumTotal(after, baseline) / turns),
-    disk_after_vacuum_full_by_table: Object.fromEntries(
-      tables.map((table) => [
-        table,
-        {
-          heap_and_toast_per_turn: Math.round(
-            ((after[table]?.total ?? 0) - (after[table]?.indexes ?? 0)) / turns,
-          ),
-          indexes_per_turn: Math.round((after[table]?.indexes ?? 0) / turns),
-        },
-      ]),
-    ),
+    disk_before_vacuum_by_table: byTable(before, baseline, turns),
+    disk_after_vacuum_full_by_table: byTable(after, baseline, turns),
     baseline_bytes_empty_schema: sumTotal(baseline, {}),
   };
 }
