@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localTime, userContext } from '../src/runtime/userContext.js';
+import { readHistory } from '../src/store/readHistory.js';
 import { checkJournalInvariants } from './support/invariants.js';
 import { until } from './support/poll.js';
 import { ProviderServer } from './support/providerServer.js';
@@ -294,13 +295,27 @@ describe("the user's language and local time reach the agent", () => {
       { language: 'de-CH', timezone: 'Europe/Zurich' },
       auth(keys.alice),
     );
-    expect(await userContext(server.db, 'acme', ['alice', 'bob', 'carol'], now)).toBe(
+    // What the start of a burst's attempt reads, for these authors.
+    const saved = async (tenant: string, authors: string[]) =>
+      (
+        await readHistory(server.db, {
+          sessionId: 'none',
+          tenant,
+          historyBefore: 0,
+          historyLimit: 0,
+          historyBytes: 0,
+          authors,
+        })
+      ).preferences;
+    expect(
+      userContext(await saved('acme', ['alice', 'bob', 'carol']), ['alice', 'bob', 'carol'], now),
+    ).toBe(
       [
         'The user alice prefers the language de-CH and has the local time Thursday 3 December 2026, 10:15 (Europe/Zurich).',
         'The user bob prefers the language fr.',
       ].join('\n'),
     );
-    expect(await userContext(server.db, 'globex', ['alice'], now)).toBe('');
+    expect(userContext(await saved('globex', ['alice']), ['alice'], now)).toBe('');
   });
 
   it("is in the system prompt a real provider client sends for the user's turn", async () => {

@@ -184,7 +184,7 @@ describe('rooms and trigger roles', () => {
       deps,
       { sessionId, tenant: 'acme', token: 'none' },
       config.agents.default!,
-      history,
+      { history, preferences: {} },
       turns,
     );
     const texts = prompt.map((message) =>

@@ -4,7 +4,7 @@ import { attachmentMeta } from '../store/attachmentMeta.js';
 import type { QueuedTurn } from '../store/collectTurns.js';
 import { readAttachments } from '../store/readAttachments.js';
 import { readSessionData } from '../store/readSessionData.js';
-import type { HistoryMessage } from '../store/readHistory.js';
+import type { AttemptContext } from '../store/readHistory.js';
 import type { Lease } from '../store/types.js';
 import { skillsPrompt } from '../tools/skills/catalog.js';
 import type { RuntimeDeps } from './deps.js';
@@ -46,10 +46,11 @@ export async function basePrompt(
   deps: RuntimeDeps,
   lease: Lease,
   agent: AgentConfig,
-  history: HistoryMessage[],
+  context: Pick<AttemptContext, 'history' | 'preferences'>,
   turns: QueuedTurn[],
   options: { tighter?: boolean; withoutImages?: boolean } = {},
 ): Promise<BuiltPrompt> {
+  const { history } = context;
   const info = modelInfoOf(deps, agent);
   // In a room with several people, the model must know who said what.
   const authors = new Set(
@@ -84,9 +85,8 @@ export async function basePrompt(
   const snapshot = await stateSnapshot(deps, lease, agent);
   // A turn's own instructions (a client's, with its message) follow the agent's, each once.
   const own = [...new Set(turns.map((turn) => turn.instructions ?? '').filter((text) => text))];
-  const people = await userContext(
-    deps.db,
-    lease.tenant,
+  const people = userContext(
+    context.preferences,
     turns.map((turn) => turn.author),
     new Date(),
   );

@@ -1,7 +1,7 @@
 import type { LanguageModelV3Prompt } from '@ai-sdk/provider';
 import type { AgentConfig } from '../config/types.js';
 import type { QueuedTurn } from '../store/collectTurns.js';
-import type { HistoryMessage } from '../store/readHistory.js';
+import type { AttemptContext } from '../store/readHistory.js';
 import type { BurstCall, BurstState, Lease } from '../store/types.js';
 import { basePrompt } from './basePrompt.js';
 import type { RuntimeDeps } from './deps.js';
@@ -30,14 +30,14 @@ export function foldBurst(
   lease: Lease,
   agent: AgentConfig,
   burst: BurstState,
-  history: HistoryMessage[],
+  context: Pick<AttemptContext, 'history' | 'preferences'>,
   base: QueuedTurn[],
 ): Prompter {
   const built = new Map<string, ReturnType<typeof basePrompt>>();
   return async (options) => {
     const key = `${options.tighter === true}:${options.withoutImages === true}`;
     let start = built.get(key);
-    if (!start) built.set(key, (start = basePrompt(deps, lease, agent, history, base, options)));
+    if (!start) built.set(key, (start = basePrompt(deps, lease, agent, context, base, options)));
     const { prompt, imagesSent } = await start;
     return { prompt: continuePrompt(prompt, burst), images: imagesSent };
   };

@@ -169,6 +169,7 @@ async function runBurst(
     historyBefore: (base[0] as QueuedTurn).admitted_sequence,
     historyLimit: deps.config.runtime.historyMessages,
     historyBytes: agent ? historyBytesFor(modelInfoOf(deps, agent)) : 0,
+    authors: base.map((turn) => turn.author),
   };
   const started =
     claimed && !restart
@@ -277,7 +278,7 @@ async function runBurst(
   }
 
   // Fold: what the model sees, rebuilt from the burst before every step.
-  const prompt = foldBurst(deps, lease, agent, burst, started.history, base);
+  const prompt = foldBurst(deps, lease, agent, burst, started, base);
   // The agent's tools, and the tools the burst's clients run themselves.
   const own = offeredTools(agent, deps.tools);
   const clientTools = burstClientTools(

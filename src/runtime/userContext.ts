@@ -1,25 +1,17 @@
-import type { Queryable } from '../store/db.js';
-import { readPreferencesOf } from '../store/users.js';
+import type { SavedPreferences } from '../store/users.js';
 
 /**
- * What an agent is told of the people a burst answers, from their preferences
- * (docs/web.md, "Preferences"): each one's language, and local time in their time zone,
- * so "tomorrow morning" means theirs. Nothing for people who saved neither. Minutes only:
+ * What an agent is told of the people a burst answers, from their saved preferences
+ * (docs/web.md, "Preferences"; read as the burst's attempt starts, store/readHistory.ts):
+ * each one's language, and local time in their time zone, so "tomorrow morning" means
+ * theirs. Nothing for people who saved neither. Minutes only:
  * the line changes once a minute, not with every call.
  */
-export async function userContext(
-  db: Queryable,
-  tenant: string,
-  authors: string[],
-  now: Date,
-): Promise<string> {
-  if (authors.length === 0) return '';
-  const people = [...new Set(authors)];
-  const saved = await readPreferencesOf(db, tenant, people);
+export function userContext(saved: SavedPreferences, authors: string[], now: Date): string {
   const lines: string[] = [];
   // In the order the burst names them, whatever order the rows come in.
-  for (const author of people) {
-    const preferences = saved.get(author);
+  for (const author of new Set(authors)) {
+    const preferences = Object.hasOwn(saved, author) ? saved[author] : undefined;
     if (!preferences) continue;
     const language = typeof preferences.language === 'string' ? preferences.language : null;
     const zone = typeof preferences.timezone === 'string' ? preferences.timezone : null;

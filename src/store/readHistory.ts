@@ -1,4 +1,5 @@
 import type { Queryable, Statement } from './db.js';
+import { preferencesSql, type SavedPreferences } from './users.js';
 
 /** A transcript message as the model's history sees it (raw reply where it differs). */
 export interface HistoryMessage {
@@ -52,12 +53,22 @@ export const budgetedSql = (tenant: string) =>
 const readStatement: Statement = {
   name: 'read_history',
   text: `select ${historySql({ session: '$1', before: '$2', limit: '$3', bytes: '$4' })} as history,
-                ${budgetedSql('$5')} as budgeted`,
+                ${budgetedSql('$5')} as budgeted,
+                ${preferencesSql('$5', '$6')} as preferences`,
 };
+
+/** What a burst's prompt and budgets need of the store, read as its attempt starts. */
+export interface AttemptContext {
+  history: HistoryMessage[];
+  budgeted: boolean;
+  /** The saved preferences of the burst's authors (runtime/userContext.ts). */
+  preferences: SavedPreferences;
+}
 
 /**
  * What `startAttempt` reads besides its writes, for a burst whose attempt the claim
- * already started (claimSession): the history before it, and whether budgets apply.
+ * already started (claimSession): the history before it, whether budgets apply, and what
+ * the burst's authors saved as preferences.
  */
 export async function readHistory(
   db: Queryable,
@@ -67,14 +78,16 @@ export async function readHistory(
     historyBefore: number;
     historyLimit: number;
     historyBytes: number;
+    authors: string[];
   },
-): Promise<{ history: HistoryMessage[]; budgeted: boolean }> {
-  const found = await db.query<{ history: HistoryMessage[]; budgeted: boolean }>(readStatement, [
+): Promise<AttemptContext> {
+  const found = await db.query<AttemptContext>(readStatement, [
     read.sessionId,
     read.historyBefore,
     read.historyLimit,
     read.historyBytes,
     read.tenant,
+    read.authors,
   ]);
-  return found.rows[0] as { history: HistoryMessage[]; budgeted: boolean };
+  return found.rows[0] as AttemptContext;
 }

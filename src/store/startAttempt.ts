@@ -3,7 +3,8 @@ import type { Db, Queryable, Statement } from './db.js';
 import { insertEventsSql } from './appendEvents.js';
 import { liveEvents, storedEventsJson } from './eventRows.js';
 import { LeaseLostError, type Lease } from './types.js';
-import { budgetedSql, historySql, type HistoryMessage } from './readHistory.js';
+import { budgetedSql, historySql, type AttemptContext } from './readHistory.js';
+import { preferencesSql } from './users.js';
 import { publishWakeup, wakeupSql } from './wakeups.js';
 
 /**
@@ -39,7 +40,8 @@ const startText = (started: string) => `
     select b.last_sequence,
            ${wakeupSql("'events'", 'b.session_id', 'b.last_sequence', '$4::text')} as wakeup,
            ${historySql({ session: '$1', before: '$9', limit: '$10', bytes: '$11' })} as history,
-           ${budgetedSql('b.tenant')} as budgeted
+           ${budgetedSql('b.tenant')} as budgeted,
+           ${preferencesSql('b.tenant', '$14')} as preferences
       from bumped b`;
 
 export const startAttemptStatement: Statement = {
@@ -52,11 +54,11 @@ const startMany = startText(startedMany);
  * Opens an attempt at answering a burst, in one statement: `attempt_reset` first if an
  * earlier attempt left partial output (its worker lost the lease), then `turn_started`;
  * the burst's turns become `running` with the agent revision they run with (recorded, so
- * every later step and attempt uses it); and the history before the burst is read for the
- * prompt. It applies only if nothing was journaled since the turns were collected
- * (`seenSequence`): a turn cancelled or admitted meanwhile makes it write nothing and
- * return `'changed'`, and the caller collects again. A lost lease throws LeaseLostError. Not "progress" for parking: a worker
- * that crashes right after this must still count toward parking.
+ * every later step and attempt uses it); and what the prompt needs is read (readHistory.ts).
+ * It applies only if nothing was journaled since the turns were collected (`seenSequence`):
+ * a turn cancelled or admitted meanwhile makes it write nothing and return `'changed'`, and
+ * the caller collects again. A lost lease throws LeaseLostError. Not "progress" for
+ * parking: a worker that crashes right after this must still count toward parking.
  */
 export async function startAttempt(
   db: Db,
@@ -72,6 +74,8 @@ export async function startAttempt(
     historyBefore: number;
     historyLimit: number;
     historyBytes: number;
+    /** The burst's authors, whose saved preferences are read (none when absent). */
+    authors?: string[];
     /**
      * The agent, and the revision of it the burst runs with (runtime/pinnedAgent.ts),
      * recorded on its turns; absent or null keeps what they recorded.
@@ -81,7 +85,7 @@ export async function startAttempt(
     /** A recorded revision that could not be loaded: journaled on `turn_started`. */
     unpinnedRevision?: number | null;
   },
-): Promise<{ sequence: number; history: HistoryMessage[]; budgeted: boolean } | 'changed'> {
+): Promise<({ sequence: number } & AttemptContext) | 'changed'> {
   const lead = burst.turnIds[0] as string;
   const events: NewEvent[] = [];
   if (burst.resetPrevious) {
@@ -97,30 +101,34 @@ export async function startAttempt(
       ...(burst.unpinnedRevision == null ? {} : { unpinned_revision: burst.unpinnedRevision }),
     }),
   );
-  const started = await db.query<{
-    last_sequence: number;
-    history: HistoryMessage[];
-    wakeup: string;
-    budgeted: boolean;
-  }>(burst.turnIds.length === 1 ? startAttemptStatement : startMany, [
-    lease.sessionId,
-    lease.token,
-    storedEventsJson(events),
-    liveEvents(events),
-    burst.attempt,
-    lead,
-    burst.seenSequence,
-    burst.turnIds,
-    burst.historyBefore,
-    burst.historyLimit,
-    burst.historyBytes,
-    lease.tenant,
-    burst.agentRevision ?? null,
-  ]);
+  const started = await db.query<{ last_sequence: number; wakeup: string } & AttemptContext>(
+    burst.turnIds.length === 1 ? startAttemptStatement : startMany,
+    [
+      lease.sessionId,
+      lease.token,
+      storedEventsJson(events),
+      liveEvents(events),
+      burst.attempt,
+      lead,
+      burst.seenSequence,
+      burst.turnIds,
+      burst.historyBefore,
+      burst.historyLimit,
+      burst.historyBytes,
+      lease.tenant,
+      burst.agentRevision ?? null,
+      burst.authors ?? [],
+    ],
+  );
   const row = started.rows[0];
   if (row) {
     publishWakeup(db, row.wakeup);
-    return { sequence: row.last_sequence, history: row.history, budgeted: row.budgeted };
+    return {
+      sequence: row.last_sequence,
+      history: row.history,
+      budgeted: row.budgeted,
+      preferences: row.preferences,
+    };
   }
   if (await holdsLease(db, lease)) return 'changed';
   throw new LeaseLostError(lease.sessionId);

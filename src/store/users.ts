@@ -32,21 +32,16 @@ export async function saveUserPreferences(
   );
 }
 
-/** The saved preferences of several users of a tenant, by user (those never saved: absent). */
-export async function readPreferencesOf(
-  db: Queryable,
-  tenant: string,
-  users: string[],
-): Promise<Map<string, Record<string, unknown>>> {
-  const found = await db.query<{ user_name: string; preferences: Record<string, unknown> }>(
-    {
-      name: 'read_preferences_of',
-      text: 'select user_name, preferences from users where tenant = $1 and user_name = any($2::text[])',
-    },
-    [tenant, users],
-  );
-  return new Map(found.rows.map((row) => [row.user_name, row.preferences]));
-}
+/** What users saved as preferences, by user (those never saved: absent). */
+export type SavedPreferences = Record<string, Record<string, unknown>>;
+
+/**
+ * The saved preferences of several users of a tenant, as SQL: a JSON object by user.
+ * Arguments are SQL expressions (the tenant; a `text[]` of users).
+ */
+export const preferencesSql = (tenant: string, users: string) =>
+  `(select coalesce(json_object_agg(u.user_name, u.preferences), '{}'::json) from users u
+     where u.tenant = ${tenant} and u.user_name = any(${users}::text[]))`;
 
 /** A user's profile as shown to people: null where never set. */
 export interface UserProfile {
