@@ -19,6 +19,8 @@ import { whenClientGone } from './clientGone.js';
 const pageSize = 200;
 /** Events a stream keeps from wake-ups while it is busy; past this it reads the journal. */
 const maxQueued = 500;
+/** Frames are sent together up to about this many characters a write. */
+const chunkChars = 16_384;
 
 /**
  * PROTOCOL.md §3: replay everything after the cursor, then live, without a gap and
@@ -289,17 +291,26 @@ class EventStream implements FeedSubscriber {
     }
   }
 
+  /**
+   * Sends what follows the cursor, as few writes as it takes: the frames of one wake-up
+   * (a commit's delta, usage and done) go out in one chunk, so the client reads once and
+   * the server makes one write where it made one per frame.
+   */
   private async sendAll(events: ParleyEvent[]): Promise<void> {
+    let frames = '';
     for (const event of events) {
       if (this.closed) return;
       if (event.sequence !== this.cursor + 1) continue;
       const shown = this.includeReasoning ? event : withoutReasoning(event);
-      const flushed = this.write(
-        `id: ${event.sequence}\nevent: ${event.type}\ndata: ${JSON.stringify(shown)}\n\n`,
-      );
+      frames += `id: ${event.sequence}\nevent: ${event.type}\ndata: ${JSON.stringify(shown)}\n\n`;
       this.cursor = event.sequence;
-      if (!flushed) await this.drained();
+      if (frames.length >= chunkChars) {
+        const flushed = this.write(frames);
+        frames = '';
+        if (!flushed) await this.drained();
+      }
     }
+    if (frames !== '' && !this.write(frames)) await this.drained();
   }
 
   private drained(): Promise<void> {
