@@ -9,15 +9,27 @@ const parsers = {
 };
 
 /**
+ * How often the embedded engine vacuums a database that was used since: PostgreSQL's
+ * autovacuum looks as often (`autovacuum_naptime`).
+ */
+const defaultVacuumIntervalMs = 60_000;
+
+/**
  * The embedded engine: PostgreSQL compiled to WASM, in this process, data directory on
  * disk. It survives a process kill but does not fsync, so a power cut can lose recent
  * writes (README, "Durability"). One process owns a data directory at a time, enforced by
  * a lock file (dataDirLock.ts) so that a second `parley serve` fails clearly instead of
  * corrupting it.
+ *
+ * PGlite has no autovacuum, so this process vacuums: every `vacuumIntervalMs` (0: never)
+ * after a query ran, one `VACUUM` of the database. Without it, the dead version every
+ * update of a session row leaves (three a turn, none of them HOT: docs/benchmarks.md) and
+ * its index entries stayed for good, and what retention deleted never freed its space.
+ * PGlite runs it under its one lock, as it runs every query.
  */
 export async function openPglite(
   dataDir: string | null,
-  options: { sharedBuffersMb?: number } = {},
+  options: { sharedBuffersMb?: number; vacuumIntervalMs?: number } = {},
 ): Promise<Db> {
   let releaseLock = () => {};
   if (dataDir !== null) {
@@ -47,11 +59,18 @@ export async function openPglite(
     throw error;
   }
   const prepared = new PreparedStatements(pglite);
+  let used = false;
+  const vacuum = new Vacuum(pglite, options.vacuumIntervalMs ?? defaultVacuumIntervalMs, () => {
+    const since = used;
+    used = false;
+    return since;
+  });
   const wrap = (target: PGlite | Queryable, inTransaction: boolean): Queryable => ({
     async query<Row>(
       statement: string | Statement,
       params: unknown[] = [],
     ): Promise<QueryResult<Row>> {
+      used = true;
       // PGlite runs queries on this thread and resolves them without giving the event
       // loop a turn: without this, a turn's chain of queries starves HTTP and SSE.
       await new Promise((resolve) => setImmediate(resolve));
@@ -90,10 +109,49 @@ export async function openPglite(
       });
     },
     async close() {
+      await vacuum.stop();
       if (!pglite.closed) await pglite.close();
       releaseLock();
     },
   };
+}
+
+/** The embedded engine's autovacuum (see `openPglite`): one `VACUUM` at a time. */
+class Vacuum {
+  private readonly timer: NodeJS.Timeout | null;
+  private running: Promise<void> | null = null;
+
+  constructor(
+    private readonly pglite: PGlite,
+    intervalMs: number,
+    usedSince: () => boolean,
+  ) {
+    this.timer =
+      intervalMs > 0
+        ? setInterval(() => {
+            if (this.running === null && !pglite.closed && usedSince()) this.run();
+          }, intervalMs)
+        : null;
+    this.timer?.unref();
+  }
+
+  private run(): void {
+    this.running = this.pglite
+      .exec('vacuum')
+      .then(
+        () => {},
+        // Closed meanwhile, or out of space: the next round tries again.
+        () => {},
+      )
+      .finally(() => {
+        this.running = null;
+      });
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer !== null) clearInterval(this.timer);
+    await this.running;
+  }
 }
 
 /**
