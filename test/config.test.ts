@@ -41,6 +41,11 @@ describe('configuration (CONFIG.md)', () => {
       embeddedSharedBuffersMb: 32,
     });
     expect(compileConfig({}).storage.embeddedSharedBuffersMb).toBe(128);
+    expect(compileConfig({}).storage.embeddedVacuumIntervalMs).toBe(60_000);
+    expect(
+      compileConfig({ storage: { embedded_vacuum_interval_ms: 0 } }).storage
+        .embeddedVacuumIntervalMs,
+    ).toBe(0);
     expect(config.runtime.leaseTtlMs).toBe(20000);
     expect(config.demo.delayMs).toBe(0);
   });

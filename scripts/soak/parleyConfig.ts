@@ -29,7 +29,9 @@ export function writeParleyConfig(
   const path = join(directory, 'parley.yaml');
   const config = {
     server: { host: '127.0.0.1', keepalive_ms: 2_000 },
-    storage: { pool_size: 4 },
+    // The embedded engine vacuums every few seconds, so that its VACUUM runs under the kills
+    // too (a `parley serve` lives tens of seconds here; PostgreSQL ignores the key).
+    storage: { pool_size: 4, embedded_vacuum_interval_ms: 5_000 },
     runtime: {
       lease_ttl_ms: leaseTtlMs,
       heartbeat_ms: 1_000,

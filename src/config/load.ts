@@ -142,6 +142,7 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
       url: file.storage.url,
       poolSize: file.storage.pool_size,
       embeddedSharedBuffersMb: file.storage.embedded_shared_buffers_mb,
+      embeddedVacuumIntervalMs: file.storage.embedded_vacuum_interval_ms,
     },
     database: {
       statementTimeoutMs: file.database.statement_timeout_ms,

@@ -257,6 +257,8 @@ export const fileSchema = z
         // PGlite's page cache (its shared_buffers). Its start-up zeroes all of it, so a
         // smaller one opens faster; the test suite opens hundreds.
         embedded_shared_buffers_mb: z.number().int().min(1).max(1024).default(128),
+        // PGlite has no autovacuum: how often the embedded engine vacuums (0: never).
+        embedded_vacuum_interval_ms: z.number().int().min(0).default(60_000),
       })
       .strict()
       .prefault({}),

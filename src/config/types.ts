@@ -344,6 +344,8 @@ export interface Config {
     poolSize: number;
     /** PGlite's shared_buffers, in MiB. */
     embeddedSharedBuffersMb: number;
+    /** How often the embedded engine vacuums a database used since, in ms; 0: never. */
+    embeddedVacuumIntervalMs: number;
   };
   /** PostgreSQL only: the deadlines of its connections, and how it is reached. */
   database: DatabaseConfig;

@@ -11,6 +11,7 @@ export async function openStore(config: Config, options: { migrate?: boolean } =
     ? await openPostgres(config.storage.url, config.storage.poolSize, config.database)
     : await openPglite(config.storage.dataDir, {
         sharedBuffersMb: config.storage.embeddedSharedBuffersMb,
+        vacuumIntervalMs: config.storage.embeddedVacuumIntervalMs,
       });
   if (options.migrate !== false) {
     try {

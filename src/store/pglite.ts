@@ -9,8 +9,9 @@ const parsers = {
 };
 
 /**
- * How often the embedded engine vacuums a database that was used since: PostgreSQL's
- * autovacuum looks as often (`autovacuum_naptime`).
+ * How often the embedded engine vacuums a database that was used since, unless told
+ * (`storage.embedded_vacuum_interval_ms`): PostgreSQL's autovacuum looks as often
+ * (`autovacuum_naptime`).
  */
 const defaultVacuumIntervalMs = 60_000;
 
