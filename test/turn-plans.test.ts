@@ -40,7 +40,7 @@ describe("a turn's statements on a cold table", () => {
   it('start_attempt finds the turn by tenant and turn_id', async () => {
     const plan = await genericPlan(
       startAttemptStatement,
-      `'s', 'token', '[]', null, 1, 't', null, array['t'], 1, 10, 1000, 'default', null`,
+      `'s', 'token', '[]', null, 1, 't', null, array['t'], 1, 10, 1000, 'default', null, array['a']`,
     );
     expect(plan).toMatch(/Index Cond: .*tenant = \$12\).*turn_id = \(\$8\)\[1\]/);
     expect(plan).not.toMatch(/Filter: .*turn_id = ANY/);
