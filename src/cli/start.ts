@@ -36,6 +36,7 @@ import { createSpeech } from '../speech/speech.js';
 import { Wakeups } from '../store/wakeups.js';
 import { noTelemetry, type Telemetry } from '../telemetry/tracing.js';
 import { circuitReporter } from './circuitReporter.js';
+import { Stops } from './stops.js';
 
 export interface Running {
   db: Db;
@@ -98,10 +99,9 @@ export async function startProcess(
       })
     : [];
   const db = await openStore(config);
-  const stops: (() => Promise<void> | void)[] = [() => db.close()];
-  const stopAll = async () => {
-    for (const stop of stops.reverse()) await stop();
-  };
+  const stops = new Stops(log);
+  stops.add('database', () => db.close());
+  const stopAll = () => stops.stopAll();
   try {
     const catalog = { db, config, log, env };
     const catalogProblems = await refreshAndCheckCatalog(catalog);
@@ -117,7 +117,7 @@ export async function startProcess(
     }
     const wakeups = new Wakeups(db);
     await wakeups.start();
-    stops.push(() => wakeups.stop());
+    stops.add('wake-ups', () => wakeups.stop());
     // Loaded only when configured; stopped after the worker and the API, so their last
     // spans are sent.
     let telemetry: Telemetry = noTelemetry;
@@ -128,7 +128,7 @@ export async function startProcess(
         instance: `${hostname()}:${process.pid}`,
       });
       telemetry = started;
-      stops.push(() => started.shutdown());
+      stops.add('telemetry', () => started.shutdown());
     }
     const resolveModel = createModelRegistry(config, env, circuitReporter(db, log));
     const images = {
@@ -140,7 +140,7 @@ export async function startProcess(
     // Both roles need the MCP tools: workers run them, the API lists them.
     const mcp = new McpManager(config.mcpServers, tools, { env, log });
     await mcp.start();
-    stops.push(() => mcp.stop());
+    stops.add('MCP servers', () => mcp.stop());
 
     // Agents and missions live in the database, seeded from the configuration.
     const directory = new Directory({
@@ -154,7 +154,7 @@ export async function startProcess(
     });
     await directory.seedAndLoad();
     directory.start(wakeups);
-    stops.push(() => directory.stop());
+    stops.add('directory', () => directory.stop());
     const { agents, missions } = directory;
     await seedBudgets(db, config.budgets);
     await seedConfiguredSchedules({ db, config, ...(options.now ? { now: options.now } : {}) });
@@ -168,7 +168,7 @@ export async function startProcess(
             await import('../adapters/startup.js')
           ).startPlatforms({ db, wakeups, config, env, log, role, agents })
         : { set: null, listening: () => {}, stop: async () => {} };
-    stops.push(() => platforms.stop());
+    stops.add('chat platforms', () => platforms.stop());
     // A2A push notifications are deliveries of the same loop, to the clients' URLs.
     const pushSettings = config.a2a.pushNotifications;
     const a2aPushes = pushEnabled(pushSettings)
@@ -191,7 +191,7 @@ export async function startProcess(
         leaseMs: config.runtime.leaseTtlMs,
         a2aPushes,
       });
-      stops.push(webhooks.stop);
+      stops.add('webhooks', webhooks.stop);
     }
     let worker: Worker | null = null;
     let executions: ExecutionRunner | null = null;
@@ -203,7 +203,7 @@ export async function startProcess(
         onError: (error) => log.warn({ err: (error as Error).message }, 'catalog read failed'),
       });
       await modelInfo.refresh();
-      stops.push(modelInfo.stop);
+      stops.add('model catalog', modelInfo.stop);
       const started = new Worker({
         db,
         wakeups,
@@ -219,7 +219,7 @@ export async function startProcess(
       });
       worker = started;
       started.start();
-      stops.push(() => started.stop());
+      stops.add('worker', () => started.stop());
       const executionDeps = {
         db,
         wakeups,
@@ -235,21 +235,22 @@ export async function startProcess(
       const runner = new ExecutionRunner(executionDeps);
       executions = runner;
       runner.start();
-      stops.push(() => runner.stop());
+      stops.add('executions', () => runner.stop());
       const firing = new Scheduler(executionDeps);
       scheduler = firing;
       firing.start();
-      stops.push(() => firing.stop());
+      stops.add('scheduler', () => firing.stop());
       const approvalTimer = startApprovalTimer({
         db,
         wakeups,
         log,
         pollMs: config.runtime.pollMs,
       });
-      stops.push(() => approvalTimer.stop());
-      stops.push(startRetention({ db, config, log }));
+      stops.add('approval timer', () => approvalTimer.stop());
+      stops.add('retention', startRetention({ db, config, log }));
       // Workers refresh the catalog; an API-only process reads what they wrote.
-      stops.push(
+      stops.add(
+        'catalog refresh',
         startCatalogRefresh({
           sync: () => syncCatalog(catalog),
           intervalMs: config.catalog.refreshHours * 3_600_000,
@@ -279,7 +280,7 @@ export async function startProcess(
         checkResponses: options.checkResponses ?? false,
       });
       app = built;
-      stops.push(() => built.close());
+      stops.add('API', () => built.close());
       url = await built.listen({ host: config.server.host, port: config.server.port });
       platforms.listening(url);
     }
