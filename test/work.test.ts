@@ -288,6 +288,63 @@ describe('the engine (src/work)', () => {
     expect(followed.filter((id) => id === 's1')).toHaveLength(1);
   });
 
+  it('stops between batches, not after a backlog that keeps growing', async () => {
+    // A backlog that never runs out: every claim finds a full batch (a busy journal, an
+    // endpoint behind). A stop must end the round after the batch in hand.
+    let claims = 0;
+    const kind: OutboxKind<string, string> = {
+      name: 'test',
+      batchSize: 2,
+      behind: async () => [],
+      key: (sessionId) => sessionId,
+      follow: async () => ({ changed: false, more: false }),
+      claim: async () => {
+        claims += 1;
+        return ['a', 'b'];
+      },
+      send: () => new Promise<void>((resolve) => setTimeout(resolve, 1)),
+      nextDueMs: async () => null,
+    };
+    const outbox = startOutboxLoop(kind, { wakeups, log, pollMs: never });
+    await until(
+      () => claims,
+      (n) => n >= 3,
+      'a few batches claimed',
+    );
+    await outbox.stop();
+    const atStop = claims;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(claims).toBe(atStop);
+  });
+
+  it('stops between follow-ups of a session that is always further behind', async () => {
+    let follows = 0;
+    const kind: OutboxKind<string, string> = {
+      name: 'test',
+      batchSize: 2,
+      behind: async () => ['s1'],
+      key: (sessionId) => sessionId,
+      follow: async () => {
+        follows += 1;
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        return { changed: true, more: true };
+      },
+      claim: async () => [],
+      send: async () => {},
+      nextDueMs: async () => null,
+    };
+    const outbox = startOutboxLoop(kind, { wakeups, log, pollMs: never });
+    await until(
+      () => follows,
+      (n) => n >= 3,
+      'a few follow-ups',
+    );
+    await outbox.stop();
+    const atStop = follows;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(follows).toBe(atStop);
+  });
+
   it('backs off exponentially with jitter, up to its cap', () => {
     expect(backoffMs(1000, 1, () => 1)).toBe(1000);
     expect(backoffMs(1000, 3, () => 0)).toBe(2000);

@@ -88,8 +88,11 @@ export function startOutboxLoop<F, T>(
       }
     }
     let changed = false;
+    // A stop ends the round between statements: what is left is stored, and the next
+    // process follows from the stored positions.
     for (const target of targets.values()) {
       for (;;) {
+        if (stopped.signal.aborted) return changed;
         const result = await kind.follow(target);
         if (result.changed) changed = true;
         if (!result.more) break;
@@ -99,7 +102,7 @@ export function startOutboxLoop<F, T>(
   };
 
   const send = async () => {
-    for (;;) {
+    while (!stopped.signal.aborted) {
       const token = newLeaseToken();
       const rows = await kind.claim(token, kind.batchSize);
       if (rows.length === 0) return;
@@ -115,6 +118,7 @@ export function startOutboxLoop<F, T>(
     minSleepMs,
     round: async () => {
       const followed = await follow();
+      if (stopped.signal.aborted) return { dueMs: null };
       await kind.prepare?.();
       await send();
       await kind.afterSend?.(followed, stopped.signal);
