@@ -35,7 +35,9 @@ describe('soak presets and engines', () => {
     try {
       const withPlatforms = await Outside.start(parseOptions(['--short'], {}) as SoakOptions);
       started.push(withPlatforms);
-      const adapters = parse(readFileSync(withPlatforms.writeConfig(directory), 'utf8')).adapters;
+      const adapters = parse(
+        readFileSync(withPlatforms.writeConfig(directory, 'postgres'), 'utf8'),
+      ).adapters;
       expect(Object.keys(adapters).sort()).toEqual(['slack', 'telegram']);
       expect(withPlatforms.platformEvidence().map((platform) => platform.platform)).toEqual([
         'telegram',
@@ -49,12 +51,16 @@ describe('soak presets and engines', () => {
         parseOptions(['--short', '--without-platforms'], {}) as SoakOptions,
       );
       started.push(without);
-      const config = parse(readFileSync(without.writeConfig(directory), 'utf8'));
+      const config = parse(readFileSync(without.writeConfig(directory, 'postgres'), 'utf8'));
       expect(config.adapters).toBeUndefined();
       expect(config.webhooks.soak).toBeDefined();
       expect(without.telegram).toBeNull();
       expect(without.slack).toBeNull();
       expect(without.platformEvidence()).toEqual([]);
+      // One embedded process runs a queue of executions slower: its queue fires less often.
+      expect(config.schedules.tick_queue.cron).toBe('*/3 * * * * *');
+      const embedded = parse(readFileSync(without.writeConfig(directory, 'pglite'), 'utf8'));
+      expect(embedded.schedules.tick_queue.cron).toBe('*/10 * * * * *');
     } finally {
       for (const outside of started) await outside.close();
       rmSync(directory, { recursive: true, force: true });

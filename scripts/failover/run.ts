@@ -110,7 +110,7 @@ async function main(argv: string[]): Promise<number> {
     mkdirSync(logDir);
     const env = childEnvironment({
       DATABASE_URL: formation.formationUrl,
-      PARLEY_CONFIG: writeParleyConfig(directory),
+      PARLEY_CONFIG: writeParleyConfig(directory, 'postgres'),
       PARLEY_HOST: '127.0.0.1',
       PARLEY_DEMO_DELAY_MS: '20',
       PARLEY_LOG_LEVEL: 'warn',

@@ -53,7 +53,7 @@ export async function runEmbedded(options: SoakOptions, context: EmbeddedContext
   try {
     const env = context.childEnvironment({
       PARLEY_DATA_DIR: dataDir,
-      PARLEY_CONFIG: outside.writeConfig(directory),
+      PARLEY_CONFIG: outside.writeConfig(directory, 'pglite'),
       ...outside.env(),
       PARLEY_HOST: '127.0.0.1',
       PARLEY_DEMO_DELAY_MS: String(options.demoDelayMs),

@@ -40,8 +40,8 @@ export class Outside {
   }
 
   /** Writes the configuration every Parley process of the run reads; returns its path. */
-  writeConfig(directory: string): string {
-    return writeParleyConfig(directory, effectToolsConfig(this.effectServer.url), {
+  writeConfig(directory: string, engine: SoakOptions['engine']): string {
+    return writeParleyConfig(directory, engine, effectToolsConfig(this.effectServer.url), {
       webhooks: webhookConfig(this.receiver.url, 'SOAK_WEBHOOK_SECRET'),
       a2a: pushConfig(this.pushes.url),
       ...(this.telegram || this.slack

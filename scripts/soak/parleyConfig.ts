@@ -23,6 +23,7 @@ export const approvalTimeoutMs = 4_000;
  */
 export function writeParleyConfig(
   directory: string,
+  engine: 'postgres' | 'pglite',
   additions: { mcpServers?: Record<string, unknown>; agentTools?: Record<string, unknown> } = {},
   extra: Record<string, unknown> = {},
 ): string {
@@ -75,7 +76,7 @@ export function writeParleyConfig(
     },
     // Executions and schedules driven under the same chaos (missions.ts, schedules.ts).
     missions: soakMissions,
-    schedules: soakSchedules,
+    schedules: soakSchedules(engine),
     ...extra,
   };
   writeFileSync(path, stringify(config));

@@ -87,7 +87,7 @@ async function main(argv: string[]): Promise<number> {
     mkdirSync(logDir);
     const env = childEnvironment({
       DATABASE_URL: cluster.url,
-      PARLEY_CONFIG: outside.writeConfig(directory),
+      PARLEY_CONFIG: outside.writeConfig(directory, 'postgres'),
       ...outside.env(),
       PARLEY_HOST: '127.0.0.1',
       PARLEY_DEMO_DELAY_MS: String(options.demoDelayMs),
