@@ -48,8 +48,10 @@ export function figuresTable(facts: RunFacts): string {
     ['worker SIGKILLs (holding a lease)', `${chaos.workerKills} (${chaos.workerKillsMidTurn})`],
     ['worker SIGSTOPs past the lease', chaos.workerStops],
     [
-      options.engine === 'pglite' ? 'parley serve SIGKILLs (PGlite)' : 'API SIGKILLs',
-      chaos.apiKills,
+      options.engine === 'pglite'
+        ? 'parley serve SIGKILLs (PGlite) / skipped, overdue after slow restarts'
+        : 'API SIGKILLs',
+      options.engine === 'pglite' ? `${chaos.apiKills} / ${chaos.skipped}` : chaos.apiKills,
     ],
     [`PostgreSQL restarts (${options.postgresRestartMode})`, chaos.postgresRestarts],
     ['leases lost by a worker (token gate)', facts.leasesLost],
