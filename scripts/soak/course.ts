@@ -124,6 +124,9 @@ export async function runCourse(
       `drain: ${repliesDrained.pending} platform replies (or threads not yet folded) still pending after ${seconds(repliesDrained.durationMs)} s`,
     );
 
+    // The embedded drain leaves its server stopped after its last look: what the last
+    // window journaled reaches the stream only once a server is up to send it.
+    await engine.ensureUp();
     await userStream.finish();
     log(
       `drain: the user stream received ${userStream.record.received.size} events over ${userStream.record.connections} connections`,
