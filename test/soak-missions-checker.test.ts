@@ -50,7 +50,7 @@ beforeAll(async () => {
     agents: { default: { model: 'demo/echo' } },
     runtime: { execution_recheck_ms: 300 },
     missions: soakMissions,
-    schedules: soakSchedules,
+    schedules: soakSchedules('postgres'),
   });
   apis = new Apis([server.url]);
   await dispatch('once', 'soak_once');
@@ -73,7 +73,7 @@ beforeAll(async () => {
         `select schedule from schedule_fires where execution_id is not null
           group by schedule having count(*) >= 2`,
       ),
-    (found) => found.rows.length === Object.keys(soakSchedules).length,
+    (found) => found.rows.length === Object.keys(soakSchedules('postgres')).length,
     'two executions of every schedule',
   );
   await server.db.query('update schedules set next_fire_at = null');
