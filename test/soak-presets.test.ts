@@ -61,6 +61,9 @@ describe('soak presets and engines', () => {
       expect(config.schedules.tick_queue.cron).toBe('*/3 * * * * *');
       const embedded = parse(readFileSync(without.writeConfig(directory, 'pglite'), 'utf8'));
       expect(embedded.schedules.tick_queue.cron).toBe('*/10 * * * * *');
+      // ...and takes as many turns at once as the PostgreSQL soak's three workers together.
+      expect(config.runtime.max_parallel_turns).toBe(8);
+      expect(embedded.runtime.max_parallel_turns).toBe(24);
     } finally {
       for (const outside of started) await outside.close();
       rmSync(directory, { recursive: true, force: true });

@@ -39,7 +39,9 @@ export function writeParleyConfig(
       poll_ms: 250,
       retry_base_ms: 50,
       shutdown_grace_ms: 2_000,
-      max_parallel_turns: 8,
+      // The PostgreSQL soak runs three workers; the embedded one, one process doing all of
+      // their work, so it takes as many turns at once as the three together.
+      max_parallel_turns: engine === 'pglite' ? 24 : 8,
       // A saturated machine (load ~10 on two cores, processes frozen and killed) can put
       // the scheduler minutes behind the every-second schedule; catch-up must not drop
       // the fire times the checker holds it to.
