@@ -552,7 +552,35 @@ function byTable(sizes: RelationSizes, baseline: RelationSizes, turns: number) {
   );
 }
 
-async function measureBytes(server: RemoteServer, baseline: RelationSizes) {
+/** Each index of the measured tables, in bytes. */
+async function indexSizes(server: RemoteServer): Promise<Record<string, number>> {
+  const found = await server.query<{ name: string; bytes: number }>(
+    `select i.relname as name, pg_relation_size(i.oid)::bigint as bytes
+       from pg_index x
+       join pg_class i on i.oid = x.indexrelid
+       join pg_class t on t.oid = x.indrelid
+       join pg_namespace n on n.oid = t.relnamespace
+      where n.nspname = current_schema() and t.relname = any($1)`,
+    [[...tables]],
+  );
+  return Object.fromEntries(found.map((row) => [row.name, Number(row.bytes)]));
+}
+
+/** Per turn, by index, less the empty schema's. */
+function byIndex(sizes: Record<string, number>, baseline: Record<string, number>, turns: number) {
+  return Object.fromEntries(
+    Object.entries(sizes).map(([name, bytes]) => [
+      name,
+      Math.round((bytes - (baseline[name] ?? 0)) / turns),
+    ]),
+  );
+}
+
+async function measureBytes(
+  server: RemoteServer,
+  baseline: RelationSizes,
+  baselineIndexes: Record<string, number>,
+) {
   progress(`${server.engine}: bytes stored per turn`);
   const counts = await server.query<{ turns: number; bursts: number; pending: number }>(
     `select count(*) filter (where state = 'done') as turns,
@@ -576,8 +604,10 @@ async function measureBytes(server: RemoteServer, baseline: RelationSizes) {
     `select coalesce(sum(octet_length(content)), 0)::bigint as bytes from messages`,
   );
   const before = await relationSizes(server);
+  const indexesBefore = await indexSizes(server);
   await server.query(`vacuum full ${tables.join(', ')}`);
   const after = await relationSizes(server);
+  const indexesAfter = await indexSizes(server);
   const rowBytes = Object.values(rows).reduce((sum, r) => sum + r.bytes, 0);
   return {
     turns,
@@ -593,6 +623,8 @@ async function measureBytes(server: RemoteServer, baseline: RelationSizes) {
     disk_bytes_per_turn_after_vacuum_full: Math.round(sumTotal(after, baseline) / turns),
     disk_before_vacuum_by_table: byTable(before, baseline, turns),
     disk_after_vacuum_full_by_table: byTable(after, baseline, turns),
+    disk_before_vacuum_by_index: byIndex(indexesBefore, baselineIndexes, turns),
+    disk_after_vacuum_full_by_index: byIndex(indexesAfter, baselineIndexes, turns),
     baseline_bytes_empty_schema: sumTotal(baseline, {}),
   };
 }
@@ -652,6 +684,7 @@ async function benchEngine(
   const server = await RemoteServer.start(storage);
   try {
     const baseline = await relationSizes(server);
+    const baselineIndexes = await indexSizes(server);
     const version = await server.query<{ server_version: string }>('show server_version');
     const sync = await server.query<{ synchronous_commit: string }>('show synchronous_commit');
     progress(`${server.engine}: round trip and commit floor`);
@@ -670,7 +703,7 @@ async function benchEngine(
     const firstDelta = await phase('first_delta', () => measureFirstDelta(server));
     const history = await phase('history', () => measureHistory(server));
     await waitDrained(server);
-    const bytes = await phase('bytes', () => measureBytes(server, baseline));
+    const bytes = await phase('bytes', () => measureBytes(server, baseline, baselineIndexes));
     const replyBytes = await phase('reply_bytes', () => measureReplyBytes(server));
     const providerPath = pacedProvider
       ? await phase('provider_path', () =>

@@ -16,6 +16,7 @@ import {
 import { ParleyClient } from '../src/client/index.js';
 import { until } from './support/poll.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { journalOf } from './support/journal.js';
 
 // ParleyChatTransport under the `ai` package's own AbstractChat (what useChat runs), against
 // a real in-process Parley: stop() at every stage of a request, a message folded into a
@@ -94,11 +95,7 @@ const textOf = (message: UIMessage) =>
     .join('');
 
 async function journal(sessionId: string): Promise<any[]> {
-  const rows = await server.db.query<{ type: string; payload: any; turn_id: string | null }>(
-    'select type, payload, turn_id from events where session_id = $1 order by sequence',
-    [sessionId],
-  );
-  return rows.rows.map((row) => ({ type: row.type, turn_id: row.turn_id, ...row.payload }));
+  return (await journalOf(server.db, sessionId)).map((row) => row.payload);
 }
 
 async function ended(sessionId: string): Promise<any[]> {

@@ -13,6 +13,7 @@ import {
 import { ParleyClient, type ParleyEvent } from '../src/client/index.js';
 import { until } from './support/poll.js';
 import { startTestServer, type TestServer } from './support/server.js';
+import { journalOf } from './support/journal.js';
 
 // parley/ai-sdk against a real in-process Parley (API + worker): the chunks a useChat
 // app receives, approvals through addToolApprovalResponse's message shape, resume after
@@ -75,11 +76,7 @@ const textOf = (message: UIMessage) =>
     .join('');
 
 async function journal(sessionId: string): Promise<any[]> {
-  const rows = await server.db.query<{ type: string; payload: any; turn_id: string | null }>(
-    'select type, payload, turn_id from events where session_id = $1 order by sequence',
-    [sessionId],
-  );
-  return rows.rows.map((row) => ({ type: row.type, turn_id: row.turn_id, ...row.payload }));
+  return (await journalOf(server.db, sessionId)).map((row) => row.payload);
 }
 
 describe('ParleyChatTransport.sendMessages', () => {

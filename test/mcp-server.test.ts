@@ -293,7 +293,7 @@ describe('Parley as an MCP server, with the official MCP client', () => {
     const cancelled = await until(
       () =>
         server.db.query(
-          `select 1 from events where type = 'cancelled' and payload -> 'turn_ids' ? $1`,
+          `select 1 from events where type = 'cancelled' and coalesce(payload -> 'turn_ids', jsonb_build_array(turn_id)) ? $1`,
           [key],
         ),
       (found) => found.rowCount === 1,

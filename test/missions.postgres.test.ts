@@ -97,7 +97,7 @@ async function turnsOf(db: Db, sessionId: string): Promise<{ turn_id: string; st
 async function donesOf(db: Db, sessionId: string): Promise<string[][]> {
   return (
     await db.query<{ turn_ids: string[] }>(
-      `select payload -> 'turn_ids' as turn_ids from events
+      `select coalesce(payload -> 'turn_ids', jsonb_build_array(turn_id)) as turn_ids from events
         where session_id = $1 and type = 'done' order by sequence`,
       [sessionId],
     )

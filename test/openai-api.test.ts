@@ -173,7 +173,7 @@ describe('the OpenAI-compatible API with the official client', () => {
     expect(cancelled.status).toBe('cancelled');
     const turnId = started.id.slice('resp_'.length);
     const events = await server.db.query<{ type: string }>(
-      `select type from events where type = 'cancelled' and payload -> 'turn_ids' ? $1`,
+      `select type from events where type = 'cancelled' and coalesce(payload -> 'turn_ids', jsonb_build_array(turn_id)) ? $1`,
       [turnId],
     );
     expect(events.rowCount).toBe(1);

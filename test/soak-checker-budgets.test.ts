@@ -16,6 +16,7 @@ import { answerTo, messageFor } from '../scripts/soak/messages.js';
 import { Random } from '../scripts/soak/random.js';
 import { until } from './support/poll.js';
 import { request, startTestServer, type TestServer } from './support/server.js';
+import { journalOf } from './support/journal.js';
 
 // The soak's budget rule (scripts/soak/checker/budgets.ts) on a real journal: with the
 // soak's budgets, three `budget` turns each ask for an extension; one is approved (it
@@ -34,11 +35,7 @@ const ledger = new Ledger();
 const turns: Record<string, { sessionId: string; turnId: string; requestId: string }> = {};
 
 async function events(sessionId: string): Promise<any[]> {
-  const found = await server.db.query<any>(
-    'select sequence, type, turn_id, payload from events where session_id = $1 order by sequence',
-    [sessionId],
-  );
-  return found.rows;
+  return journalOf(server.db, sessionId);
 }
 
 /** `approved: null`: nobody answers, the request's deadline ends it. */

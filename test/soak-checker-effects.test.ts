@@ -10,6 +10,7 @@ import {
 import { Ledger } from '../scripts/soak/ledger.js';
 import { until } from './support/poll.js';
 import { request, startTestServer, type TestServer } from './support/server.js';
+import { journalOf } from './support/journal.js';
 
 // The soak's effect rules (scripts/soak/checker/effects.ts) on a real journal: a server
 // runs one turn whose single model step calls the soak's MCP effect tools three times
@@ -30,11 +31,7 @@ const message = [
 ].join('\n');
 
 async function events(): Promise<any[]> {
-  const found = await server.db.query<any>(
-    'select sequence, type, turn_id, payload from events where session_id = $1 order by sequence',
-    [sessionId],
-  );
-  return found.rows;
+  return journalOf(server.db, sessionId);
 }
 
 beforeAll(async () => {

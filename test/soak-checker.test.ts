@@ -3,6 +3,7 @@ import { checkDatabase, type Category } from '../scripts/soak/checker/index.js';
 import { Ledger, type TurnKind } from '../scripts/soak/ledger.js';
 import { until } from './support/poll.js';
 import { request, startTestServer, type TestServer } from './support/server.js';
+import { journalOf } from './support/journal.js';
 
 // The soak's checker (scripts/soak/checker) on a real journal: a server answers plain
 // turns, approved, rejected and cancelled tool calls and an allowed tool; the checker
@@ -34,11 +35,7 @@ async function admit(kind: TurnKind, message: string, sessionId?: string) {
 }
 
 async function events(sessionId: string): Promise<any[]> {
-  const found = await server.db.query<any>(
-    'select sequence, type, turn_id, payload from events where session_id = $1 order by sequence',
-    [sessionId],
-  );
-  return found.rows;
+  return journalOf(server.db, sessionId);
 }
 
 async function eventOf(sessionId: string, type: string, turnId: string): Promise<any> {

@@ -7,7 +7,9 @@ import type { NewEvent, ParleyEvent } from '../protocol/events.js';
  * (`events.message_id`) instead of copying its text, and are rebuilt from it on read; so
  * does a `text_delta` written with its reply's transcript row whose text is the whole reply
  * as the model wrote it (a short reply streamed in one batch). Every other event keeps its
- * data in `payload`. A client receives the same bytes whether an
+ * data in `payload`, less what the row already says: `turn_ids` when it is just the row's
+ * `turn_id` (a burst of one turn), and a `usage` event's fields at their usual value
+ * (`storedDefaults`); both are put back on read. A client receives the same bytes whether an
  * event reaches it live (carried in a wake-up, `liveEvents`) or replayed from the journal
  * (`toWireEvent`): both go through `wireEvent`, which orders object keys the way PostgreSQL
  * orders a jsonb object's keys, the order a replayed payload comes back in.
@@ -52,7 +54,67 @@ export interface Transcript {
   rawContent: string | null;
 }
 
+/** The events that name the turns of their burst (`turn_ids`). */
+const burstTypes = new Set(['turn_started', 'done', 'cancelled', 'error']);
+
+/** A `usage` event's fields a row leaves out when they hold these values. */
+const storedDefaults: Record<string, unknown> = {
+  cached_input_tokens: 0,
+  reasoning_tokens: 0,
+  cost_usd: 0,
+  purpose: 'reply',
+  outcome: 'ok',
+};
+
+/**
+ * The SQL of an event row's `turn_ids` (as a jsonb array) for readers of the `events` table
+ * `e`: the stored list, else the row's own turn.
+ */
+export function turnIdsSql(e: string): string {
+  return `coalesce(${e}.payload -> 'turn_ids', jsonb_build_array(${e}.turn_id))`;
+}
+
+/** What a row stores of an event's data: less what the row already says (see above). */
+function compacted(
+  type: string,
+  turnId: string | null,
+  payload: Record<string, unknown>,
+): Record<string, unknown> {
+  if (burstTypes.has(type)) {
+    const ids = payload.turn_ids;
+    if (turnId !== null && Array.isArray(ids) && ids.length === 1 && ids[0] === turnId) {
+      const { turn_ids: _ids, ...rest } = payload;
+      return rest;
+    }
+  } else if (type === 'usage') {
+    const rest = { ...payload };
+    for (const [key, value] of Object.entries(storedDefaults)) {
+      if (rest[key] === value) delete rest[key];
+    }
+    return rest;
+  }
+  return payload;
+}
+
+/** An event's data from what its row stored (the inverse of `compacted`). */
+function expanded(
+  type: string,
+  turnId: string | null,
+  data: Record<string, unknown>,
+): Record<string, unknown> {
+  if (burstTypes.has(type) && data.turn_ids === undefined && turnId !== null) {
+    return { ...data, turn_ids: [turnId] };
+  }
+  if (type === 'usage') return { ...storedDefaults, ...data };
+  return data;
+}
+
 function toStored(event: NewEvent, transcript: Transcript | null): StoredEvent {
+  const stored = storedShape(event, transcript);
+  return { ...stored, payload: compacted(stored.type, stored.turn_id, stored.payload) };
+}
+
+function storedShape(event: NewEvent, transcript: Transcript | null): StoredEvent {
   if (event.type === 'message') {
     const {
       id,
@@ -81,7 +143,7 @@ function toStored(event: NewEvent, transcript: Transcript | null): StoredEvent {
   return {
     type: event.type,
     turn_id: event.turn_id,
-    payload: event.data,
+    payload: event.data as Record<string, unknown>,
     message_id: null,
   };
 }
@@ -107,11 +169,11 @@ export function liveEvents(events: NewEvent[]): string | null {
 
 /** Rebuilds what a client receives from a journal row. */
 export function toWireEvent(row: EventRow): ParleyEvent {
-  let data = row.payload;
+  let data = expanded(row.type, row.turn_id, row.payload);
   if (row.message_id !== null && row.type === 'message') {
     data = {
       message: {
-        ...row.payload,
+        ...data,
         id: row.message_id,
         role: row.role,
         author: row.author,
@@ -119,7 +181,7 @@ export function toWireEvent(row: EventRow): ParleyEvent {
       },
     };
   } else if (row.message_id !== null && row.type === 'done') {
-    const { options, turn_ids: turnIds } = row.payload;
+    const { options, turn_ids: turnIds } = data;
     data = {
       final_message: {
         id: row.message_id,
@@ -130,7 +192,7 @@ export function toWireEvent(row: EventRow): ParleyEvent {
       turn_ids: turnIds,
     };
   } else if (row.message_id !== null && row.type === 'text_delta') {
-    data = { ...row.payload, delta: row.raw_content ?? row.content };
+    data = { ...data, delta: row.raw_content ?? row.content };
   }
   return wireEvent(row.type, row.sequence, row.at_ms, row.turn_id, data);
 }

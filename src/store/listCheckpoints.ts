@@ -1,3 +1,4 @@
+import { turnIdsSql } from './eventRows.js';
 import type { Queryable } from './db.js';
 
 /** A checkpoint: the session as it stood after one `done`. */
@@ -39,18 +40,18 @@ export async function listCheckpoints(
 ): Promise<{ items: Checkpoint[]; next_cursor: string | null }> {
   const found = await db.query<CheckpointRow>(
     `with marks as (
-       select e.sequence, e.type, e.payload, e.message_id, e.at,
+       select e.sequence, e.type, ${turnIdsSql('e')} as turn_ids, e.message_id, e.at,
               sum(case when e.type = 'usage' then (e.payload ->> 'input_tokens')::bigint else 0 end)
                 over w as input_tokens,
               sum(case when e.type = 'usage' then (e.payload ->> 'output_tokens')::bigint else 0 end)
                 over w as output_tokens,
-              sum(case when e.type = 'usage' then (e.payload ->> 'cost_usd')::numeric else 0 end)
+              sum(case when e.type = 'usage' then coalesce((e.payload ->> 'cost_usd')::numeric, 0) else 0 end)
                 over w as cost_usd
          from events e
         where e.session_id = $1 and e.type in ('done', 'usage')
        window w as (order by e.sequence)
      )
-     select k.sequence, k.payload -> 'turn_ids' as turn_ids, k.message_id, k.at,
+     select k.sequence, k.turn_ids, k.message_id, k.at,
             k.input_tokens, k.output_tokens, k.cost_usd,
             (select count(*) from messages m
               where m.session_id = $1 and m.sequence <= k.sequence)::bigint as transcript_position,

@@ -1,3 +1,4 @@
+import { turnIdsSql } from './eventRows.js';
 import type { InputKind } from '../protocol/events.js';
 import type { Queryable } from './db.js';
 
@@ -54,7 +55,7 @@ export async function readTurnOutcome(
                                          'content', m.content)
                   from events e left join messages m on m.message_id = e.message_id
                  where e.session_id = t.session_id and e.type in ('done', 'error', 'cancelled')
-                   and e.sequence > t.admitted_sequence and e.payload -> 'turn_ids' ? t.turn_id
+                   and e.sequence > t.admitted_sequence and ${turnIdsSql('e')} ? t.turn_id
                  order by e.sequence limit 1) as terminal,
                (select m.content from messages m
                  where m.session_id = t.session_id and m.turn_id = t.answered_by

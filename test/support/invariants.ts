@@ -40,7 +40,7 @@ async function checkSnapshot(db: Queryable): Promise<void> {
   }
 
   const terminal = await db.query<{ turn_id: string }>(
-    `select jsonb_array_elements_text(payload->'turn_ids') as turn_id
+    `select jsonb_array_elements_text(coalesce(payload->'turn_ids', jsonb_build_array(turn_id))) as turn_id
        from events where type in ('done', 'cancelled', 'error')`,
   );
   const named = new Map<string, number>();
