@@ -1,4 +1,5 @@
 import type { Queryable } from './db.js';
+import { tenantsSql } from './tenantSweep.js';
 import type { Followers, PruneBatch } from './pruneBatches.js';
 
 /** Every table whose rows a session's deletion removes, in the report's order. */
@@ -42,45 +43,53 @@ export async function pruneSessions(
   options: { olderThan: Date; tenant: string | null; batchSize: number; followers: Followers },
 ): Promise<PruneBatch> {
   const deleted = await tx.query<Record<string, number>>(
-    `with doomed as (
-       select s.session_id, s.tenant from sessions s
-        where s.updated_at < $1 and ($2::text is null or s.tenant = $2)
-          -- No queued turn: the cursor never passes the count, so <= holds exactly when
-          -- they are equal. Written <= because PostgreSQL estimates a comparison of two
-          -- columns by = at 0.5 % of the rows and by <= at a third: with = it expected a
-          -- handful of old idle sessions and read and sorted all of them for every batch;
-          -- with <= it walks sessions_by_update oldest first and stops at the batch.
-          and s.state in ('idle', 'closed') and s.input_count <= s.input_cursor
-          and (s.lease_token is null or s.lease_expires_at < now())
-          and not exists (select 1 from input_requests r
-                           where r.session_id = s.session_id and r.state = 'pending')
-          and not exists (select 1 from adapter_replies r
-                           where r.session_id = s.session_id and r.state = 'pending')
-          and not exists (select 1 from webhook_deliveries d
-                           where d.session_id = s.session_id and d.state = 'pending')
-          and not exists (select 1 from adapter_threads a
-                           where a.session_id = s.session_id and a.adapter = any($4::text[])
-                             and a.followed_sequence < s.last_sequence)
-          and not exists (select 1 from webhook_endpoints w
-                           where w.webhook = any($5::text[]) and s.updated_at >= w.registered_at
-                             and (w.tenant = '*' or w.tenant = s.tenant)
-                             and s.last_sequence > coalesce(
-                                   (select ws.followed_sequence from webhook_streams ws
-                                     where ws.webhook = w.webhook
-                                       and ws.session_id = s.session_id), 0))
-          and not exists (select 1 from executions x
-                           where x.session_id = s.session_id
-                             and (x.ended_at is null
-                                  or exists (select 1 from executions p
-                                              where p.tenant = x.tenant
-                                                and p.execution_id = x.parent_execution_id
-                                                and p.ended_at is null)))
-          and not exists (select 1 from executions x, jsonb_each_text(x.resolvers) r
-                           where x.tenant = s.tenant and x.ended_at is null
-                             and r.value = s.session_id)
-        order by s.updated_at
-        limit $3
-        for update of s skip locked
+    `with recursive ${tenantsSql(options.tenant === null ? null : '$2')}, candidates as (
+       -- Each tenant's oldest idle sessions, from sessions_by_activity (tenantSweep.ts); the
+       -- batch is the oldest of them all.
+       select c.session_id, c.tenant, c.updated_at
+         from tenants t
+         cross join lateral (
+           select s.session_id, s.tenant, s.updated_at from sessions s
+            where s.tenant = t.tenant and s.updated_at < $1
+              -- No queued turn: the cursor never passes the count, so <= holds exactly when
+              -- they are equal. Written <= because PostgreSQL estimates a comparison of two
+              -- columns by = at 0.5 % of the rows and by <= at a third: with = it expected a
+              -- handful of old idle sessions and read and sorted all of them for every batch;
+              -- with <= it walks the tenant's sessions oldest first and stops at the batch.
+              and s.state in ('idle', 'closed') and s.input_count <= s.input_cursor
+              and (s.lease_token is null or s.lease_expires_at < now())
+              and not exists (select 1 from input_requests r
+                               where r.session_id = s.session_id and r.state = 'pending')
+              and not exists (select 1 from adapter_replies r
+                               where r.session_id = s.session_id and r.state = 'pending')
+              and not exists (select 1 from webhook_deliveries d
+                               where d.session_id = s.session_id and d.state = 'pending')
+              and not exists (select 1 from adapter_threads a
+                               where a.session_id = s.session_id and a.adapter = any($4::text[])
+                                 and a.followed_sequence < s.last_sequence)
+              and not exists (select 1 from webhook_endpoints w
+                               where w.webhook = any($5::text[]) and s.updated_at >= w.registered_at
+                                 and (w.tenant = '*' or w.tenant = s.tenant)
+                                 and s.last_sequence > coalesce(
+                                       (select ws.followed_sequence from webhook_streams ws
+                                         where ws.webhook = w.webhook
+                                           and ws.session_id = s.session_id), 0))
+              and not exists (select 1 from executions x
+                               where x.session_id = s.session_id
+                                 and (x.ended_at is null
+                                      or exists (select 1 from executions p
+                                                  where p.tenant = x.tenant
+                                                    and p.execution_id = x.parent_execution_id
+                                                    and p.ended_at is null)))
+              and not exists (select 1 from executions x, jsonb_each_text(x.resolvers) r
+                               where x.tenant = s.tenant and x.ended_at is null
+                                 and r.value = s.session_id)
+            order by s.updated_at
+            limit $3
+            for update of s skip locked) c
+        where t.tenant is not null and ($2::text is null or t.tenant = $2)
+     ), doomed as (
+       select session_id, tenant from candidates order by updated_at limit $3
      ), doomed_executions as (
        select x.tenant, x.execution_id from executions x
          join doomed d on x.tenant = d.tenant and x.session_id = d.session_id
