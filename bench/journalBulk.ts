@@ -5,12 +5,13 @@
  * real write path leaves after a plain chat turn has been admitted and answered:
  *
  * - events, per turn: `message` (payload `{}`, text by `message_id`), `turn_started`
- *   (`{attempt, turn_ids}`), one to three `text_delta` (`{delta}`: together the reply),
- *   `usage` (the provider call's figures) and `done` (`{turn_ids}`, the reply by
- *   `message_id`); sequences gapless per session from 1;
+ *   (`{attempt}`: a burst of one turn stores no `turn_ids`), one to three `text_delta`
+ *   (`{delta}`: together the reply), `usage` (the provider call's figures, less those at
+ *   their usual value) and `done` (`{}`, the reply by `message_id`); sequences gapless per
+ *   session from 1;
  * - messages: the user's (at the `message` event's sequence) and the reply (at `done`'s);
  * - turns: `done`, position 1..n, the fingerprint admission computes, admitted_sequence,
- *   answered_by itself, the reply's tokens;
+ *   answered_by null (answered by itself), the reply's tokens;
  * - usage: one row per turn, as the commit bills it;
  * - sessions: `idle`, `input_count = input_cursor` = turns, `last_sequence` = events,
  *   token totals = the sum of their turns', `updated_at` = the last event's time.
@@ -121,7 +122,7 @@ const statements = [
                       input_tokens, output_tokens, cost_usd)
    select u.tenant, u.turn_id, u.session_id, u.t, 'done',
           sha256(convert_to('[' || to_json(u.content)::text || ',null]', 'UTF8')),
-          u.base + 1, u.user_message_id, u.turn_id, u.admitted_at, u.done_at,
+          u.base + 1, u.user_message_id, null, u.admitted_at, u.done_at,
           u.input_tokens, u.output_tokens, 0
      from turns_full u`,
   `with ${turnRows}
@@ -142,13 +143,12 @@ const statements = [
                else 'done' end,
           u.turn_id,
           case when n = 1 then '{}'::jsonb
-               when n = 2 then jsonb_build_object('attempt', 1, 'turn_ids', jsonb_build_array(u.turn_id))
+               when n = 2 then jsonb_build_object('attempt', 1)
                when n <= u.deltas + 2 then jsonb_build_object('delta', ${deltaSql('(n - 2)', 'u.t')})
                when n = u.deltas + 3 then jsonb_build_object(
-                 'model', 'demo/echo', 'outcome', 'ok', 'purpose', 'reply', 'ttft_ms', 9,
-                 'cost_usd', 0, 'latency_ms', 40 * u.deltas + 20, 'input_tokens', u.input_tokens,
-                 'output_tokens', u.output_tokens, 'reasoning_tokens', 0, 'cached_input_tokens', 0)
-               else jsonb_build_object('turn_ids', jsonb_build_array(u.turn_id)) end,
+                 'model', 'demo/echo', 'ttft_ms', 9, 'latency_ms', 40 * u.deltas + 20,
+                 'input_tokens', u.input_tokens, 'output_tokens', u.output_tokens)
+               else '{}'::jsonb end,
           case when n = 1 then u.admitted_at
                when n = 2 then u.admitted_at + interval '60 milliseconds'
                when n <= u.deltas + 2 then u.admitted_at + (60 + 40 * (n - 2)) * interval '1 millisecond'

@@ -584,7 +584,7 @@ async function measureBytes(
   progress(`${server.engine}: bytes stored per turn`);
   const counts = await server.query<{ turns: number; bursts: number; pending: number }>(
     `select count(*) filter (where state = 'done') as turns,
-            count(distinct answered_by) as bursts,
+            count(distinct coalesce(answered_by, turn_id)) filter (where state = 'done') as bursts,
             count(*) filter (where state <> 'done') as pending
        from turns`,
   );

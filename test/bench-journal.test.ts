@@ -93,7 +93,7 @@ describe("the journal benchmark's bulk path", () => {
     expect(mismatched.rows).toEqual([]);
     const turns = await db.query(
       `select t.turn_id from turns t
-        where t.answered_by <> t.turn_id or t.state <> 'done'
+        where t.answered_by is not null or t.state <> 'done'
            or t.admitted_sequence <> (select m.sequence from messages m where m.message_id = t.message_id)
            or not exists (select 1 from events e where e.session_id = t.session_id
                            and e.sequence = t.admitted_sequence and e.type = 'message'

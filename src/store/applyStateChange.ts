@@ -66,7 +66,7 @@ export async function applyStateChange(
   if (first) {
     const turnIds = left.rows.map((row) => row.turn_id);
     await tx.query(
-      `update turns set state = 'error', answered_by = $3, completed_at = now()
+      `update turns set state = 'error', answered_by = nullif($3, turn_id), completed_at = now()
         where tenant = $1 and turn_id = any($2::text[])`,
       [first.tenant, turnIds, first.turn_id],
     );

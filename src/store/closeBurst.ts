@@ -14,7 +14,7 @@ export async function closeBurst(
   const lead = burst.turnIds[0] as string;
   await tx.query(
     `update turns
-        set state = $3, answered_by = $4, completed_at = now()
+        set state = $3, answered_by = nullif($4, turn_id), completed_at = now()
       where tenant = $1 and turn_id = any($2::text[])`,
     [lease.tenant, burst.turnIds, state, lead],
   );

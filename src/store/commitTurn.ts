@@ -55,7 +55,7 @@ const commitText = (closed: string) => `
     ), closed as (
       -- The burst's cost is its lead turn's.
       update turns t
-         set state = 'done', answered_by = ($6::text[])[1], completed_at = now(),
+         set state = 'done', answered_by = nullif(($6::text[])[1], t.turn_id), completed_at = now(),
              input_tokens = t.input_tokens + case when t.turn_id = ($6::text[])[1] then $13 else 0 end,
              output_tokens = t.output_tokens + case when t.turn_id = ($6::text[])[1] then $14 else 0 end,
              cost_usd = t.cost_usd + case when t.turn_id = ($6::text[])[1] then $15 else 0 end

@@ -58,7 +58,7 @@ export async function readTurnOutcome(
                    and e.sequence > t.admitted_sequence and ${turnIdsSql('e')} ? t.turn_id
                  order by e.sequence limit 1) as terminal,
                (select m.content from messages m
-                 where m.session_id = t.session_id and m.turn_id = t.answered_by
+                 where m.session_id = t.session_id and m.turn_id = coalesce(t.answered_by, t.turn_id)
                    and m.role = 'assistant') as reply,
                (select coalesce(json_agg(json_build_object(
                          'request_id', r.request_id, 'turn_id', r.turn_id, 'kind', r.kind,
