@@ -4,10 +4,11 @@
  * sessions, turns, the transcript, the journal and usage rows with exactly the shapes the
  * real write path leaves after a plain chat turn has been admitted and answered:
  *
- * - events, per turn: `message` (payload `{}`, text by `message_id`), `turn_started`
+ * - events, per turn: `message` (payload `{}`, its text the transcript row at its
+ *   sequence: `message_offset` 0), `turn_started`
  *   (`{attempt}`: a burst of one turn stores no `turn_ids`), one to three `text_delta`
  *   (`{delta}`: together the reply), `usage` (the provider call's figures, less those at
- *   their usual value) and `done` (`{}`, the reply by `message_id`); sequences gapless per
+ *   their usual value) and `done` (`{}`, the reply at its sequence); sequences gapless per
  *   session from 1;
  * - messages: the user's (at the `message` event's sequence) and the reply (at `done`'s);
  * - turns: `done`, position 1..n, the fingerprint admission computes, admitted_sequence,
@@ -136,7 +137,7 @@ const statements = [
           ${replySql('u')}, u.base + u.deltas + 4, u.done_at
      from turns_full u`,
   `with ${turnRows}
-   insert into events (session_id, sequence, tenant, type, turn_id, payload, at, message_id)
+   insert into events (session_id, sequence, tenant, type, turn_id, payload, at, message_offset)
    select u.session_id, u.base + n, u.tenant,
           case when n = 1 then 'message' when n = 2 then 'turn_started'
                when n <= u.deltas + 2 then 'text_delta' when n = u.deltas + 3 then 'usage'
@@ -153,7 +154,7 @@ const statements = [
                when n = 2 then u.admitted_at + interval '60 milliseconds'
                when n <= u.deltas + 2 then u.admitted_at + (60 + 40 * (n - 2)) * interval '1 millisecond'
                else u.done_at end,
-          case when n = 1 then u.user_message_id when n = u.deltas + 4 then u.reply_message_id end
+          case when n = 1 or n = u.deltas + 4 then 0 end
      from turns_full u, generate_series(1, u.deltas + 4) as n`,
   `with ${turnRows}
    insert into usage (tenant, session_id, turn_id, agent, model, purpose, outcome,

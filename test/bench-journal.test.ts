@@ -97,7 +97,7 @@ describe("the journal benchmark's bulk path", () => {
            or t.admitted_sequence <> (select m.sequence from messages m where m.message_id = t.message_id)
            or not exists (select 1 from events e where e.session_id = t.session_id
                            and e.sequence = t.admitted_sequence and e.type = 'message'
-                           and e.message_id = t.message_id)`,
+                           and e.message_offset = 0)`,
     );
     expect(turns.rows).toEqual([]);
   });

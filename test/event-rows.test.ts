@@ -84,7 +84,7 @@ describe('a turn journaled and read back', () => {
     await server.close();
   });
 
-  it('stores its events compactly (the claim statement too) and reads them whole', async () => {
+  it('stores its events compactly (the claim statement too), refers to its transcript by offset, and reads them whole', async () => {
     const admitted = await request(server.url, 'POST', '/api/v1/chat/turns', {
       turn_id: 'rows_1',
       message: 'hello rows',
@@ -96,10 +96,24 @@ describe('a turn journaled and read back', () => {
       (found) => found.some((event) => event.type === 'done'),
       'the turn to end',
     );
-    const raw = await server.db.query<{ type: string; payload: Record<string, unknown> }>(
-      'select type, payload from events where session_id = $1 order by sequence',
+    const raw = await server.db.query<{
+      type: string;
+      sequence: number;
+      payload: Record<string, unknown>;
+      message_id: string | null;
+      message_offset: number | null;
+    }>(
+      'select type, sequence, payload, message_id, message_offset from events where session_id = $1 order by sequence',
       [sessionId],
     );
+    // The transcript rows are referred to by offset, not by id: the user's message and the
+    // reply at their own events' sequences, the one-batch delta at its reply's.
+    const refers = raw.rows.filter((row) => row.message_offset !== null);
+    expect(refers.map((row) => row.type)).toEqual(['message', 'text_delta', 'done']);
+    expect(raw.rows.every((row) => row.message_id === null)).toBe(true);
+    const [message, delta, done] = refers as [any, any, any];
+    expect([message.message_offset, done.message_offset]).toEqual([0, 0]);
+    expect(delta.sequence + delta.message_offset).toBe(done.sequence);
     const rawOf = (type: string) => raw.rows.find((row) => row.type === type)?.payload;
     expect(rawOf('turn_started')).toBeDefined();
     expect(rawOf('turn_started')).not.toHaveProperty('turn_ids');
@@ -109,5 +123,8 @@ describe('a turn journaled and read back', () => {
     expect(eventOf('turn_started').turn_ids).toEqual(['rows_1']);
     expect(eventOf('done').turn_ids).toEqual(['rows_1']);
     expect(eventOf('usage')).toMatchObject({ purpose: 'reply', outcome: 'ok', cost_usd: 0 });
+    expect(eventOf('message').message).toMatchObject({ role: 'user', content: 'hello rows' });
+    expect(eventOf('text_delta').delta).toBe(eventOf('done').final_message.content);
+    expect(eventOf('done').final_message.content).toContain('hello rows');
   });
 });

@@ -217,7 +217,7 @@ describe('the soak checker finds each broken rule', () => {
       expect(result.findings.missingSequences).toBe(1);
     } finally {
       await server.db.query(
-        'insert into events (session_id, sequence, tenant, type, turn_id, payload, at, message_id) values ($1, $2, $3, $4, $5, $6, $7, $8)',
+        'insert into events (session_id, sequence, tenant, type, turn_id, payload, at, message_id, message_offset) values ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
         [
           removed.session_id,
           removed.sequence,
@@ -227,6 +227,7 @@ describe('the soak checker finds each broken rule', () => {
           JSON.stringify(removed.payload),
           removed.at,
           removed.message_id,
+          removed.message_offset,
         ],
       );
     }
@@ -341,10 +342,10 @@ describe('the soak checker finds each broken rule', () => {
     // batches, the same events on the wire) so that the transcript can differ from it.
     await server.db.query(
       `update events e set payload = e.payload || jsonb_build_object('delta', m.content),
-              message_id = null
+              message_offset = null
          from messages m
-        where e.message_id = m.message_id and e.type = 'text_delta'
-          and m.turn_id = $1 and m.role = 'assistant'`,
+        where m.session_id = e.session_id and m.sequence = e.sequence + e.message_offset
+          and e.type = 'text_delta' and m.turn_id = $1 and m.role = 'assistant'`,
       [turnId],
     );
     await server.db.query(

@@ -192,8 +192,8 @@ const admitStatement: Statement = {
       insert into messages (message_id, tenant, session_id, turn_id, role, author, content, sequence)
       select $7, b.tenant, b.session_id, $3, 'user', $5, $9, b.last_sequence from bumped b
     ), event as (
-      insert into events (tenant, session_id, sequence, type, turn_id, payload, message_id)
-      select b.tenant, b.session_id, b.last_sequence, 'message', $3, '{}'::jsonb, $7 from bumped b
+      insert into events (tenant, session_id, sequence, type, turn_id, payload, message_offset)
+      select b.tenant, b.session_id, b.last_sequence, 'message', $3, '{}'::jsonb, 0 from bumped b
     ), woken as (
       select b.last_sequence, b.triggers,
              ${wakeupSql("case when b.triggers then 'input' else 'events' end", 'b.session_id', 'b.last_sequence', '$10::text')} as wakeup

@@ -12,9 +12,13 @@ import { notifySql } from './wakeups.js';
  * writers to one session serialise on that row and readers never see a hole.
  */
 export function insertEventsSql(bumped: string, events: string): string {
-  return `insert into events (tenant, session_id, sequence, type, turn_id, payload, message_id)
+  return `insert into events (tenant, session_id, sequence, type, turn_id, payload, message_offset)
     select b.tenant, b.session_id, b.last_sequence - jsonb_array_length(${events}::jsonb) + e.ordinality,
-           e.value->>'type', e.value->>'turn_id', e.value->'payload', e.value->>'message_id'
+           e.value->>'type', e.value->>'turn_id', e.value->'payload',
+           case e.value->>'transcript'
+             when 'self' then 0
+             when 'last' then jsonb_array_length(${events}::jsonb) - e.ordinality
+           end
       from ${bumped} b, jsonb_array_elements(${events}::jsonb) with ordinality as e`;
 }
 

@@ -1,6 +1,6 @@
 import type { ParleyEvent } from '../protocol/events.js';
 import type { Db } from './db.js';
-import { eventRowColumns, toWireEvent, type EventRow } from './eventRows.js';
+import { eventRowColumns, eventRowsFrom, toWireEvent, type EventRow } from './eventRows.js';
 
 /** A task's journal as a push config follows it (the A2A view turns it into notifications). */
 export interface A2aPushStory {
@@ -67,7 +67,7 @@ export async function enqueueA2aPushes(
     if (!config) return { enqueued: 0 };
     const rows = await tx.query<EventRow>(
       `select ${eventRowColumns}
-         from events e left join messages m on m.message_id = e.message_id
+         from ${eventRowsFrom()}
         where e.session_id = $1 and e.sequence > $2 and e.sequence <= $3
           and e.type = any($4::text[])
         order by e.sequence`,

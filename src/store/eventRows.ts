@@ -4,9 +4,12 @@ import type { NewEvent, ParleyEvent } from '../protocol/events.js';
  * How journal events are kept, and how they are turned back into what clients receive.
  *
  * Text is stored once: a `message` event and a `done` event refer to their transcript row
- * (`events.message_id`) instead of copying its text, and are rebuilt from it on read; so
- * does a `text_delta` written with its reply's transcript row whose text is the whole reply
- * as the model wrote it (a short reply streamed in one batch). Every other event keeps its
+ * instead of copying its text, and are rebuilt from it on read; so does a `text_delta`
+ * written with its reply's transcript row whose text is the whole reply as the model wrote
+ * it (a short reply streamed in one batch). A row refers to its transcript row by the
+ * distance between their sequences (`events.message_offset`: a transcript row's `sequence`
+ * is that of the event that journaled it, so 0 for `message` and `done`); rows written
+ * before migration 0094 name it (`events.message_id`), and read the same. Every other event keeps its
  * data in `payload`, less what the row already says: `turn_ids` when it is just the row's
  * `turn_id` (a burst of one turn), and a `usage` event's fields at their usual value
  * (`storedDefaults`); both are put back on read. A client receives the same bytes whether an
@@ -20,7 +23,11 @@ interface StoredEvent {
   type: string;
   turn_id: string | null;
   payload: Record<string, unknown>;
-  message_id: string | null;
+  /**
+   * Where the transcript row the event refers to is: at the event's own sequence, at the
+   * last sequence of the statement that journals it (the row it writes), or none.
+   */
+  transcript: 'self' | 'last' | null;
 }
 
 /** A journal row as the read statements return it (joined with its transcript row). */
@@ -38,13 +45,28 @@ export interface EventRow {
 }
 
 /**
- * The SQL columns an `EventRow` is read with, from `events e left join messages m on
- * m.message_id = e.message_id`. `at_ms` is truncated to the millisecond exactly as the
- * wake-up computes it (see wakeups.ts), so both paths agree on `at`.
+ * The SQL columns an `EventRow` is read with, from `eventRowsFrom`. `at_ms` is truncated
+ * to the millisecond exactly as the wake-up computes it (see wakeups.ts), so both paths
+ * agree on `at`.
  */
-export const eventRowColumns = `e.sequence, e.type, e.turn_id, e.payload, e.message_id,
+export const eventRowColumns = `e.sequence, e.type, e.turn_id, e.payload, m.message_id,
        floor(extract(epoch from e.at) * 1000)::bigint as at_ms, m.role, m.author, m.content,
        m.raw_content`;
+
+/**
+ * Journal rows `e`, each with the transcript row `m` it refers to (if any): by its offset
+ * (`messages_transcript`), or by its id for rows written before migration 0094.
+ */
+export const eventRowsFrom = (): string => `events e ${transcriptJoin}`;
+
+/** The join of `eventRowsFrom` alone, for a statement that reaches `events e` otherwise. */
+export const transcriptJoin = `left join lateral (
+         select x.message_id, x.role, x.author, x.content, x.raw_content from messages x
+          where x.session_id = e.session_id and x.sequence = e.sequence + e.message_offset
+         union all
+         select x.message_id, x.role, x.author, x.content, x.raw_content from messages x
+          where x.message_id = e.message_id
+       ) m on true`;
 
 /** The transcript row written with the events: a delta that is its whole text refers to it. */
 export interface Transcript {
@@ -123,14 +145,20 @@ function storedShape(event: NewEvent, transcript: Transcript | null): StoredEven
       content: _content,
       ...rest
     } = (event as NewEvent<'message'>).data.message;
-    return { type: event.type, turn_id: event.turn_id, payload: rest, message_id: id };
+    return { type: event.type, turn_id: event.turn_id, payload: rest, transcript: 'self' };
   }
   if (event.type === 'done') {
     const { final_message: final, turn_ids: turnIds } = (event as NewEvent<'done'>).data;
     const payload = final.options
       ? { turn_ids: turnIds, options: final.options }
       : { turn_ids: turnIds };
-    return { type: event.type, turn_id: event.turn_id, payload, message_id: final.id };
+    const written = transcript !== null && transcript.id === final.id;
+    return {
+      type: event.type,
+      turn_id: event.turn_id,
+      payload,
+      transcript: written ? 'last' : 'self',
+    };
   }
   if (
     event.type === 'text_delta' &&
@@ -138,13 +166,13 @@ function storedShape(event: NewEvent, transcript: Transcript | null): StoredEven
     (event as NewEvent<'text_delta'>).data.delta === (transcript.rawContent ?? transcript.content)
   ) {
     const { delta: _delta, ...rest } = (event as NewEvent<'text_delta'>).data;
-    return { type: event.type, turn_id: event.turn_id, payload: rest, message_id: transcript.id };
+    return { type: event.type, turn_id: event.turn_id, payload: rest, transcript: 'last' };
   }
   return {
     type: event.type,
     turn_id: event.turn_id,
     payload: event.data as Record<string, unknown>,
-    message_id: null,
+    transcript: null,
   };
 }
 

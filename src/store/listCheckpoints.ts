@@ -1,4 +1,4 @@
-import { turnIdsSql } from './eventRows.js';
+import { transcriptJoin, turnIdsSql } from './eventRows.js';
 import type { Queryable } from './db.js';
 
 /** A checkpoint: the session as it stood after one `done`. */
@@ -40,7 +40,7 @@ export async function listCheckpoints(
 ): Promise<{ items: Checkpoint[]; next_cursor: string | null }> {
   const found = await db.query<CheckpointRow>(
     `with marks as (
-       select e.sequence, e.type, ${turnIdsSql('e')} as turn_ids, e.message_id, e.at,
+       select e.sequence, e.type, ${turnIdsSql('e')} as turn_ids, m.message_id, e.at,
               sum(case when e.type = 'usage' then (e.payload ->> 'input_tokens')::bigint else 0 end)
                 over w as input_tokens,
               sum(case when e.type = 'usage' then (e.payload ->> 'output_tokens')::bigint else 0 end)
@@ -48,6 +48,7 @@ export async function listCheckpoints(
               sum(case when e.type = 'usage' then coalesce((e.payload ->> 'cost_usd')::numeric, 0) else 0 end)
                 over w as cost_usd
          from events e
+         ${transcriptJoin}
         where e.session_id = $1 and e.type in ('done', 'usage')
        window w as (order by e.sequence)
      )

@@ -1,6 +1,6 @@
 import type { ParleyEvent } from '../protocol/events.js';
 import type { Queryable } from './db.js';
-import { eventRowColumns, toWireEvent, type EventRow } from './eventRows.js';
+import { eventRowColumns, eventRowsFrom, toWireEvent, type EventRow } from './eventRows.js';
 
 /** Journal events strictly after `after`, in order, as clients receive them. */
 export async function readEvents(
@@ -13,7 +13,7 @@ export async function readEvents(
     {
       name: 'read_events',
       text: `select ${eventRowColumns}
-               from events e left join messages m on m.message_id = e.message_id
+               from ${eventRowsFrom()}
               where e.session_id = $1 and e.sequence > $2
               order by e.sequence
               limit $3`,

@@ -1,4 +1,4 @@
-import { turnIdsSql } from './eventRows.js';
+import { eventRowsFrom, turnIdsSql } from './eventRows.js';
 import type { InputKind } from '../protocol/events.js';
 import type { Queryable } from './db.js';
 
@@ -53,7 +53,7 @@ export async function readTurnOutcome(
         select t.state,
                (select json_build_object('type', e.type, 'payload', e.payload,
                                          'content', m.content)
-                  from events e left join messages m on m.message_id = e.message_id
+                  from ${eventRowsFrom()}
                  where e.session_id = t.session_id and e.type in ('done', 'error', 'cancelled')
                    and e.sequence > t.admitted_sequence and ${turnIdsSql('e')} ? t.turn_id
                  order by e.sequence limit 1) as terminal,

@@ -1,6 +1,6 @@
 import type { ParleyEvent } from '../protocol/events.js';
 import type { Queryable } from './db.js';
-import { eventRowColumns, toWireEvent, type EventRow } from './eventRows.js';
+import { eventRowColumns, toWireEvent, transcriptJoin, type EventRow } from './eventRows.js';
 import { viewerParams, visibleSql, type Viewer } from './visibility.js';
 
 /**
@@ -59,7 +59,7 @@ export async function readUserFeed(
       text: `select e.session_id, e.at, ${readAtSql} as read_at, ${eventRowColumns}
                from sessions s
                join events e on e.session_id = s.session_id
-               left join messages m on m.message_id = e.message_id
+               ${transcriptJoin}
               where s.tenant = $1 and s.updated_at >= $2 and ${visibleSql('s', 3)}
                 and e.at >= $2 and e.type = any($7::text[])
                 and ($9::timestamptz is null or (e.at, e.session_id, e.sequence) > ($9, $10, $11))

@@ -1,6 +1,7 @@
 import type { Db, Queryable } from '../../../src/store/db.js';
 import {
   eventRowColumns,
+  eventRowsFrom,
   toWireEvent,
   type EventRow as StoredEventRow,
 } from '../../../src/store/eventRows.js';
@@ -111,7 +112,7 @@ async function readAll(tx: Queryable): Promise<Snapshot> {
   // client receives it.
   const stored = await tx.query<StoredEventRow & { session_id: string }>(
     `select e.session_id, ${eventRowColumns}
-       from events e left join messages m on m.message_id = e.message_id
+       from ${eventRowsFrom()}
       order by e.session_id, e.sequence`,
   );
   const events = {
