@@ -163,10 +163,13 @@ describe('platform delivery', () => {
     ]);
     await deliverAll(client);
     await journal([delta(' finished.')]);
-    // `done` carries the final text; the messages table is not involved in this fold.
+    // `done` carries the final text, from the reply's transcript row at its sequence (the
+    // next one), as the commit writes both.
     await db.query(
       `insert into messages (message_id, tenant, session_id, turn_id, role, author, content, sequence)
-       values ('msg_1', 'acme', $1, $2, 'assistant', 'default', 'The second attempt finished.', 99)`,
+       select 'msg_1', 'acme', $1, $2, 'assistant', 'default', 'The second attempt finished.',
+              last_sequence + 1
+         from sessions where session_id = $1`,
       [sessionId, turn],
     );
     await journal([done('The second attempt finished.')]);

@@ -37,6 +37,9 @@ export interface EventRow {
   turn_id: string | null;
   payload: Record<string, unknown>;
   at_ms: number;
+  /** Whether the row refers to a transcript row (it is rebuilt from it). */
+  refers: boolean;
+  /** That row's id (the one the row names, for a row written before migration 0094). */
   message_id: string | null;
   role: string | null;
   author: string | null;
@@ -49,7 +52,9 @@ export interface EventRow {
  * to the millisecond exactly as the wake-up computes it (see wakeups.ts), so both paths
  * agree on `at`.
  */
-export const eventRowColumns = `e.sequence, e.type, e.turn_id, e.payload, m.message_id,
+export const eventRowColumns = `e.sequence, e.type, e.turn_id, e.payload,
+       (e.message_offset is not null or e.message_id is not null) as refers,
+       coalesce(m.message_id, e.message_id) as message_id,
        floor(extract(epoch from e.at) * 1000)::bigint as at_ms, m.role, m.author, m.content,
        m.raw_content`;
 
@@ -198,7 +203,7 @@ export function liveEvents(events: NewEvent[]): string | null {
 /** Rebuilds what a client receives from a journal row. */
 export function toWireEvent(row: EventRow): ParleyEvent {
   let data = expanded(row.type, row.turn_id, row.payload);
-  if (row.message_id !== null && row.type === 'message') {
+  if (row.refers && row.type === 'message') {
     data = {
       message: {
         ...data,
@@ -208,7 +213,7 @@ export function toWireEvent(row: EventRow): ParleyEvent {
         content: row.content,
       },
     };
-  } else if (row.message_id !== null && row.type === 'done') {
+  } else if (row.refers && row.type === 'done') {
     const { options, turn_ids: turnIds } = data;
     data = {
       final_message: {
@@ -219,7 +224,7 @@ export function toWireEvent(row: EventRow): ParleyEvent {
       },
       turn_ids: turnIds,
     };
-  } else if (row.message_id !== null && row.type === 'text_delta') {
+  } else if (row.refers && row.type === 'text_delta') {
     data = { ...data, delta: row.raw_content ?? row.content };
   }
   return wireEvent(row.type, row.sequence, row.at_ms, row.turn_id, data);
