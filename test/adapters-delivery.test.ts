@@ -9,6 +9,7 @@ import type { SlackConfig } from '../src/config/platformTypes.js';
 import { createLogger } from '../src/log.js';
 import { newEvent, type NewEvent, type ParleyEvent } from '../src/protocol/events.js';
 import { journalEvents } from '../src/store/appendEvents.js';
+import { releaseOutboxLeases } from '../src/store/releaseOutboxLeases.js';
 import { bindThread } from '../src/store/bindThread.js';
 import { claimReplies } from '../src/store/claimReplies.js';
 import type { Db } from '../src/store/db.js';
@@ -236,49 +237,60 @@ describe('platform delivery', () => {
     expect(posts[1]?.text).toContain('p.a');
   });
 
-  it('reads the thread back before posting a row whose earlier sender died after its post', async () => {
-    await journal([started(), delta('Hello'), done('Hello')]);
-    await foldThread(db, sessionId, foldStepWith(newId));
-    const platformCalls = new RecordingPlatform();
-    const client = platformCalls.client();
-    const lookedUp: string[] = [];
-    // The platform keeps what the dead sender posted; reading the thread finds it.
-    client.findPosted = async (_thread, lost) => {
-      lookedUp.push(lost.key);
-      return [...platformCalls.shown.keys()][0] ?? null;
-    };
-    // A sender claims the row, posts, and is killed before it records anything.
-    const [claimed] = await claimReplies(db, {
-      adapters: ['slack'],
-      token: 'dead',
-      leaseMs: 10_000,
-      limit: 10,
-    });
-    expect(claimed).toMatchObject({ attempts: 0, interrupted: false });
-    await client.post(
-      'slack:C1:1.0',
-      { markdown: 'Hello' },
-      claimed?.reply_id ?? '',
-      AbortSignal.timeout(1000),
-    );
-    await db.query(`update adapter_replies set lease_expires_at = now() - interval '1 second'`);
+  // The dead sender's lease ends by expiring, or (embedded storage) when the restarted
+  // process releases the leases its data directory's lock proves dead.
+  it.each([
+    [
+      'its lease expired',
+      () => db.query(`update adapter_replies set lease_expires_at = now() - interval '1 second'`),
+    ],
+    ['the restarted embedded process released it', () => releaseOutboxLeases(db)],
+  ])(
+    'reads the thread back before posting a row whose earlier sender died after its post (%s)',
+    async (_how, end) => {
+      await journal([started(), delta('Hello'), done('Hello')]);
+      await foldThread(db, sessionId, foldStepWith(newId));
+      const platformCalls = new RecordingPlatform();
+      const client = platformCalls.client();
+      const lookedUp: string[] = [];
+      // The platform keeps what the dead sender posted; reading the thread finds it.
+      client.findPosted = async (_thread, lost) => {
+        lookedUp.push(lost.key);
+        return [...platformCalls.shown.keys()][0] ?? null;
+      };
+      // A sender claims the row, posts, and is killed before it records anything.
+      const [claimed] = await claimReplies(db, {
+        adapters: ['slack'],
+        token: 'dead',
+        leaseMs: 10_000,
+        limit: 10,
+      });
+      expect(claimed).toMatchObject({ attempts: 0, interrupted: false });
+      await client.post(
+        'slack:C1:1.0',
+        { markdown: 'Hello' },
+        claimed?.reply_id ?? '',
+        AbortSignal.timeout(1000),
+      );
+      await end();
 
-    const [again] = await claimReplies(db, {
-      adapters: ['slack'],
-      token: 'next',
-      leaseMs: 10_000,
-      limit: 10,
-    });
-    expect(again).toMatchObject({ attempts: 0, interrupted: true });
-    await deliverReply({ db, clients: new Map([['slack', client]]), log }, again!, 'next');
-    expect(lookedUp).toEqual([claimed?.reply_id]);
-    // One post: the dead sender's, found and kept.
-    expect(platformCalls.calls.filter((call) => call.op === 'post')).toHaveLength(1);
-    const row = await db.query<{ platform_message_id: string; state: string }>(
-      'select platform_message_id, state from adapter_replies',
-    );
-    expect(row.rows).toEqual([{ platform_message_id: 'm1', state: 'delivered' }]);
-  });
+      const [again] = await claimReplies(db, {
+        adapters: ['slack'],
+        token: 'next',
+        leaseMs: 10_000,
+        limit: 10,
+      });
+      expect(again).toMatchObject({ attempts: 0, interrupted: true });
+      await deliverReply({ db, clients: new Map([['slack', client]]), log }, again!, 'next');
+      expect(lookedUp).toEqual([claimed?.reply_id]);
+      // One post: the dead sender's, found and kept.
+      expect(platformCalls.calls.filter((call) => call.op === 'post')).toHaveLength(1);
+      const row = await db.query<{ platform_message_id: string; state: string }>(
+        'select platform_message_id, state from adapter_replies',
+      );
+      expect(row.rows).toEqual([{ platform_message_id: 'm1', state: 'delivered' }]);
+    },
+  );
 
   it('gives a message up after its last attempt, keeping it (dead) with its error', async () => {
     const platformCalls = new RecordingPlatform();
