@@ -144,7 +144,7 @@ function toStored(event: NewEvent, transcript: Transcript | null): StoredEvent {
 function storedShape(event: NewEvent, transcript: Transcript | null): StoredEvent {
   if (event.type === 'message') {
     const {
-      id,
+      id: _id,
       role: _role,
       author: _author,
       content: _content,
@@ -176,7 +176,7 @@ function storedShape(event: NewEvent, transcript: Transcript | null): StoredEven
   return {
     type: event.type,
     turn_id: event.turn_id,
-    payload: event.data as Record<string, unknown>,
+    payload: event.data,
     transcript: null,
   };
 }
