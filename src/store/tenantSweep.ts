@@ -32,3 +32,30 @@ export function recentSessionsSql(ms: string): string {
                   and x.updated_at > now() - ${ms} * interval '1 millisecond') r
             where t.tenant is not null)`;
 }
+
+/**
+ * The sessions a follower's sweep reads, as SQL parts of a statement over sessions `s`:
+ * those named (`ids`, the SQL of a text[] parameter: those that just woke up), else those
+ * written in the last `ms` milliseconds (walked tenant by tenant), else all (`ms` null).
+ * `recent` says which the input asks for; the statement is
+ * `${parts.with} select … from ${parts.from} … where … and ${parts.where}`.
+ */
+export function sweptSessions(
+  input: { sessionIds?: string[]; recentMs: number | null },
+  sql: { ids: string; ms: string },
+): { with: string; from: string; where: string } {
+  if (input.sessionIds === undefined && input.recentMs !== null) {
+    return {
+      with: `with recursive ${tenantsSql()}`,
+      from: `${recentSessionsSql(sql.ms)} r join sessions s on s.session_id = r.session_id`,
+      // No sessions named (the parameter is still the statement's).
+      where: `${sql.ids} is null`,
+    };
+  }
+  return {
+    with: '',
+    from: 'sessions s',
+    where: `(${sql.ids} is null or s.session_id = any(${sql.ids}))
+        and (${sql.ms} is null or s.updated_at > now() - ${sql.ms} * interval '1 millisecond')`,
+  };
+}
