@@ -67,7 +67,7 @@ export async function enqueueA2aPushes(
     if (!config) return { enqueued: 0 };
     const rows = await tx.query<EventRow>(
       `select ${eventRowColumns}
-         from ${eventRowsFrom()}
+         from ${eventRowsFrom}
         where e.session_id = $1 and e.sequence > $2 and e.sequence <= $3
           and e.type = any($4::text[])
         order by e.sequence`,

@@ -59,12 +59,9 @@ export const eventRowColumns = `e.sequence, e.type, e.turn_id, e.payload,
        m.raw_content`;
 
 /**
- * Journal rows `e`, each with the transcript row `m` it refers to (if any): by its offset
+ * The transcript row `m` a journal row `e` refers to (if any): by its offset
  * (`messages_transcript`), or by its id for rows written before migration 0094.
  */
-export const eventRowsFrom = (): string => `events e ${transcriptJoin}`;
-
-/** The join of `eventRowsFrom` alone, for a statement that reaches `events e` otherwise. */
 export const transcriptJoin = `left join lateral (
          select x.message_id, x.role, x.author, x.content, x.raw_content from messages x
           where x.session_id = e.session_id and x.sequence = e.sequence + e.message_offset
@@ -72,6 +69,9 @@ export const transcriptJoin = `left join lateral (
          select x.message_id, x.role, x.author, x.content, x.raw_content from messages x
           where x.message_id = e.message_id
        ) m on true`;
+
+/** Journal rows `e`, each with the transcript row `m` it refers to (`transcriptJoin`). */
+export const eventRowsFrom = `events e ${transcriptJoin}`;
 
 /** The transcript row written with the events: a delta that is its whole text refers to it. */
 export interface Transcript {

@@ -13,7 +13,7 @@ export async function readEvents(
     {
       name: 'read_events',
       text: `select ${eventRowColumns}
-               from ${eventRowsFrom()}
+               from ${eventRowsFrom}
               where e.session_id = $1 and e.sequence > $2
               order by e.sequence
               limit $3`,

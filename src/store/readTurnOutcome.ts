@@ -53,7 +53,7 @@ export async function readTurnOutcome(
         select t.state,
                (select json_build_object('type', e.type, 'payload', e.payload,
                                          'content', m.content)
-                  from ${eventRowsFrom()}
+                  from ${eventRowsFrom}
                  where e.session_id = t.session_id and e.type in ('done', 'error', 'cancelled')
                    and e.sequence > t.admitted_sequence and ${turnIdsSql('e')} ? t.turn_id
                  order by e.sequence limit 1) as terminal,

@@ -112,7 +112,7 @@ async function readAll(tx: Queryable): Promise<Snapshot> {
   // client receives it.
   const stored = await tx.query<StoredEventRow & { session_id: string }>(
     `select e.session_id, ${eventRowColumns}
-       from ${eventRowsFrom()}
+       from ${eventRowsFrom}
       order by e.session_id, e.sequence`,
   );
   const events = {
