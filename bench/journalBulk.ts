@@ -111,10 +111,10 @@ const statements = [
   `with ${turnRows}
    insert into sessions (session_id, tenant, agent, state, last_sequence, earliest_sequence,
                          input_count, input_cursor, input_tokens, output_tokens, cost_usd,
-                         created_at, updated_at, owner, visibility)
+                         created_at, updated_at, journal_since, owner, visibility)
    select s.session_id, s.tenant, '${bulkAgent}', 'idle', max(u.base + u.deltas + 4), 1,
           s.turns, s.turns, sum(u.input_tokens), sum(u.output_tokens), 0,
-          s.started, max(u.done_at), s.owner, 'tenant'
+          s.started, max(u.done_at), s.started, s.owner, 'tenant'
      from sessions_in s join turns_full u on u.i = s.i
     group by s.session_id, s.tenant, s.turns, s.started, s.owner`,
   `with ${turnRows}
@@ -122,7 +122,7 @@ const statements = [
                       admitted_sequence, message_id, answered_by, created_at, completed_at,
                       input_tokens, output_tokens, cost_usd)
    select u.tenant, u.turn_id, u.session_id, u.t, 'done',
-          sha256(convert_to('[' || to_json(u.content)::text || ',null]', 'UTF8')),
+          substring(sha256(convert_to('[' || to_json(u.content)::text || ',null]', 'UTF8')) from 1 for 16),
           u.base + 1, u.user_message_id, null, u.admitted_at, u.done_at,
           u.input_tokens, u.output_tokens, 0
      from turns_full u`,
@@ -137,8 +137,8 @@ const statements = [
           ${replySql('u')}, u.base + u.deltas + 4, u.done_at
      from turns_full u`,
   `with ${turnRows}
-   insert into events (session_id, sequence, tenant, type, turn_id, payload, at, message_offset)
-   select u.session_id, u.base + n, u.tenant,
+   insert into events (session_id, sequence, type, turn_id, payload, at, message_offset)
+   select u.session_id, u.base + n,
           case when n = 1 then 'message' when n = 2 then 'turn_started'
                when n <= u.deltas + 2 then 'text_delta' when n = u.deltas + 3 then 'usage'
                else 'done' end,

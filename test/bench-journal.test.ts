@@ -88,6 +88,7 @@ describe("the journal benchmark's bulk path", () => {
            or s.output_tokens <> (select sum(t.output_tokens) from turns t where t.session_id = s.session_id)
            or s.input_tokens <> (select sum(u.input_tokens) from usage u where u.session_id = s.session_id)
            or s.updated_at <> (select max(e.at) from events e where e.session_id = s.session_id)
+           or s.journal_since <> (select min(e.at) from events e where e.session_id = s.session_id)
            or 2 * s.input_count <> (select count(*) from messages m where m.session_id = s.session_id)`,
     );
     expect(mismatched.rows).toEqual([]);

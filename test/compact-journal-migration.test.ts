@@ -46,16 +46,16 @@ describe('migrating a journal written before 0065', () => {
                       values ('msg_user', 'acme', 's1', 't1', 'user', 'alice', 'hello there', 1),
                              ('msg_reply', 'acme', 's1', 't1', 'assistant', 'default',
                               'You said: hello there', 5)`);
-      await db.query(`insert into events (session_id, sequence, tenant, type, turn_id, payload,
+      await db.query(`insert into events (session_id, sequence, type, turn_id, payload,
                                           message_id)
-                      values ('s1', 1, 'acme', 'message', 't1', '{}', 'msg_user'),
-                             ('s1', 2, 'acme', 'turn_started', 't1',
+                      values ('s1', 1, 'message', 't1', '{}', 'msg_user'),
+                             ('s1', 2, 'turn_started', 't1',
                               '{"attempt": 1, "turn_ids": ["t1"]}', null),
-                             ('s1', 3, 'acme', 'text_delta', 't1',
+                             ('s1', 3, 'text_delta', 't1',
                               '{"delta": "You said: hello there"}', null),
-                             ('s1', 4, 'acme', 'usage', 't1',
+                             ('s1', 4, 'usage', 't1',
                               '{"model": "demo/echo", "input_tokens": 2, "output_tokens": 4}', null),
-                             ('s1', 5, 'acme', 'done', 't1', '{"turn_ids": ["t1"]}', 'msg_reply')`);
+                             ('s1', 5, 'done', 't1', '{"turn_ids": ["t1"]}', 'msg_reply')`);
       const before = await readEvents(db, 's1', 0, 100);
 
       expect(await migrate(db)).toEqual(['0065_compact_journal.sql']);

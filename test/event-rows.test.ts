@@ -127,5 +127,23 @@ describe('a turn journaled and read back', () => {
     expect(eventOf('message').message).toMatchObject({ role: 'user', content: 'hello rows' });
     expect(eventOf('text_delta').delta).toBe(eventOf('done').final_message.content);
     expect(eventOf('done').final_message.content).toContain('hello rows');
+    // The turn keeps 16 bytes of its fingerprint: a retry is the same turn, other input not.
+    const stored = await server.db.query<{ bytes: number }>(
+      `select octet_length(fingerprint) as bytes from turns where turn_id = 'rows_1'`,
+    );
+    expect(Number(stored.rows[0]?.bytes)).toBe(16);
+    const retried = await request(server.url, 'POST', '/api/v1/chat/turns', {
+      turn_id: 'rows_1',
+      session_id: sessionId,
+      message: 'hello rows',
+    });
+    expect(retried.status).toBe(202);
+    const other = await request(server.url, 'POST', '/api/v1/chat/turns', {
+      turn_id: 'rows_1',
+      session_id: sessionId,
+      message: 'hello other rows',
+    });
+    expect(other.status).toBe(409);
+    expect(other.body.error).toBe('turn_conflict');
   });
 });

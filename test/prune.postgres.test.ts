@@ -29,6 +29,7 @@ describe('pruneEvents across processes', () => {
   it('skips while another pruner holds the lock, and prunes once it is free', async () => {
     const admitted = await admit(db, { turnId: 'lock_1', message: 'old' });
     await db.query(`update events set at = now() - interval '2 days'`);
+    await db.query(`update sessions set journal_since = now() - interval '2 days'`);
     // Another process's pruner, mid-batch: it holds the pruning lock in its transaction.
     const other = new pg.Client({ connectionString: url });
     await other.connect();

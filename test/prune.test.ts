@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pruneEvents } from '../src/store/pruneEvents.js';
+import { noFollowers } from '../src/store/pruneBatches.js';
+import { pruneEvents, pruneEventsBatch } from '../src/store/pruneEvents.js';
 import { checkJournalInvariants } from './support/invariants.js';
 import { openTestDb } from './support/db.js';
 import { admit, journal, sessionRow } from './support/runtime-helpers.js';
@@ -34,6 +35,7 @@ describe('pruneEvents', () => {
     }
     // Everything so far is "old"; one more event per session is new.
     await db.query(`update events set at = now() - interval '2 days'`);
+    await db.query(`update sessions set journal_since = now() - interval '2 days'`);
     for (const [index, sessionId] of sessions.entries()) {
       await admit(db, { sessionId, turnId: `pr_${index}_new`, message: 'new' });
     }
@@ -62,8 +64,11 @@ describe('pruneEvents', () => {
   it('touches only the given tenant', async () => {
     const mine = await admit(db, { turnId: 'tenant_mine', message: 'x' });
     await db.query(`update sessions set tenant = 'other' where session_id = $1`, [mine.session_id]);
+    await db.query(`update events set at = now() - interval '2 days' where session_id = $1`, [
+      mine.session_id,
+    ]);
     await db.query(
-      `update events set tenant = 'other', at = now() - interval '2 days' where session_id = $1`,
+      `update sessions set journal_since = now() - interval '2 days' where session_id = $1`,
       [mine.session_id],
     );
     const pruned = await pruneEvents(db, {
@@ -75,7 +80,6 @@ describe('pruneEvents', () => {
     await db.query(`update sessions set tenant = 'default' where session_id = $1`, [
       mine.session_id,
     ]);
-    await db.query(`update events set tenant = 'default' where session_id = $1`, [mine.session_id]);
   });
 
   it('keeps the events a configured platform thread or webhook endpoint has not read yet', async () => {
@@ -89,6 +93,10 @@ describe('pruneEvents', () => {
     await db.query(`update events set at = now() - interval '2 days' where session_id = $1`, [
       sessionId,
     ]);
+    await db.query(
+      `update sessions set journal_since = now() - interval '2 days' where session_id = $1`,
+      [sessionId],
+    );
     // The Telegram follower folded the journal up to 4, the webhook `crm` enqueued up to 2.
     await db.query(
       `insert into adapter_threads (tenant, adapter, thread_id, session_id, followed_sequence)
@@ -121,4 +129,70 @@ describe('pruneEvents', () => {
     expect(await journal(db, sessionId)).toEqual([]);
     expect((await sessionRow(db, sessionId)).earliest_sequence).toBe(7);
   });
+  it('moves a bound that is behind the journal up to its oldest event, reading the session once', async () => {
+    const { session_id: sessionId } = await admit(db, { turnId: 'bound_0', message: 'new' });
+    // `journal_since` is a lower bound: here far below the session's only (new) event.
+    await db.query(
+      `update sessions set journal_since = now() - interval '3 days' where session_id = $1`,
+      [sessionId],
+    );
+    const options = {
+      olderThan: new Date(Date.now() - 86_400_000),
+      tenant: null,
+      batchSize: 10,
+      followers: noFollowers,
+    };
+    expect(await db.transaction((tx) => pruneEventsBatch(tx, options))).toEqual({
+      removed: { events: 0 },
+      done: false,
+      journals: 0,
+    });
+    expect(await boundAndOldest(sessionId)).toEqual({ bound: true, equal: true });
+    // Its bound is now its event's time: the next look finds nothing to read.
+    expect(await db.transaction((tx) => pruneEventsBatch(tx, options))).toEqual({
+      removed: { events: 0 },
+      done: true,
+    });
+    expect(await journal(db, sessionId)).toHaveLength(1);
+  });
+
+  it('bounds a journal pruned whole by the time of the cut, below what it journals later', async () => {
+    const { session_id: sessionId } = await admit(db, { turnId: 'whole_0', message: 'old' });
+    await db.query(`update events set at = now() - interval '2 days' where session_id = $1`, [
+      sessionId,
+    ]);
+    await db.query(
+      `update sessions set journal_since = now() - interval '2 days' where session_id = $1`,
+      [sessionId],
+    );
+    const olderThan = new Date(Date.now() - 86_400_000);
+    expect(await pruneEvents(db, { olderThan })).toEqual({
+      sessions: 1,
+      events: 1,
+      skipped: false,
+    });
+    const cut = (
+      await db.query<{ journal_since: Date }>(
+        'select journal_since from sessions where session_id = $1',
+        [sessionId],
+      )
+    ).rows[0]!.journal_since;
+    expect(cut.getTime()).toBeGreaterThan(olderThan.getTime());
+    await admit(db, { sessionId, turnId: 'whole_1', message: 'later' });
+    expect(await boundAndOldest(sessionId)).toEqual({ bound: true, equal: false });
+  });
 });
+
+/** Whether the session's `journal_since` is at or below its oldest event's time, and equal to it. */
+async function boundAndOldest(sessionId: string): Promise<{ bound: boolean; equal: boolean }> {
+  const row = (
+    await db.query<{ bound: boolean; equal: boolean }>(
+      `select s.journal_since <= min(e.at) as bound, s.journal_since = min(e.at) as equal
+         from sessions s join events e on e.session_id = s.session_id
+        where s.session_id = $1
+        group by s.journal_since`,
+      [sessionId],
+    )
+  ).rows[0];
+  return row!;
+}

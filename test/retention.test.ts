@@ -190,6 +190,7 @@ async function age(sessionId: string): Promise<void> {
   const statements = [
     `update sessions set updated_at = now() - interval '2 days' where session_id = $1`,
     `update events set at = at - interval '2 days' where session_id = $1`,
+    `update sessions set journal_since = journal_since - interval '2 days' where session_id = $1`,
     `update webhook_deliveries set created_at = created_at - interval '2 days' where session_id = $1`,
     `update adapter_replies set updated_at = updated_at - interval '2 days' where session_id = $1`,
     `update usage set at = at - interval '2 days' where session_id = $1`,
@@ -316,7 +317,6 @@ describe('retention', () => {
     );
     for (const table of [
       'sessions',
-      'events',
       'messages',
       'turns',
       'usage',
@@ -350,7 +350,8 @@ describe('retention', () => {
     const cutoff = new Date(Date.now() - 86_400_000);
     const expected = { ...zeroReport(), ...(await rowsOf(doomed)) };
     expected.events = await count(
-      `select count(*) as n from events where tenant = 'default' and at < $1`,
+      `select count(*) as n from events e join sessions s using (session_id)
+        where s.tenant = 'default' and e.at < $1`,
       [cutoff],
     );
     expected.webhook_deliveries =
@@ -532,7 +533,11 @@ describe('retention', () => {
     });
     expect(printed.code).toBe(0);
     expect(printed.stdout).toMatch(/^pruned \d+ events in \d+ sessions\n {2}events {16}\d+\n$/);
-    expect(await count(`select count(*) as n from events where tenant = 'default'`)).toBe(0);
+    expect(
+      await count(
+        `select count(*) as n from events e join sessions s using (session_id) where s.tenant = 'default'`,
+      ),
+    ).toBe(0);
   });
 });
 

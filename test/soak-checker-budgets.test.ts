@@ -266,8 +266,8 @@ describe('the budget rule finds each broken promise', () => {
     const again = { ...asked.payload, request_id: 'req_again', call_id: 'budget_again' };
     const sequence = (rows[rows.length - 1]?.sequence ?? 0) + 1;
     await server.db.query(
-      `insert into events (session_id, sequence, tenant, type, turn_id, payload)
-       values ($1, $2, 'default', 'input_required', $3, $4)`,
+      `insert into events (session_id, sequence, type, turn_id, payload)
+       values ($1, $2, 'input_required', $3, $4)`,
       [sessionId, sequence, turnId, JSON.stringify(again)],
     );
     try {
@@ -301,8 +301,8 @@ describe('the step budget rule finds a turn that did not finish once', () => {
     const sequence = (rows[rows.length - 1]?.sequence ?? 0) + 1;
     const asked = { request_id: 'req_steps', kind: 'budget_extension', call_id: 'budget_1' };
     await server.db.query(
-      `insert into events (session_id, sequence, tenant, type, turn_id, payload)
-       values ($1, $2, 'default', 'input_required', 'steps_1', $3)`,
+      `insert into events (session_id, sequence, type, turn_id, payload)
+       values ($1, $2, 'input_required', 'steps_1', $3)`,
       [sessionId, sequence, JSON.stringify(asked)],
     );
     try {
@@ -377,8 +377,8 @@ describe('the question rules on a real journal', () => {
     const rows = await events(sessionId);
     const sequence = (rows[rows.length - 1]?.sequence ?? 0) + 1;
     await server.db.query(
-      `insert into events (session_id, sequence, tenant, type, turn_id, payload)
-       values ($1, $2, 'default', 'tool_result', 'question_1', $3)`,
+      `insert into events (session_id, sequence, type, turn_id, payload)
+       values ($1, $2, 'tool_result', 'question_1', $3)`,
       [sessionId, sequence, JSON.stringify(result.payload)],
     );
     try {

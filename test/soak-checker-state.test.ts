@@ -124,8 +124,8 @@ describe('the state rules', () => {
     const sequence = (rows.rows[0]?.last ?? 0) + 1;
     const again = { data: { count: 1, by: 'state_1' }, by: 'user', actor: { user: 'x' } };
     await server.db.query(
-      `insert into events (session_id, sequence, tenant, type, turn_id, payload)
-       values ($1, $2, 'default', 'state_changed', 'state_1', $3)`,
+      `insert into events (session_id, sequence, type, turn_id, payload)
+       values ($1, $2, 'state_changed', 'state_1', $3)`,
       [sessionId, sequence, JSON.stringify(again)],
     );
     try {

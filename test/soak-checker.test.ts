@@ -171,8 +171,8 @@ async function appendCopy(
   const source = change(structuredClone(rows.find(pick)));
   const sequence = (rows[rows.length - 1]?.sequence ?? 0) + 1;
   await server.db.query(
-    `insert into events (session_id, sequence, tenant, type, turn_id, payload)
-     values ($1, $2, 'default', $3, $4, $5)`,
+    `insert into events (session_id, sequence, type, turn_id, payload)
+     values ($1, $2, $3, $4, $5)`,
     [sessionId, sequence, source.type, source.turn_id, JSON.stringify(source.payload)],
   );
   await server.db.query('update sessions set last_sequence = $2 where session_id = $1', [
@@ -217,11 +217,10 @@ describe('the soak checker finds each broken rule', () => {
       expect(result.findings.missingSequences).toBe(1);
     } finally {
       await server.db.query(
-        'insert into events (session_id, sequence, tenant, type, turn_id, payload, at, message_id, message_offset) values ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
+        'insert into events (session_id, sequence, type, turn_id, payload, at, message_id, message_offset) values ($1, $2, $3, $4, $5, $6, $7, $8)',
         [
           removed.session_id,
           removed.sequence,
-          removed.tenant,
           removed.type,
           removed.turn_id,
           JSON.stringify(removed.payload),

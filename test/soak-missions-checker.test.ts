@@ -145,8 +145,8 @@ async function appendCopy(sessionId: string, source: any): Promise<() => Promise
   );
   const sequence = (last.rows[0]?.last_sequence ?? 0) + 1;
   await server.db.query(
-    `insert into events (session_id, sequence, tenant, type, turn_id, payload)
-     values ($1, $2, 'default', $3, $4, $5)`,
+    `insert into events (session_id, sequence, type, turn_id, payload)
+     values ($1, $2, $3, $4, $5)`,
     [sessionId, sequence, source.type, source.turn_id, JSON.stringify(source.payload)],
   );
   await server.db.query('update sessions set last_sequence = $2 where session_id = $1', [

@@ -37,7 +37,9 @@ export function replayAdmission(
 ): Admission {
   const sameSession = input.sessionId === null || input.sessionId === existing.session_id;
   const sameAgent = input.agent === null || input.agent === existing.agent;
-  if (!sameSession || !sameAgent || existing.fingerprint !== fingerprint) {
+  // A turn admitted before fingerprints were 16 bytes holds the whole 32: its prefix.
+  const sameInput = existing.fingerprint.slice(0, fingerprint.length) === fingerprint;
+  if (!sameSession || !sameAgent || !sameInput) {
     throw new ParleyError('turn_conflict', 'this turn_id was already used for a different input');
   }
   return {

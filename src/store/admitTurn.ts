@@ -117,7 +117,12 @@ export async function admitTurn(db: Db, input: AdmitTurnInput): Promise<Admissio
   if (instructions !== null) covered.push({ instructions });
   if (metadata !== null) covered.push({ metadata });
   if (clientTools !== null) covered.push({ client_tools: clientTools });
-  const fingerprint = createHash('sha256').update(JSON.stringify(covered)).digest('hex');
+  // The first 16 bytes of the SHA-256 (hex): a retry of one turn_id is told apart from
+  // other input, nothing more is asked of it.
+  const fingerprint = createHash('sha256')
+    .update(JSON.stringify(covered))
+    .digest('hex')
+    .slice(0, 32);
   for (let attempt = 0; ; attempt++) {
     try {
       if (
@@ -192,8 +197,8 @@ const admitStatement: Statement = {
       insert into messages (message_id, tenant, session_id, turn_id, role, author, content, sequence)
       select $7, b.tenant, b.session_id, $3, 'user', $5, $9, b.last_sequence from bumped b
     ), event as (
-      insert into events (tenant, session_id, sequence, type, turn_id, payload, message_offset)
-      select b.tenant, b.session_id, b.last_sequence, 'message', $3, '{}'::jsonb, 0 from bumped b
+      insert into events (session_id, sequence, type, turn_id, payload, message_offset)
+      select b.session_id, b.last_sequence, 'message', $3, '{}'::jsonb, 0 from bumped b
     ), woken as (
       select b.last_sequence, b.triggers,
              ${wakeupSql("case when b.triggers then 'input' else 'events' end", 'b.session_id', 'b.last_sequence', '$10::text')} as wakeup

@@ -6,14 +6,14 @@ import { notifySql } from './wakeups.js';
 
 /**
  * The SQL that journals the events of a JSON parameter (`storedEventsJson`) right after a
- * session-row update `bumped` that returned `tenant, session_id, last_sequence` with the
+ * session-row update `bumped` that returned `session_id, last_sequence` with the
  * counter already raised by their number. Every writing statement takes the session row
  * first this way (one lock order everywhere) and allocates its sequences from it, so
  * writers to one session serialise on that row and readers never see a hole.
  */
 export function insertEventsSql(bumped: string, events: string): string {
-  return `insert into events (tenant, session_id, sequence, type, turn_id, payload, message_offset)
-    select b.tenant, b.session_id, b.last_sequence - jsonb_array_length(${events}::jsonb) + e.ordinality,
+  return `insert into events (session_id, sequence, type, turn_id, payload, message_offset)
+    select b.session_id, b.last_sequence - jsonb_array_length(${events}::jsonb) + e.ordinality,
            e.value->>'type', e.value->>'turn_id', e.value->'payload',
            case e.value->>'transcript'
              when 'self' then 0

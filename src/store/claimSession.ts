@@ -71,8 +71,8 @@ const claimStatement: Statement = {
                    'agent_revision', p.revision) end as payload
     ), inserted as (
       -- As storedEventsJson stores it: a burst of one turn leaves out its turn_ids.
-      insert into events (tenant, session_id, sequence, type, turn_id, payload)
-      select c.tenant, c.session_id, c.last_sequence, 'turn_started', c.current_turn_id,
+      insert into events (session_id, sequence, type, turn_id, payload)
+      select c.session_id, c.last_sequence, 'turn_started', c.current_turn_id,
              case when c.payload->'turn_ids' = jsonb_build_array(c.current_turn_id)
                   then c.payload - 'turn_ids' else c.payload end
         from claimed c where c.payload is not null

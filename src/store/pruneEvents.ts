@@ -1,5 +1,6 @@
 import type { Db, Queryable } from './db.js';
 import { noFollowers, pruneInBatches, type Followers, type PruneBatch } from './pruneBatches.js';
+import { tenantsSql } from './tenantSweep.js';
 
 /** Events deleted per transaction: a prune never holds locks on a large part of the journal. */
 const defaultBatchSize = 5000;
@@ -47,46 +48,80 @@ export async function pruneEventsBatch(
   options: { olderThan: Date; tenant: string | null; batchSize: number; followers: Followers },
 ): Promise<PruneBatch> {
   const { followers } = options;
-  // The oldest-first session with an old event that every follower has read; its prefix
-  // up to the newest such event.
+  // The session whose journal is the oldest (`journal_since`, a lower bound of its oldest
+  // event's time, through sessions_by_journal_age tenant by tenant) among those whose
+  // first event every follower has read.
   const cut = (
-    await tx.query<{ session_id: string; upto: number; first: number }>(
-      `select e.session_id, s.earliest_sequence as first,
-              least((select max(n.sequence) from events n
-                      where n.session_id = e.session_id and n.at < $1),
-                    -- least() ignores nulls: no follower, no bound.
-                    f.folded, f.enqueued) as upto
-         from events e
-         join sessions s on s.session_id = e.session_id
+    await tx.query<{
+      session_id: string;
+      first: number;
+      folded: number | null;
+      enqueued: number | null;
+    }>(
+      `with recursive ${tenantsSql(options.tenant === null ? null : '$2')}
+       select c.session_id, c.first, c.folded, c.enqueued
+         from tenants t
          cross join lateral (
-           select (select min(a.followed_sequence) from adapter_threads a
-                    where a.session_id = e.session_id and a.adapter = any($3::text[])) as folded,
-                  (select min(w.followed_sequence) from webhook_streams w
-                    where w.session_id = e.session_id and w.webhook = any($4::text[])) as enqueued
-         ) f
-        where e.at < $1 and ($2::text is null or e.tenant = $2)
-          and e.sequence <= coalesce(f.folded, e.sequence)
-          and e.sequence <= coalesce(f.enqueued, e.sequence)
-        order by e.at
+           select s.session_id, s.earliest_sequence as first, s.journal_since, f.folded, f.enqueued
+             from sessions s
+             cross join lateral (
+               select (select min(a.followed_sequence) from adapter_threads a
+                        where a.session_id = s.session_id and a.adapter = any($3::text[])) as folded,
+                      (select min(w.followed_sequence) from webhook_streams w
+                        where w.session_id = s.session_id and w.webhook = any($4::text[])) as enqueued
+             ) f
+            where s.tenant = t.tenant and ($2::text is null or s.tenant = $2)
+              and s.journal_since < $1
+              and s.earliest_sequence <= coalesce(f.folded, s.earliest_sequence)
+              and s.earliest_sequence <= coalesce(f.enqueued, s.earliest_sequence)
+            order by s.journal_since
+            limit 1) c
+        where t.tenant is not null
+        order by c.journal_since
         limit 1`,
       [options.olderThan, options.tenant, followers.adapters, followers.webhooks],
     )
   ).rows[0];
   if (!cut) return { removed: { events: 0 }, done: true };
-  const upto = Math.min(cut.upto, cut.first + options.batchSize - 1);
   // The session row first, as every writer does (one lock order everywhere).
   await tx.query('select 1 from sessions where session_id = $1 for update', [cut.session_id]);
-  const deleted = await tx.query('delete from events where session_id = $1 and sequence <= $2', [
-    cut.session_id,
-    upto,
-  ]);
+  // Up to its newest old event (a prefix: an event's time follows its sequence to within
+  // the length of a transaction), no further than a follower has read nor than a batch.
+  const old = (
+    await tx.query<{ upto: number | null }>(
+      'select max(sequence) as upto from events where session_id = $1 and at < $2',
+      [cut.session_id, options.olderThan],
+    )
+  ).rows[0]?.upto;
+  const whole = old === null || old === undefined ? null : leastOf(old, cut.folded, cut.enqueued);
+  const upto = whole === null ? null : leastOf(whole, Number(cut.first) + options.batchSize - 1);
+  const deleted =
+    upto === null
+      ? { rowCount: 0 }
+      : await tx.query('delete from events where session_id = $1 and sequence <= $2', [
+          cut.session_id,
+          upto,
+        ]);
+  // The session's new bound: its oldest remaining event's time, or now when none remain
+  // (anything journaled later is newer). A session without an old event is not read again.
   await tx.query(
-    'update sessions set earliest_sequence = greatest(earliest_sequence, $2 + 1) where session_id = $1',
+    `update sessions
+        set earliest_sequence = greatest(earliest_sequence, coalesce($2::bigint, 0) + 1),
+            journal_since = coalesce((select e.at from events e
+                                       where e.session_id = $1 and e.sequence > coalesce($2::bigint, 0)
+                                       order by e.sequence limit 1), now())
+      where session_id = $1`,
     [cut.session_id, upto],
   );
   return {
     removed: { events: deleted.rowCount },
     done: false,
-    journals: upto === cut.upto ? 1 : 0,
+    journals: upto !== null && upto === whole ? 1 : 0,
   };
+}
+
+/** The least of the bounds that are set, as SQL's least() ignores nulls (bigints may be text). */
+function leastOf(...bounds: (number | string | null)[]): number | null {
+  const set = bounds.filter((bound) => bound !== null).map(Number);
+  return set.length > 0 ? Math.min(...set) : null;
 }

@@ -32,11 +32,12 @@ export async function readFeedEvents(
   fromMs: number,
 ): Promise<FeedEventRow[]> {
   const found = await db.query<FeedEventRow>(
-    `select session_id, sequence::int as sequence, type,
-            at >= to_timestamp($3::double precision / 1000) as owed
-       from events
-      where tenant = $1 and type = any($2::text[])
-        and at >= to_timestamp(($3::double precision - $4) / 1000)`,
+    `select e.session_id, e.sequence::int as sequence, e.type,
+            e.at >= to_timestamp($3::double precision / 1000) as owed
+       from events e
+       join sessions s on s.session_id = e.session_id
+      where s.tenant = $1 and e.type = any($2::text[])
+        and e.at >= to_timestamp(($3::double precision - $4) / 1000)`,
     [tenant, [...userFeedTypes], fromMs, lookBackMs],
   );
   return found.rows;
