@@ -315,13 +315,7 @@ describe('retention', () => {
         where session_id = $1`,
       [leased],
     );
-    for (const table of [
-      'sessions',
-      'messages',
-      'turns',
-      'usage',
-      'webhook_deliveries',
-    ]) {
+    for (const table of ['sessions', 'messages', 'turns', 'usage', 'webhook_deliveries']) {
       await server.db.query(`update ${table} set tenant = 'other' where session_id = $1`, [
         foreign,
       ]);

@@ -1,6 +1,7 @@
 import type { Queryable } from './db.js';
 import { projectionSelect, toProjection, type SessionProjection } from './getSession.js';
 import { viewerParams, visibleSql, type Viewer } from './visibility.js';
+import { activeSql, activityOrder } from './activity.js';
 
 export interface SessionPage {
   items: SessionProjection[];
@@ -32,13 +33,14 @@ export async function listSessions(
   let after = '';
   if (options.cursor) {
     params.push(options.cursor.updatedAt, options.cursor.sessionId);
-    after = 'and (s.updated_at, s.session_id) < ($8::timestamptz, $9)';
+    after = `and ${activeSql('s', '<=', '$8::timestamptz')}
+        and (s.updated_at, s.session_id) < ($8::timestamptz, $9)`;
   }
   const found = await db.query<Parameters<typeof toProjection>[0]>(
     `${projectionSelect}
       where s.tenant = $1 and ${visibleSql('s', 3)}
         and ($7::text is null or s.workspace_id = $7) ${after}
-      order by s.updated_at desc, s.session_id desc
+      order by ${activityOrder('s', 'desc')}, s.session_id desc
       limit $2`,
     params,
   );

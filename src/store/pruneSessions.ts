@@ -1,6 +1,7 @@
 import type { Queryable } from './db.js';
 import { tenantsSql } from './tenantSweep.js';
 import type { Followers, PruneBatch } from './pruneBatches.js';
+import { activeSql, activityOrder } from './activity.js';
 
 /** Every table whose rows a session's deletion removes, in the report's order. */
 export const sessionTables = [
@@ -50,7 +51,7 @@ export async function pruneSessions(
          from tenants t
          cross join lateral (
            select s.session_id, s.tenant, s.updated_at from sessions s
-            where s.tenant = t.tenant and s.updated_at < $1
+            where s.tenant = t.tenant and ${activeSql('s', '<', '$1::timestamptz')}
               -- No queued turn: the cursor never passes the count, so <= holds exactly when
               -- they are equal. Written <= because PostgreSQL estimates a comparison of two
               -- columns by = at 0.5 % of the rows and by <= at a third: with = it expected a
@@ -84,7 +85,7 @@ export async function pruneSessions(
               and not exists (select 1 from executions x, jsonb_each_text(x.resolvers) r
                                where x.tenant = s.tenant and x.ended_at is null
                                  and r.value = s.session_id)
-            order by s.updated_at
+            order by ${activityOrder('s', 'asc')}
             limit $3
             for update of s skip locked) c
         where t.tenant is not null and ($2::text is null or t.tenant = $2)

@@ -1,8 +1,11 @@
+import { activeSql } from './activity.js';
+
 /**
- * Sweeps across tenants through `sessions_by_activity (tenant, updated_at)`, the one index
- * of sessions by time: a statement that looks for sessions written recently (or long ago)
- * in every tenant walks that index tenant by tenant instead of keeping a second index on
- * `updated_at` alone, which every journaling statement (three a turn) would add an entry to.
+ * Sweeps across tenants through `sessions_by_activity` (tenant, the second of `updated_at`:
+ * activity.ts), the one index of sessions by time: a statement that looks for sessions
+ * written recently (or long ago) in every tenant walks that index tenant by tenant instead
+ * of keeping a second index on `updated_at` alone, which every journaling statement (three
+ * a turn) would add an entry to.
  *
  * `tenantsSql` is a recursive common table expression (the statement begins `with
  * recursive`) of the tenants that have sessions, found by skipping from one tenant to the
@@ -29,7 +32,7 @@ export function recentSessionsSql(ms: string): string {
              cross join lateral (
                select x.session_id from sessions x
                 where x.tenant = t.tenant
-                  and x.updated_at > now() - ${ms} * interval '1 millisecond') r
+                  and ${activeSql('x', '>', `(now() - ${ms} * interval '1 millisecond')`)}) r
             where t.tenant is not null)`;
 }
 

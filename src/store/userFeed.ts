@@ -2,6 +2,7 @@ import type { ParleyEvent } from '../protocol/events.js';
 import type { Queryable } from './db.js';
 import { eventRowColumns, toWireEvent, transcriptJoin, type EventRow } from './eventRows.js';
 import { viewerParams, visibleSql, type Viewer } from './visibility.js';
+import { activeSql } from './activity.js';
 
 /**
  * The journal events a person's screens follow across sessions (the user stream, `GET
@@ -60,7 +61,7 @@ export async function readUserFeed(
                from sessions s
                join events e on e.session_id = s.session_id
                ${transcriptJoin}
-              where s.tenant = $1 and s.updated_at >= $2 and ${visibleSql('s', 3)}
+              where s.tenant = $1 and ${activeSql('s', '>=', '$2::timestamptz')} and ${visibleSql('s', 3)}
                 and e.at >= $2 and e.type = any($7::text[])
                 and ($9::timestamptz is null or (e.at, e.session_id, e.sequence) > ($9, $10, $11))
               order by e.at, e.session_id, e.sequence
