@@ -119,11 +119,11 @@ const statements = [
     group by s.session_id, s.tenant, s.turns, s.started, s.owner`,
   `with ${turnRows}
    insert into turns (tenant, turn_id, session_id, position, state, fingerprint,
-                      admitted_sequence, message_id, answered_by, created_at, completed_at,
+                      admitted_sequence, answered_by, created_at, completed_at,
                       input_tokens, output_tokens, cost_usd)
    select u.tenant, u.turn_id, u.session_id, u.t, 'done',
           substring(sha256(convert_to('[' || to_json(u.content)::text || ',null]', 'UTF8')) from 1 for 16),
-          u.base + 1, u.user_message_id, null, u.admitted_at, u.done_at,
+          u.base + 1, null, u.admitted_at, u.done_at,
           u.input_tokens, u.output_tokens, 0
      from turns_full u`,
   `with ${turnRows}

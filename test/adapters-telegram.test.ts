@@ -82,7 +82,7 @@ describe('Telegram through the Chat SDK', () => {
     expect((await send(update)).status).toBe(200);
     const turns = await server.db.query<{ attachments: string[]; session_id: string }>(
       `select t.attachments, t.session_id from turns t
-         join messages m on m.message_id = t.message_id
+         join messages m on m.session_id = t.session_id and m.sequence = t.admitted_sequence
         where m.content = 'what is in this picture?'`,
     );
     expect(turns.rows).toHaveLength(1);
@@ -115,7 +115,8 @@ describe('Telegram through the Chat SDK', () => {
       const said = await until(
         () =>
           server.db.query<{ content: string; attachments: string[] | null }>(
-            `select m.content, t.attachments from messages m join turns t on t.message_id = m.message_id
+            `select m.content, t.attachments from messages m
+               join turns t on t.session_id = m.session_id and t.admitted_sequence = m.sequence
               where m.content like $1`,
             [`look ${fileId}%`],
           ),

@@ -95,7 +95,10 @@ describe("the journal benchmark's bulk path", () => {
     const turns = await db.query(
       `select t.turn_id from turns t
         where t.answered_by is not null or t.state <> 'done'
-           or t.admitted_sequence <> (select m.sequence from messages m where m.message_id = t.message_id)
+           or t.message_id is not null
+           or not exists (select 1 from messages m where m.session_id = t.session_id
+                           and m.sequence = t.admitted_sequence and m.role = 'user'
+                           and m.turn_id = t.turn_id)
            or not exists (select 1 from events e where e.session_id = t.session_id
                            and e.sequence = t.admitted_sequence and e.type = 'message'
                            and e.message_offset = 0)`,

@@ -3,29 +3,18 @@ import { describe, expect, it } from 'vitest';
 import { ParleyError } from '../src/errors.js';
 import { admitTurn, type AdmitTurnInput } from '../src/store/admitTurn.js';
 import { migrate } from '../src/store/migrate.js';
-import { openPglite } from '../src/store/pglite.js';
-import { openPostgres } from '../src/store/postgres.js';
 import { readEvents } from '../src/store/readEvents.js';
 import { trustedViewer } from '../src/store/visibility.js';
-import { freshStorage } from './support/db.js';
+import { openBeforeMigration } from './support/db.js';
 
 // Migration 0065 stores a turn's fingerprint as bytes. A turn admitted before it must still
 // be recognised by a retry (same input: the same answer; other input: a conflict), and the
 // journal written before it must read exactly as it did.
 describe('migrating a journal written before 0065', () => {
   it('reads the same events and replays the same admissions', async () => {
-    const fresh = await freshStorage({ empty: true });
-    const db = fresh.storage.url
-      ? await openPostgres(fresh.storage.url, 2)
-      : await openPglite(fresh.storage.dataDir);
+    // Every migration but 0065 first: the database as the previous version left it.
+    const { db, close } = await openBeforeMigration(65);
     try {
-      // Every migration but 0065 first: the database as the previous version left it.
-      await db.query(`create table parley_migrations (
-        id integer primary key, name text not null, applied_at timestamptz not null default now())`);
-      await db.query(`insert into parley_migrations (id, name) values (65, 'held back')`);
-      await migrate(db);
-      await db.query('delete from parley_migrations where id = 65');
-
       // One answered turn as the previous version wrote it: a hex fingerprint, the reply's
       // text in its delta and in the transcript, `message` and `done` referring to their rows.
       const message = 'hello there';
@@ -98,8 +87,7 @@ describe('migrating a journal written before 0065', () => {
       // Nothing was written by either retry.
       expect((await readEvents(db, 's1', 0, 100)).length).toBe(5);
     } finally {
-      await db.close();
-      await fresh.drop();
+      await close();
     }
   });
 });

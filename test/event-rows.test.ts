@@ -127,11 +127,12 @@ describe('a turn journaled and read back', () => {
     expect(eventOf('message').message).toMatchObject({ role: 'user', content: 'hello rows' });
     expect(eventOf('text_delta').delta).toBe(eventOf('done').final_message.content);
     expect(eventOf('done').final_message.content).toContain('hello rows');
-    // The turn keeps 16 bytes of its fingerprint: a retry is the same turn, other input not.
-    const stored = await server.db.query<{ bytes: number }>(
-      `select octet_length(fingerprint) as bytes from turns where turn_id = 'rows_1'`,
+    // The turn keeps 16 bytes of its fingerprint (a retry is the same turn, other input
+    // not) and no message id: its user message is the transcript row at its sequence.
+    const stored = await server.db.query<{ bytes: number; message_id: string | null }>(
+      `select octet_length(fingerprint) as bytes, message_id from turns where turn_id = 'rows_1'`,
     );
-    expect(Number(stored.rows[0]?.bytes)).toBe(16);
+    expect(stored.rows[0]).toEqual({ bytes: 16, message_id: null });
     const retried = await request(server.url, 'POST', '/api/v1/chat/turns', {
       turn_id: 'rows_1',
       session_id: sessionId,

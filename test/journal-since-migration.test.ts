@@ -1,9 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { migrate } from '../src/store/migrate.js';
-import { openPglite } from '../src/store/pglite.js';
-import { openPostgres } from '../src/store/postgres.js';
 import { pruneEvents } from '../src/store/pruneEvents.js';
-import { freshStorage } from './support/db.js';
+import { openBeforeMigration } from './support/db.js';
 
 // Migration 0095 bounds each session's journal by time on the session row
 // (`journal_since`) instead of indexing every event by it, and drops `events.tenant`. A
@@ -11,18 +9,9 @@ import { freshStorage } from './support/db.js';
 // rule still finds every old event, and nothing newer.
 describe('migrating a journal written before 0095', () => {
   it('bounds each journal by its first event, and the age rule prunes what it did before', async () => {
-    const fresh = await freshStorage({ empty: true });
-    const db = fresh.storage.url
-      ? await openPostgres(fresh.storage.url, 2)
-      : await openPglite(fresh.storage.dataDir);
+    // Every migration but 0095 first: the database as the previous version left it.
+    const { db, close } = await openBeforeMigration(95);
     try {
-      // Every migration but 0095 first: the database as the previous version left it.
-      await db.query(`create table parley_migrations (
-        id integer primary key, name text not null, applied_at timestamptz not null default now())`);
-      await db.query(`insert into parley_migrations (id, name) values (95, 'held back')`);
-      await migrate(db);
-      await db.query('delete from parley_migrations where id = 95');
-
       // `pruned`: created ten days ago, its journal cut back to events 3 and 4 (five and one
       // days old); `empty`: its journal cut back whole; `fresh`: one event of today.
       await db.query(`insert into sessions (session_id, tenant, agent, last_sequence,
@@ -65,8 +54,7 @@ describe('migrating a journal written before 0095', () => {
         'pruned:4',
       ]);
     } finally {
-      await db.close();
-      await fresh.drop();
+      await close();
     }
   });
 });

@@ -76,7 +76,7 @@ const parts = (chatId: number, messageId: number) => [
 async function userTurns(text: string) {
   return server.db.query<{ turn_id: string; state: string; session_id: string }>(
     `select t.turn_id, t.state, t.session_id from turns t
-       join messages m on m.message_id = t.message_id
+       join messages m on m.session_id = t.session_id and m.sequence = t.admitted_sequence
       where m.content = $1 and m.role = 'user'`,
     [text],
   );

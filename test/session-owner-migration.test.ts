@@ -1,24 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { migrate } from '../src/store/migrate.js';
-import { openPglite } from '../src/store/pglite.js';
-import { openPostgres } from '../src/store/postgres.js';
-import { freshStorage } from './support/db.js';
+import { openBeforeMigration } from './support/db.js';
 
 // Migration 0060 gives sessions an owner and a visibility. Sessions that existed before it
 // keep today's behaviour (tenant-visible), except personal sessions: their user's, private.
 describe('migrating sessions made before owners and visibility', () => {
   it('keeps them tenant-visible, makes personal sessions private, fills certain owners', async () => {
-    const fresh = await freshStorage({ empty: true });
-    const db = fresh.storage.url
-      ? await openPostgres(fresh.storage.url, 2)
-      : await openPglite(fresh.storage.dataDir);
+    // Every migration but 0060 first: the database as the previous version left it.
+    const { db, close } = await openBeforeMigration(60);
     try {
-      // Every migration but 0060 first: the database as the previous version left it.
-      await db.query(`create table parley_migrations (
-        id integer primary key, name text not null, applied_at timestamptz not null default now())`);
-      await db.query(`insert into parley_migrations (id, name) values (60, 'held back')`);
-      await migrate(db);
-      await db.query('delete from parley_migrations where id = 60');
       await db.query(`insert into sessions (session_id, tenant, agent, title)
                       values ('s_plain', 'acme', 'default', 'shared'),
                              ('s_personal', 'acme', 'coach', 'coach (personal)'),
@@ -43,8 +33,7 @@ describe('migrating sessions made before owners and visibility', () => {
         { session_id: 's_plain', owner: null, visibility: 'tenant', members: [] },
       ]);
     } finally {
-      await db.close();
-      await fresh.drop();
+      await close();
     }
   });
 });

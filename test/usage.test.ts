@@ -7,10 +7,8 @@ import { streamStep } from '../src/runtime/modelStep.js';
 import { usageRecord } from '../src/runtime/usageRecord.js';
 import { recordUsage, type UsageRecord } from '../src/store/recordUsage.js';
 import { migrate } from '../src/store/migrate.js';
-import { openPglite } from '../src/store/pglite.js';
-import { openPostgres } from '../src/store/postgres.js';
 import { ProviderServer } from './support/providerServer.js';
-import { freshStorage } from './support/db.js';
+import { openBeforeMigration } from './support/db.js';
 import { fixtureEnv, kindCases, kindConfig } from './support/providerKinds.js';
 import { until } from './support/poll.js';
 import { request, startTestServer, type TestServer } from './support/server.js';
@@ -450,17 +448,9 @@ describe('usage per user and per day', () => {
 
 describe('migration 0082: the user of usage rows written before it', () => {
   it('is the turn’s author, else the session’s owner, else null', async () => {
-    const fresh = await freshStorage({ empty: true });
-    const db = fresh.storage.url
-      ? await openPostgres(fresh.storage.url, 2)
-      : await openPglite(fresh.storage.dataDir);
+    // Every migration but 0082 first: the database as the previous version left it.
+    const { db, close } = await openBeforeMigration(82);
     try {
-      // Every migration but 0082 first: the database as the previous version left it.
-      await db.query(`create table parley_migrations (
-        id integer primary key, name text not null, applied_at timestamptz not null default now())`);
-      await db.query(`insert into parley_migrations (id, name) values (82, 'held back')`);
-      await migrate(db);
-      await db.query('delete from parley_migrations where id = 82');
       await db.query(`insert into sessions (session_id, tenant, agent, owner)
                       values ('s1', 'acme', 'default', 'olga'), ('s2', 'acme', 'default', null)`);
       await db.query(`insert into messages (message_id, tenant, session_id, turn_id, role, author,
@@ -484,8 +474,7 @@ describe('migration 0082: the user of usage rows written before it', () => {
         { model: 'm/turn', user_name: 'pat' },
       ]);
     } finally {
-      await db.close();
-      await fresh.drop();
+      await close();
     }
   });
 });

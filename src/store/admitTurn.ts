@@ -189,9 +189,9 @@ const admitStatement: Statement = {
                  coalesce(($8::jsonb ->> s.agent)::boolean, true) as triggers
     ), turn as (
       insert into turns (tenant, turn_id, session_id, position, state, fingerprint,
-                         admitted_sequence, message_id)
+                         admitted_sequence)
       select b.tenant, $3, b.session_id, case when b.triggers then b.input_count end,
-             case when b.triggers then 'queued' else 'stored' end, decode($6, 'hex'), b.last_sequence, $7
+             case when b.triggers then 'queued' else 'stored' end, decode($6, 'hex'), b.last_sequence
         from bumped b
     ), message as (
       insert into messages (message_id, tenant, session_id, turn_id, role, author, content, sequence)
@@ -365,9 +365,8 @@ async function admitOnce(
   const messageId = newMessageId();
   await tx.query(
     `insert into turns (tenant, turn_id, session_id, position, state, fingerprint, admitted_sequence,
-                        message_id, option, attachments, agent_revision, instructions, metadata,
-                        client_tools)
-     values ($1, $2, $3, $4, $5, decode($6, 'hex'), $7, $8, $9, $10, $11, $12, $13, $14)`,
+                        option, attachments, agent_revision, instructions, metadata, client_tools)
+     values ($1, $2, $3, $4, $5, decode($6, 'hex'), $7, $8, $9, $10, $11, $12, $13)`,
     [
       input.tenant,
       input.turnId,
@@ -376,7 +375,6 @@ async function admitOnce(
       triggers ? 'queued' : 'stored',
       fingerprint,
       sequence,
-      messageId,
       input.option === null ? null : JSON.stringify(input.option),
       attachments.length === 0 ? null : JSON.stringify(attachments),
       input.agentRevision ?? null,

@@ -31,9 +31,10 @@ export interface QueuedTurn {
  */
 export function queuedTurnsSql(session: string, limit: string): string {
   return `select coalesce(json_agg(q order by q.position), '[]'::json) from (
-            select t.turn_id, t.position, t.admitted_sequence, t.message_id, m.author, m.content,
+            select t.turn_id, t.position, t.admitted_sequence, m.message_id, m.author, m.content,
                    t.option, t.attachments, t.agent_revision, t.instructions, t.client_tools
-              from turns t join messages m on m.message_id = t.message_id
+              from turns t
+              join messages m on m.session_id = t.session_id and m.sequence = t.admitted_sequence
              where t.session_id = ${session}.session_id and t.position > ${session}.input_cursor
                and t.state in ('queued', 'running')
              order by t.position

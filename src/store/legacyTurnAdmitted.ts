@@ -11,7 +11,8 @@ export async function legacyTurnAdmitted(
   turn: { tenant: string; turnId: string; sessionId: string; author: string; message: string },
 ): Promise<boolean> {
   const found = await db.query(
-    `select 1 from turns t join messages m on m.message_id = t.message_id
+    `select 1 from turns t
+       join messages m on m.session_id = t.session_id and m.sequence = t.admitted_sequence
       where t.tenant = $1 and t.turn_id = $2 and t.session_id = $3
         and m.author = $4 and m.content = $5`,
     [turn.tenant, turn.turnId, turn.sessionId, turn.author, turn.message],

@@ -98,3 +98,30 @@ export async function openTestDb(): Promise<{ db: Db; close: () => Promise<void>
     },
   };
 }
+
+/**
+ * Opens a fresh database migrated by every migration but `held`: the database as the
+ * version before that migration left it (the migrations after it applied too, as an
+ * upgrade that skipped it would). The test then writes rows of that time and calls
+ * `migrate(db)`, which applies `held` alone.
+ */
+export async function openBeforeMigration(
+  held: number,
+): Promise<{ db: Db; close: () => Promise<void> }> {
+  const fresh = await freshStorage({ empty: true });
+  const db = fresh.storage.url
+    ? await openPostgres(fresh.storage.url, 2)
+    : await openPglite(fresh.storage.dataDir);
+  await db.query(`create table parley_migrations (
+    id integer primary key, name text not null, applied_at timestamptz not null default now())`);
+  await db.query(`insert into parley_migrations (id, name) values ($1, 'held back')`, [held]);
+  await migrate(db);
+  await db.query('delete from parley_migrations where id = $1', [held]);
+  return {
+    db,
+    close: async () => {
+      await db.close();
+      await fresh.drop();
+    },
+  };
+}

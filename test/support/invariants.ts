@@ -76,7 +76,9 @@ async function checkSnapshot(db: Queryable): Promise<void> {
   expect(duplicates.rows, 'no duplicate transcript rows').toEqual([]);
   const userRows = await db.query<{ missing: number }>(
     `select count(*)::int as missing from turns t
-      where not exists (select 1 from messages m where m.message_id = t.message_id and m.role = 'user')`,
+      where not exists (select 1 from messages m
+                         where m.session_id = t.session_id and m.sequence = t.admitted_sequence
+                           and m.role = 'user' and m.turn_id = t.turn_id)`,
   );
   expect(userRows.rows[0]?.missing, 'every turn has its user message').toBe(0);
 }
