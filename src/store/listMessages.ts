@@ -38,7 +38,7 @@ export async function listMessages(
        from messages m
        left join turns t on m.role = 'assistant' and t.tenant = m.tenant and t.turn_id = m.turn_id
        left join turns p on m.role = 'user' and p.tenant = m.tenant and p.turn_id = m.turn_id
-                        and p.message_id = m.message_id
+                        and p.session_id = m.session_id and p.admitted_sequence = m.sequence
        left join users u on m.role = 'user' and u.tenant = m.tenant and u.user_name = m.author
       where m.tenant = $1 and m.session_id = $2 and m.sequence < $3
       order by m.sequence desc, m.role desc

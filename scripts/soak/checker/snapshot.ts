@@ -32,12 +32,12 @@ export interface TurnRow {
   position: number | null;
   state: string;
   admitted_sequence: number;
-  message_id: string;
 }
 
 export interface MessageRow {
   message_id: string;
   session_id: string;
+  sequence: number;
   turn_id: string | null;
   role: string;
   content: string;
@@ -100,11 +100,11 @@ async function readAll(tx: Queryable): Promise<Snapshot> {
        from sessions order by session_id`,
   );
   const turns = await tx.query<TurnRow>(
-    `select turn_id, session_id, position, state, admitted_sequence, message_id
+    `select turn_id, session_id, position, state, admitted_sequence
        from turns order by session_id, position`,
   );
   const messages = await tx.query<MessageRow>(
-    `select message_id, session_id, turn_id, role, content from messages
+    `select message_id, session_id, sequence, turn_id, role, content from messages
       order by session_id, sequence`,
   );
   // Through the store's own rebuild: `message` and `done` events keep their text in the

@@ -37,13 +37,18 @@ export function checkTranscript(journal: Journal, findings: Findings): void {
     list.push(event);
   }
   const messageIds = new Map(messages.map((message) => [message.message_id, message]));
+  // A turn's user message is the transcript row at the sequence it was admitted at.
+  const at = (sessionId: string, sequence: number) => `${sessionId} ${Number(sequence)}`;
+  const bySequence = new Map(
+    messages.map((message) => [at(message.session_id, message.sequence), message]),
+  );
   for (const turn of turns) {
-    const row = messageIds.get(turn.message_id);
+    const row = bySequence.get(at(turn.session_id, turn.admitted_sequence));
     if (!row || row.role !== 'user' || row.turn_id !== turn.turn_id) {
       findings.add(
         'lost',
         'user message kept',
-        `turn ${turn.turn_id} has no user transcript row ${turn.message_id}`,
+        `turn ${turn.turn_id} has no user transcript row at ${turn.admitted_sequence}`,
       );
     }
     const events = userEvents.get(turn.turn_id) ?? [];
