@@ -9,7 +9,10 @@ export function activitySql(instant: string): string {
   return `date_bin('1 second', ${instant}, timestamptz '2000-01-01 00:00:00+00')`;
 }
 
-/** `<alias>.updated_at` at or after (`>=`), after (`>`), before (`<`) … an instant's SQL. */
+/**
+ * `<alias>.updated_at <op> <instant>` (SQL), with the index's key bounded too: the second
+ * at or after the instant's for `>=` and `>`, at or before it for `<=` and `<`.
+ */
 export function activeSql(alias: string, op: '>=' | '>' | '<' | '<=', instant: string): string {
   const keyOp = op === '>' ? '>=' : op === '<' ? '<=' : op;
   return `${activitySql(`${alias}.updated_at`)} ${keyOp} ${activitySql(instant)}

@@ -87,14 +87,14 @@ export async function pruneEventsBatch(
   await tx.query('select 1 from sessions where session_id = $1 for update', [cut.session_id]);
   // Up to its newest old event (a prefix: an event's time follows its sequence to within
   // the length of a transaction), no further than a follower has read nor than a batch.
-  const old = (
-    await tx.query<{ upto: number | null }>(
-      'select max(sequence) as upto from events where session_id = $1 and at < $2',
-      [cut.session_id, options.olderThan],
-    )
-  ).rows[0]?.upto;
-  const whole = old === null || old === undefined ? null : leastOf(old, cut.folded, cut.enqueued);
-  const upto = whole === null ? null : leastOf(whole, Number(cut.first) + options.batchSize - 1);
+  const found = await tx.query<{ whole: number | string | null }>(
+    `select case when max(sequence) is not null
+                 then least(max(sequence), $3::bigint, $4::bigint) end as whole
+       from events where session_id = $1 and at < $2`,
+    [cut.session_id, options.olderThan, cut.folded, cut.enqueued],
+  );
+  const whole = found.rows[0]?.whole == null ? null : Number(found.rows[0].whole);
+  const upto = whole === null ? null : Math.min(whole, Number(cut.first) + options.batchSize - 1);
   const deleted =
     upto === null
       ? { rowCount: 0 }
@@ -118,10 +118,4 @@ export async function pruneEventsBatch(
     done: false,
     journals: upto !== null && upto === whole ? 1 : 0,
   };
-}
-
-/** The least of the bounds that are set, as SQL's least() ignores nulls (bigints may be text). */
-function leastOf(...bounds: (number | string | null)[]): number | null {
-  const set = bounds.filter((bound) => bound !== null).map(Number);
-  return set.length > 0 ? Math.min(...set) : null;
 }
