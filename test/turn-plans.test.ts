@@ -49,7 +49,7 @@ describe("a turn's statements on a cold table", () => {
   it('commit_turn finds the turn by tenant and turn_id', async () => {
     const plan = await genericPlan(
       commitTurnStatement,
-      `'s', 'token', '[]', null, 1, array['t'], 'm', 'a', 'c', null, null, null, 0, 0, 0, '[]', 'default'`,
+      `'s', 'token', '[]', null, 1, array['t'], 'm', 'a', 'c', null, null, null, 0, 0, 0, '[]', 'default', 'u'`,
     );
     expect(plan).toMatch(/Index Cond: .*tenant = \$17\).*turn_id = \(\$6\)\[1\]/);
     expect(plan).not.toMatch(/Filter: .*turn_id = ANY/);

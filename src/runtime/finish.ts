@@ -44,6 +44,7 @@ export function closingMessage(
     rawContent: agent.completionText === null ? null : text,
     options: reply.options ? { request_id: newRequestId(), choices: reply.options } : null,
     usage: reply.usage,
+    user: ref.author,
     tail: reply.tail,
     before: reply.before ?? [],
     effects: {

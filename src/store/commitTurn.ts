@@ -62,7 +62,7 @@ const commitText = (closed: string) => `
         from bumped b
        where ${closed}
     ), billed as (
-      ${insertUsageSql('bumped', '$16', '($6::text[])[1]')}
+      ${insertUsageSql('bumped', '$16', '($6::text[])[1]', '$18::text')}
     ), settled as (
       ${settleReservationsSql('bumped')}
     )
@@ -96,6 +96,11 @@ export async function commitTurn(
     /** Options offered with the reply (request id made by the caller). */
     options: OptionsOffer | null;
     usage: Usage[];
+    /**
+     * Whom the usage is billed to: the lead turn's author, which the worker read with the
+     * turn. Without it the statement reads the author among the session's messages.
+     */
+    user?: string | null;
     /** What the step streamed and is not journaled yet (the delta buffer's tail). */
     tail: NewEvent[];
     /** Events that come before the usage and `done` (the scope gate's verdict). */
@@ -155,6 +160,7 @@ export async function commitTurn(
     totals.cost_usd,
     usageJson(burst.usage),
     lease.tenant,
+    burst.user ?? null,
   ];
   const effects = burst.effects;
   const commit = (q: Queryable) =>

@@ -24,11 +24,19 @@ export function usageUserSql(tenant: string, sessionId: string, turnId: string):
  * session_id, agent`: a statement that journals a step's `usage` events writes its rows in
  * the same statement, so a call is billed exactly when its step's writes apply.
  */
-export function insertUsageSql(bumped: string, rows: string, turnId: string): string {
+export function insertUsageSql(
+  bumped: string,
+  rows: string,
+  turnId: string,
+  /** The user as a text parameter the caller knows (null: read as `usageUserSql` reads it). */
+  user: string | null = null,
+): string {
+  const read = usageUserSql('b.tenant', 'b.session_id', turnId);
   return `insert into usage (tenant, session_id, turn_id, agent, user_name, model, purpose, outcome,
                              input_tokens, output_tokens, cached_input_tokens, reasoning_tokens,
                              cost_usd, latency_ms, ttft_ms, tool_calls, tool_ms)
-    select b.tenant, b.session_id, ${turnId}, b.agent, ${usageUserSql('b.tenant', 'b.session_id', turnId)},
+    select b.tenant, b.session_id, ${turnId}, b.agent,
+           ${user === null ? read : `coalesce(${user}, ${read})`},
            u.model, u.purpose, u.outcome,
            u.input_tokens, u.output_tokens, u.cached_input_tokens, u.reasoning_tokens,
            u.cost_usd, u.latency_ms, u.ttft_ms, coalesce(u.tool_calls, 0), coalesce(u.tool_ms, 0)
