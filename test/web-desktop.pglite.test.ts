@@ -34,9 +34,10 @@ beforeAll(async () => {
       },
       missions: {
         // A first prompt of some length: the demo model writes one word every 40 ms, so
-        // "running" lasts a second or two (two iterations) and the page can see it.
+        // "running" lasts six seconds or more, four of the list's reads (every 1.5 s) even
+        // on a loaded machine, and the page sees it.
         tidy: {
-          prompt: `Tidy {{room}} ({{count}}, {{urgent}}, {{size}}, {{extra}}). ${longMessage('w', 30)}`,
+          prompt: `Tidy {{room}} ({{count}}, {{urgent}}, {{size}}, {{extra}}). ${longMessage('w', 150)}`,
           loop_prompt: '/decide continue:2',
           input_schema: {
             type: 'object',
