@@ -118,7 +118,8 @@ export default tseslint.config(
   },
   // The architecture's boundaries (docs/architecture.md, "Folders and arrows"): each folder
   // of src/ imports only the folders listed here, besides the shared leaves at the top of
-  // src/ (errors, ids, log, metrics). api and runtime meet only in the database.
+  // src/ (errors, ids, log, metrics). api and runtime meet only in the database, and in one
+  // process through store's `SessionHandoff` interface, which the worker implements.
   ...Object.entries(arrows).map(([folder, allowed]) => ({
     files: [`src/${folder}/**/*.ts`],
     rules: {

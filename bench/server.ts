@@ -217,6 +217,8 @@ export async function startBenchServer(storage: {
     agents,
     missions,
     directory,
+    // As `parley serve`: an admission claims its session for the worker when it can.
+    handoff: { reserveSession: () => worker?.reserveSession() ?? null },
   });
   const address = await app.listen({ host: config.server.host, port: config.server.port });
 

@@ -146,6 +146,89 @@ describe('the engine (src/work)', () => {
     expect(handled.sort()).toEqual([1, 2, 3, 4, 5]);
   });
 
+  it('counts slots held for items claimed elsewhere against its capacity, and runs adopted ones', async () => {
+    const queue: number[] = [];
+    const limits: number[] = [];
+    const gates = new Map<number, ReturnType<typeof gate>>();
+    const handled: number[] = [];
+    const kind: ClaimKind<number> = {
+      name: 'test',
+      capacity: 3,
+      claim: async (limit) => {
+        limits.push(limit);
+        return queue.splice(0, limit);
+      },
+      onWakeup: (wakeup, wake) => {
+        if (wakeup.kind === 'input') wake();
+      },
+      handle: async (item) => {
+        const held = gate();
+        gates.set(item, held);
+        await held.promise;
+        handled.push(item);
+      },
+      describe: (item) => ({ item }),
+    };
+    const loop = new ClaimLoop(kind, { wakeups, log, pollMs: never, graceMs: never });
+    // Not started: no slot.
+    expect(loop.reserve()).toBeNull();
+    loop.start();
+    await until(
+      () => limits.length,
+      (n) => n === 1,
+      'the first (empty) claim',
+    );
+    const first = loop.reserve();
+    const second = loop.reserve();
+    expect(first).not.toBeNull();
+    expect(second).not.toBeNull();
+    first?.adopt(10);
+    expect(loop.size).toBe(1);
+    // A slot is used once.
+    first?.adopt(11);
+    first?.release();
+    expect(loop.size).toBe(1);
+    // One handler and one held slot: a claim may fill the one slot left, not two.
+    queue.push(1, 2, 3);
+    await notifyWakeup(db, { kind: 'input', sessionId: 's1', sequence: 1 });
+    await until(
+      () => limits.length,
+      (n) => n === 2,
+      'a claim for the free slot',
+    );
+    expect(limits[1]).toBe(1);
+    expect(loop.reserve()).toBeNull();
+    // The held slot given back unused: the full loop claims into it at once.
+    second?.release();
+    await until(
+      () => limits.length,
+      (n) => n === 3,
+      'a claim for the slot given back',
+    );
+    expect(limits[2]).toBe(1);
+    expect(loop.size).toBe(3);
+    await until(
+      () => gates.size,
+      (n) => n === 3,
+      'items 10, 1 and 2 in hand',
+    );
+    for (const held of gates.values()) held.open();
+    await until(
+      () => gates.get(3),
+      (held) => held !== undefined,
+      'item 3, claimed as a handler ended',
+    );
+    gates.get(3)?.open();
+    await until(
+      () => handled.length,
+      (n) => n === 4,
+      'every item handled',
+    );
+    await loop.stop();
+    expect(handled.sort((a, b) => a - b)).toEqual([1, 2, 3, 10]);
+    expect(loop.reserve()).toBeNull();
+  });
+
   it('aborts running handlers once the grace period is over', async () => {
     let claimed = false;
     let sawHardStop = false;

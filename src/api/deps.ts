@@ -12,6 +12,7 @@ import type { Logger } from '../log.js';
 import type { Db } from '../store/db.js';
 import type { Telemetry } from '../telemetry/tracing.js';
 import type { Wakeups } from '../store/wakeups.js';
+import type { SessionHandoff } from '../store/admitTurn.js';
 import type { McpStatus } from '../tools/mcp/manager.js';
 import type { Tool } from '../tools/types.js';
 import { createSpeech, type Speech } from '../speech/speech.js';
@@ -47,6 +48,11 @@ export interface ApiDeps {
    * mismatch (the test suite turns this on; production serializes without checking).
    */
   checkResponses?: boolean;
+  /**
+   * The worker of this process (`parley serve`), if any: an admission to a session no one
+   * is answering claims it for that worker when it has a free slot.
+   */
+  handoff?: SessionHandoff;
 }
 
 export function agentsOf(deps: ApiDeps): AgentLookup {

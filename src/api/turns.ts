@@ -179,36 +179,49 @@ async function admitChecked(
     turn.clientTools ?? [],
     turn.clientToolsField ?? 'client_tools',
   );
-  const admission = await admitTurn(deps.db, {
-    tenant,
-    author: principal.user,
-    viewer: viewerOf(deps, principal),
-    turnId: turn.turnId,
-    sessionId: turn.sessionId,
-    agent: turn.agent,
-    defaultAgent: directory.defaultName(tenant),
-    greetings: new Map(agents.map((agent) => [agent.name, agent.greeting])),
-    visibilities: new Map(agents.map((agent) => [agent.name, agent.visibility])),
-    message: turn.message,
-    option: turn.option ?? null,
-    attachments: turn.attachments ?? [],
-    triggers: new Map(
-      agents.map((agent) => [
-        agent.name,
-        triggersTurns(agent, principal, deps.config.tenancy.wildcardTriggers),
-      ]),
-    ),
-    pendingInput: new Map(agents.map((agent) => [agent.name, agent.pendingInput])),
-    agentRevision: turn.agentRevision ?? null,
-    instructions: turn.instructions ?? null,
-    metadata: turn.metadata ?? null,
-    images: turn.images ?? [],
-    ...(turn.guard ? { guard: turn.guard } : {}),
-    clientTools,
-  });
+  // A slot of this process's worker, if it has one free: the admission may claim the
+  // session for it (AdmitTurnInput.claim) and the turn starts here at once.
+  const slot = deps.handoff?.reserveSession() ?? null;
+  let admission: Admission;
+  try {
+    admission = await admitTurn(deps.db, {
+      tenant,
+      author: principal.user,
+      viewer: viewerOf(deps, principal),
+      turnId: turn.turnId,
+      sessionId: turn.sessionId,
+      agent: turn.agent,
+      defaultAgent: directory.defaultName(tenant),
+      greetings: new Map(agents.map((agent) => [agent.name, agent.greeting])),
+      visibilities: new Map(agents.map((agent) => [agent.name, agent.visibility])),
+      message: turn.message,
+      option: turn.option ?? null,
+      attachments: turn.attachments ?? [],
+      triggers: new Map(
+        agents.map((agent) => [
+          agent.name,
+          triggersTurns(agent, principal, deps.config.tenancy.wildcardTriggers),
+        ]),
+      ),
+      pendingInput: new Map(agents.map((agent) => [agent.name, agent.pendingInput])),
+      agentRevision: turn.agentRevision ?? null,
+      instructions: turn.instructions ?? null,
+      metadata: turn.metadata ?? null,
+      images: turn.images ?? [],
+      ...(turn.guard ? { guard: turn.guard } : {}),
+      clientTools,
+      ...(slot ? { claim: slot.claim } : {}),
+    });
+  } catch (error) {
+    slot?.release();
+    throw error;
+  }
+  const { claimed, ...answer } = admission;
+  if (claimed && slot) slot.adopt(claimed);
+  else slot?.release();
   turnsAdmitted.inc();
   admissionSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
-  return admission;
+  return answer;
 }
 
 /** PROTOCOL.md §2: admission answers 202 once the message is durable, before any model work. */

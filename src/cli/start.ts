@@ -278,6 +278,7 @@ export async function startProcess(
         telemetry,
         speech: createSpeech(config, { env }),
         checkResponses: options.checkResponses ?? false,
+        ...(worker ? { handoff: worker } : {}),
       });
       app = built;
       stops.add('API', () => built.close());

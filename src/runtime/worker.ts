@@ -1,4 +1,5 @@
 import { newLeaseToken } from '../ids.js';
+import type { SessionHandoff, SessionSlot } from '../store/admitTurn.js';
 import { claimSessions, type ClaimedSession } from '../store/claimSession.js';
 import { ClaimLoop, claimLoopOptions, type ClaimKind } from '../work/claimLoop.js';
 import type { RuntimeDeps } from './deps.js';
@@ -37,9 +38,31 @@ export function sessionKind(deps: RuntimeDeps): ClaimKind<ClaimedSession> {
 }
 
 /** The worker role's claim loop of sessions (see `ClaimLoop` for its states). */
-export class Worker extends ClaimLoop<ClaimedSession> {
-  constructor(deps: RuntimeDeps) {
+export class Worker extends ClaimLoop<ClaimedSession> implements SessionHandoff {
+  constructor(private readonly deps: RuntimeDeps) {
     super(sessionKind(deps), claimLoopOptions(deps));
+  }
+
+  /**
+   * A free slot for a session admitted in this process, which the admission claims itself:
+   * the turn starts without a wake-up, a claim statement and its commit. Only where the
+   * claim loop would start a fresh burst itself (agents from stored definitions).
+   */
+  reserveSession(): SessionSlot | null {
+    const { deps } = this;
+    if (!deps.agents?.revision) return null;
+    const slot = this.reserve();
+    if (!slot) return null;
+    return {
+      claim: {
+        token: newLeaseToken(),
+        owner: deps.owner,
+        ttlMs: deps.config.runtime.leaseTtlMs,
+        parkAfterAttempts: deps.config.runtime.parkAfterAttempts,
+      },
+      adopt: (session) => slot.adopt(session),
+      release: () => slot.release(),
+    };
   }
 
   get activeSessions(): number {

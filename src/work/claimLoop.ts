@@ -32,6 +32,16 @@ export interface ClaimKind<T> {
   describe(item: T): Record<string, unknown>;
 }
 
+/**
+ * A slot of the loop's capacity held for an item claimed elsewhere in the process (an
+ * admission that claims its session): `adopt` runs the item's handler in it, `release`
+ * gives it back unused. Either, once.
+ */
+export interface Slot<T> {
+  adopt(item: T): void;
+  release(): void;
+}
+
 export interface ClaimLoopOptions {
   wakeups: Wakeups;
   log: Logger;
@@ -66,6 +76,12 @@ export class ClaimLoop<T> {
   private loop: TimedLoop | null = null;
   private stopping: Promise<void> | null = null;
   private unsubscribe: (() => void) | null = null;
+  /** Slots held for items claimed elsewhere (`reserve`). */
+  private reserved = 0;
+  /** The free capacity a claim under way may fill. */
+  private pledged = 0;
+  /** Resolves when a held slot is adopted or released (a full loop waits for it). */
+  private slotChange: { promise: Promise<void>; resolve: () => void } = changeSignal();
 
   constructor(
     private readonly kind: ClaimKind<T>,
@@ -85,6 +101,33 @@ export class ClaimLoop<T> {
     this.unsubscribe = this.options.wakeups.subscribe((wakeup) =>
       this.kind.onWakeup(wakeup, () => loop.wake()),
     );
+  }
+
+  /**
+   * Holds a slot for an item this process claims itself, outside the loop's claims; null
+   * when the loop is stopped or stopping, or none is free (counting the capacity a claim
+   * under way may fill, so the kind's capacity is never exceeded).
+   */
+  reserve(): Slot<T> | null {
+    if (!this.loop || this.shutdown.signal.aborted) return null;
+    if (this.active.size + this.reserved + this.pledged >= this.kind.capacity) return null;
+    this.reserved += 1;
+    let open = true;
+    const close = () => {
+      if (!open) return false;
+      open = false;
+      this.reserved -= 1;
+      const changed = this.slotChange;
+      this.slotChange = changeSignal();
+      changed.resolve();
+      return true;
+    };
+    return {
+      adopt: (item) => {
+        if (close()) this.run(item);
+      },
+      release: () => void close(),
+    };
   }
 
   /** Items being handled now. */
@@ -137,29 +180,45 @@ export class ClaimLoop<T> {
 
   /** Claims up to the free capacity and starts a handler per item. */
   private async round(): Promise<RoundOutcome> {
-    const free = this.kind.capacity - this.active.size;
-    // Full: the next round comes when a handler ends (or at the poll interval).
-    if (free <= 0) return { orWhen: Promise.race(this.active) };
-    const claimed = await this.kind.claim(free);
-    const control = { shutdown: this.shutdown.signal, hardStop: this.hardStop.signal };
-    for (const item of claimed) {
-      // No claim is due when a handler ends: a loop that was full resumes then, and an
-      // item given back with work left announces itself through the wake-ups.
-      const handled = this.kind
-        .handle(item, control)
-        .catch((error: unknown) => {
-          this.options.log.error(
-            { kind: this.kind.name, ...this.kind.describe(item), err: (error as Error).message },
-            'handler failed',
-          );
-        })
-        .finally(() => this.active.delete(handled));
-      this.active.add(handled);
+    const free = this.kind.capacity - this.active.size - this.reserved;
+    // Full: the next round comes when a handler ends or a held slot is given back (or at
+    // the poll interval).
+    if (free <= 0) return { orWhen: Promise.race([...this.active, this.slotChange.promise]) };
+    this.pledged = free;
+    let claimed: T[];
+    try {
+      claimed = await this.kind.claim(free);
+    } finally {
+      this.pledged = 0;
     }
+    for (const item of claimed) this.run(item);
     // As many as there was room for: the next round waits for a slot. Fewer: nothing else
     // was claimable, so another claim now would find nothing (with several processes, one
     // such claim per process per wake-up); a wake-up or the poll brings the next round.
     if (claimed.length > 0 && claimed.length >= free) return { again: true };
     return { dueMs: this.kind.nextDueMs ? await this.kind.nextDueMs() : null };
   }
+
+  /** Runs an item's handler in a slot of the capacity until it ends. */
+  private run(item: T): void {
+    const control = { shutdown: this.shutdown.signal, hardStop: this.hardStop.signal };
+    // No claim is due when a handler ends: a loop that was full resumes then, and an item
+    // given back with work left announces itself through the wake-ups.
+    const handled = this.kind
+      .handle(item, control)
+      .catch((error: unknown) => {
+        this.options.log.error(
+          { kind: this.kind.name, ...this.kind.describe(item), err: (error as Error).message },
+          'handler failed',
+        );
+      })
+      .finally(() => this.active.delete(handled));
+    this.active.add(handled);
+  }
+}
+
+function changeSignal(): { promise: Promise<void>; resolve: () => void } {
+  let resolve = () => {};
+  const promise = new Promise<void>((done) => (resolve = done));
+  return { promise, resolve };
 }

@@ -1,0 +1,353 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { configAgents, type AgentLookup } from '../src/agents/lookup.js';
+import { createLogger } from '../src/log.js';
+import { createModelRegistry } from '../src/providers/registry.js';
+import { Worker } from '../src/runtime/worker.js';
+import { admitTurn, type AdmitTurnInput } from '../src/store/admitTurn.js';
+import { currentDefinitionRevision } from '../src/store/currentDefinitionRevision.js';
+import type { Db } from '../src/store/db.js';
+import { Wakeups, type Wakeup } from '../src/store/wakeups.js';
+import { builtInTools } from '../src/tools/registry.js';
+import { openTestDb } from './support/db.js';
+import { checkJournalInvariants } from './support/invariants.js';
+import { until } from './support/poll.js';
+import {
+  admit,
+  journal,
+  runtimeConfig,
+  sessionRow,
+  waitForTerminal,
+} from './support/runtime-helpers.js';
+import { trustedViewer } from '../src/store/visibility.js';
+
+/**
+ * An admission that claims its session for a worker of its own process (AdmitTurnInput
+ * `claim`): when the turn is the session's only work and no one holds the session, the
+ * admission statement claims it and starts the turn's attempt exactly as the claim loop's
+ * claim would; otherwise it admits as before and leaves the turn to the claim loop.
+ */
+
+let db: Db;
+let closeDb: () => Promise<void>;
+let wakeups: Wakeups;
+const received: Wakeup[] = [];
+let counter = 0;
+const turnId = () => `admitclaim_${Date.now()}_${counter++}`;
+const parkAfterAttempts = 3;
+
+beforeAll(async () => {
+  ({ db, close: closeDb } = await openTestDb());
+  wakeups = new Wakeups(db);
+  await wakeups.start();
+  wakeups.subscribe((wakeup) => received.push(wakeup));
+  // A stored definition of the default agent: its revision is what a started turn records.
+  await db.query(
+    `insert into definitions (kind, tenant, name, definition, content_hash, is_customized)
+     values ('agent', '', 'default', '{}', 'test', false) on conflict do nothing`,
+  );
+});
+afterEach(async () => {
+  // Leave no session claimable for the worker of the last case.
+  await db.query(
+    `update sessions set input_cursor = input_count, lease_token = null, lease_owner = null,
+            lease_expires_at = null, state = 'closed'
+      where input_count > input_cursor`,
+  );
+});
+afterAll(async () => {
+  await wakeups?.stop();
+  if (db) {
+    await checkJournalInvariants(db);
+    await closeDb();
+  }
+});
+
+function claimInput(
+  sessionId: string,
+  id: string,
+  token: string,
+  extra: Partial<AdmitTurnInput> = {},
+): AdmitTurnInput {
+  return {
+    tenant: 'default',
+    author: 'local',
+    viewer: trustedViewer,
+    turnId: id,
+    sessionId,
+    agent: null,
+    defaultAgent: 'default',
+    greetings: new Map(),
+    visibilities: new Map(),
+    message: `message of ${id}`,
+    option: null,
+    attachments: [],
+    triggers: new Map(),
+    pendingInput: new Map(),
+    claim: { token, owner: `owner_${token}`, ttlMs: 10_000, parkAfterAttempts },
+    ...extra,
+  };
+}
+
+/** A session that holds one stored message: idle, nothing queued, no lease. */
+async function idleSession(): Promise<string> {
+  const created = await admitTurn(db, {
+    ...claimInput('', turnId(), 'none', { triggers: new Map([['default', false]]) }),
+    sessionId: null,
+  });
+  return created.session_id;
+}
+
+async function turnsOf(sessionId: string) {
+  const found = await db.query<{ turn_id: string; state: string; agent_revision: number | null }>(
+    'select turn_id, state, agent_revision from turns where session_id = $1 order by admitted_sequence',
+    [sessionId],
+  );
+  return found.rows.map((row) => ({
+    ...row,
+    agent_revision: row.agent_revision === null ? null : Number(row.agent_revision),
+  }));
+}
+
+describe('an admission that claims its session', () => {
+  it('claims an idle session and starts the turn as the claim would, waking readers with both events', async () => {
+    const sessionId = await idleSession();
+    const before = await sessionRow(db, sessionId);
+    const revision = await currentDefinitionRevision(db, {
+      kind: 'agent',
+      tenant: 'default',
+      name: before.agent,
+    });
+    expect(revision).not.toBeNull();
+    const id = turnId();
+    const admission = await admitTurn(db, claimInput(sessionId, id, 'admitted'));
+    const sequence = Number(before.last_sequence) + 1;
+    expect(admission).toMatchObject({
+      session_id: sessionId,
+      turn_id: id,
+      sequence,
+      state: 'accepted',
+    });
+    const claimed = admission.claimed;
+    expect(claimed).toMatchObject({
+      session_id: sessionId,
+      lease_token: 'admitted',
+      lease_owner: 'owner_admitted',
+      state: 'running',
+      claim_count: before.claim_count + 1,
+      attempt: before.attempt + 1,
+      current_turn_id: id,
+      cancel_command_id: null,
+      burst: null,
+      partial_output: false,
+    });
+    expect(Number(claimed?.last_sequence)).toBe(sequence + 1);
+    expect(claimed?.lease_expires_at).toBeInstanceOf(Date);
+    expect(claimed?.started).toEqual({
+      sequence: sequence + 1,
+      attempt: before.attempt + 1,
+      turn_ids: [id],
+      agent_revision: revision,
+    });
+    expect(claimed?.queued).toEqual([
+      expect.objectContaining({
+        turn_id: id,
+        position: Number(before.input_count) + 1,
+        admitted_sequence: sequence,
+        author: 'local',
+        content: `message of ${id}`,
+        option: null,
+        attachments: null,
+      }),
+    ]);
+
+    const events = await journal(db, sessionId);
+    expect(events.slice(-2).map((event) => [event.type, event.sequence])).toEqual([
+      ['message', sequence],
+      ['turn_started', sequence + 1],
+    ]);
+    expect(events.at(-2)?.message.id).toBe(claimed?.queued[0]?.message_id);
+    expect(events.at(-1)).toEqual({
+      type: 'turn_started',
+      sequence: sequence + 1,
+      at: expect.any(String),
+      turn_id: id,
+      attempt: before.attempt + 1,
+      turn_ids: [id],
+      agent: before.agent,
+      agent_revision: revision,
+    });
+    expect((await turnsOf(sessionId)).at(-1)).toEqual({
+      turn_id: id,
+      state: 'running',
+      agent_revision: revision,
+    });
+    const row = await sessionRow(db, sessionId);
+    expect(row).toMatchObject({ lease_token: 'admitted', state: 'running', current_turn_id: id });
+    expect(Number(row.input_count)).toBe(Number(before.input_count) + 1);
+    expect(Number(row.input_cursor)).toBe(Number(before.input_cursor));
+
+    // One wake-up for readers, with both events as a replay gives them; none for claimers.
+    const wakeup = await until(
+      () => received.find((seen) => seen.sessionId === sessionId && seen.sequence === sequence + 1),
+      (found) => found !== undefined,
+      'the wake-up of the admission',
+    );
+    expect(wakeup?.kind).toBe('events');
+    expect(JSON.stringify(wakeup?.events())).toBe(JSON.stringify(events.slice(-2)));
+    expect(received.some((seen) => seen.sessionId === sessionId && seen.kind === 'input')).toBe(
+      false,
+    );
+  });
+
+  const notClaimed: [string, (sessionId: string) => Promise<unknown>][] = [
+    [
+      'another worker holds its lease',
+      (id) =>
+        db.query(
+          `update sessions set lease_token = 'theirs', lease_owner = 'them',
+                  lease_expires_at = now() + interval '1 minute' where session_id = $1`,
+          [id],
+        ),
+    ],
+    [
+      'a turn is queued before it',
+      (id) => admit(db, { sessionId: id, turnId: turnId(), message: 'queued' }),
+    ],
+    [
+      'a cancel is pending',
+      (id) =>
+        db.query(`update sessions set cancel_command_id = 'cmd_pending' where session_id = $1`, [
+          id,
+        ]),
+    ],
+    [
+      'an earlier attempt left partial output',
+      (id) => db.query(`update sessions set partial_output = true where session_id = $1`, [id]),
+    ],
+    [
+      'the claim would reach the parking limit',
+      (id) =>
+        db.query(`update sessions set claim_count = $2 where session_id = $1`, [
+          id,
+          parkAfterAttempts,
+        ]),
+    ],
+  ];
+  it.each(notClaimed)('admits as before, for the claim loop, when %s', async (_case, prepare) => {
+    const sessionId = await idleSession();
+    await prepare(sessionId);
+    const before = await sessionRow(db, sessionId);
+    const id = turnId();
+    const admission = await admitTurn(db, claimInput(sessionId, id, `not_${counter++}`));
+    expect(admission.claimed).toBeUndefined();
+    expect(admission.sequence).toBe(Number(before.last_sequence) + 1);
+    const row = await sessionRow(db, sessionId);
+    expect(row.lease_token).toBe(before.lease_token);
+    expect(row.attempt).toBe(before.attempt);
+    expect(Number(row.last_sequence)).toBe(admission.sequence);
+    expect((await journal(db, sessionId)).at(-1)?.type).toBe('message');
+    expect((await turnsOf(sessionId)).at(-1)).toMatchObject({ turn_id: id, state: 'queued' });
+    await until(
+      () =>
+        received.find(
+          (seen) => seen.sessionId === sessionId && seen.sequence === admission.sequence,
+        ),
+      (found) => found?.kind === 'input',
+      'the input wake-up for the claim loop',
+    );
+  });
+
+  it('claims nothing for a message that triggers no turn', async () => {
+    const sessionId = await idleSession();
+    const admission = await admitTurn(
+      db,
+      claimInput(sessionId, turnId(), 'stored', { triggers: new Map([['default', false]]) }),
+    );
+    expect(admission.state).toBe('stored');
+    expect(admission.claimed).toBeUndefined();
+    expect((await sessionRow(db, sessionId)).lease_token).toBeNull();
+  });
+
+  it('answers a retry of the admitted turn as before, without claiming again', async () => {
+    const sessionId = await idleSession();
+    const id = turnId();
+    const first = await admitTurn(db, claimInput(sessionId, id, 'retried'));
+    expect(first.claimed).toBeDefined();
+    const again = await admitTurn(db, claimInput(sessionId, id, 'retried_again'));
+    expect(again).toEqual({
+      session_id: sessionId,
+      turn_id: id,
+      sequence: first.sequence,
+      state: 'accepted',
+    });
+    expect((await sessionRow(db, sessionId)).lease_token).toBe('retried');
+  });
+});
+
+describe('a worker handed a session its process admitted', () => {
+  it('answers the turn under the admission’s lease, and holds to its capacity', async () => {
+    const config = runtimeConfig({ runtime: { max_parallel_turns: 1 } });
+    const shipped = configAgents(config);
+    const revision = await currentDefinitionRevision(db, {
+      kind: 'agent',
+      tenant: 'default',
+      name: 'default',
+    });
+    const agents: AgentLookup = { ...shipped, revision: () => revision };
+    const worker = new Worker({
+      db,
+      wakeups,
+      config,
+      resolveModel: createModelRegistry(config),
+      log: createLogger({ level: 'silent' }),
+      owner: 'handoff-worker',
+      tools: builtInTools(),
+      agents,
+    });
+    const sessionId = await idleSession();
+    expect(worker.reserveSession()).toBeNull();
+    worker.start();
+    try {
+      // Free once the loop's first claim (which may fill every slot) is over.
+      const slot = await until(
+        () => worker.reserveSession(),
+        (found) => found !== null,
+        'a free slot',
+      );
+      expect(slot?.claim).toMatchObject({
+        owner: 'handoff-worker',
+        parkAfterAttempts: config.runtime.parkAfterAttempts,
+      });
+      // Its one slot is held: no other.
+      expect(worker.reserveSession()).toBeNull();
+      const id = turnId();
+      const admission = await admitTurn(
+        db,
+        claimInput(sessionId, id, 'unused', { claim: slot?.claim }),
+      );
+      expect(admission.claimed?.lease_owner).toBe('handoff-worker');
+      slot?.adopt(admission.claimed!);
+      expect(worker.activeSessions).toBe(1);
+      await waitForTerminal(db, sessionId, id);
+      const since = (await journal(db, sessionId)).filter(
+        (event) => event.sequence >= admission.sequence,
+      );
+      expect(since.slice(0, 2).map((event) => event.type)).toEqual(['message', 'turn_started']);
+      expect(since.at(-1)?.type).toBe('done');
+      expect(since.filter((event) => event.type === 'turn_started')).toHaveLength(1);
+      await until(
+        () => sessionRow(db, sessionId),
+        (row) => row.lease_token === null,
+        'the lease given back',
+      );
+      expect(await turnsOf(sessionId)).toContainEqual({
+        turn_id: id,
+        state: 'done',
+        agent_revision: revision,
+      });
+    } finally {
+      await worker.stop();
+    }
+    expect(worker.reserveSession()).toBeNull();
+  });
+});
