@@ -83,7 +83,7 @@ function claimInput(
     attachments: [],
     triggers: new Map(),
     pendingInput: new Map(),
-    claim: { token, owner: `owner_${token}`, ttlMs: 10_000, parkAfterAttempts },
+    claim: { token, owner: `owner_${token}`, ttlMs: 10_000, parkAfterAttempts, maxTurns: 50 },
     ...extra,
   };
 }
@@ -281,6 +281,78 @@ describe('an admission that claims its session', () => {
       state: 'accepted',
     });
     expect((await sessionRow(db, sessionId)).lease_token).toBe('retried');
+  });
+});
+
+describe('an admission that takes the transaction path and claims its session', () => {
+  it('claims a session it creates, journals turn_started after the message, and wakes readers once committed', async () => {
+    const id = turnId();
+    const admission = await admitTurn(db, {
+      ...claimInput('', id, 'created'),
+      sessionId: null,
+    });
+    const sessionId = admission.session_id;
+    expect(admission.claimed).toMatchObject({
+      session_id: sessionId,
+      lease_token: 'created',
+      state: 'running',
+      claim_count: 1,
+      attempt: 1,
+      current_turn_id: id,
+    });
+    expect(admission.claimed?.queued.map((turn) => turn.turn_id)).toEqual([id]);
+    expect(admission.claimed?.started).toMatchObject({
+      sequence: admission.sequence + 1,
+      attempt: 1,
+      turn_ids: [id],
+    });
+    const events = await journal(db, sessionId);
+    expect(events.map((event) => [event.type, event.sequence])).toEqual([
+      ['message', admission.sequence],
+      ['turn_started', admission.sequence + 1],
+    ]);
+    expect((await turnsOf(sessionId)).map((turn) => turn.state)).toEqual(['running']);
+    await until(
+      () =>
+        received.find(
+          (seen) => seen.sessionId === sessionId && seen.sequence === admission.sequence + 1,
+        ),
+      (found) => found?.kind === 'events',
+      'the wake-up of turn_started',
+    );
+    expect(received.some((seen) => seen.sessionId === sessionId && seen.kind === 'input')).toBe(
+      false,
+    );
+  });
+
+  it('leaves a session another worker holds to it, and wakes it with the input', async () => {
+    const sessionId = await idleSession();
+    await db.query(
+      `update sessions set lease_token = 'theirs', lease_owner = 'them',
+              lease_expires_at = now() + interval '1 minute' where session_id = $1`,
+      [sessionId],
+    );
+    const id = turnId();
+    // Instructions take the transaction path.
+    const admission = await admitTurn(
+      db,
+      claimInput(sessionId, id, 'held', { instructions: 'Be brief.' }),
+    );
+    expect(admission.claimed).toBeUndefined();
+    expect((await sessionRow(db, sessionId)).lease_token).toBe('theirs');
+    expect((await journal(db, sessionId)).at(-1)?.type).toBe('message');
+    expect((await turnsOf(sessionId)).at(-1)).toMatchObject({ turn_id: id, state: 'queued' });
+    await until(
+      () =>
+        received.some(
+          (seen) =>
+            seen.sessionId === sessionId &&
+            seen.sequence === admission.sequence &&
+            seen.kind === 'input',
+        ),
+      (found) => found,
+      'the input wake-up for the lease holder',
+    );
   });
 });
 

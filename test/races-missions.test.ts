@@ -159,8 +159,16 @@ describe('a rewind racing a new message', () => {
       expect(admission.status).toBe(202);
       outcomes.add(rewind.status);
       if (rewind.status === 200) {
-        // The rewind committed first: its event precedes the message it raced.
-        expect(rewind.body.sequence).toBeLessThan(admission.body.sequence);
+        // The rewind committed first (its event precedes the message it raced), or after
+        // the raced turn had ended (its `done` precedes the rewind): never in between.
+        if (rewind.body.sequence > admission.body.sequence) {
+          const ended = await server.db.query<{ sequence: number }>(
+            `select sequence from events
+              where session_id = $1 and type = 'done' and turn_id = $2`,
+            [sessionId, turnId],
+          );
+          expect(Number(ended.rows[0]?.sequence)).toBeLessThan(rewind.body.sequence);
+        }
       } else {
         expect(rewind.status).toBe(409);
         expect(rewind.body.error).toBe('session_busy');

@@ -59,6 +59,7 @@ export class Worker extends ClaimLoop<ClaimedSession> implements SessionHandoff 
         owner: deps.owner,
         ttlMs: deps.config.runtime.leaseTtlMs,
         parkAfterAttempts: deps.config.runtime.parkAfterAttempts,
+        maxTurns: maxBurst,
       },
       adopt: (session) => slot.adopt(session),
       release: () => slot.release(),

@@ -16,11 +16,11 @@ import {
 } from './admissionChecks.js';
 import { journalEvents } from './appendEvents.js';
 import { liveEvents, liveLimitBytes } from './eventRows.js';
-import type { ClaimedSession } from './claimSession.js';
+import { claimAdmitted, type ClaimedSession } from './claimSession.js';
 import { expirePendingRequests } from './expireRequests.js';
 import type { SessionRow } from './types.js';
 import { viewerParams, visibleSql, type Viewer } from './visibility.js';
-import { publishWakeup, wakeupSql } from './wakeups.js';
+import { notifyWakeup, publishWakeup, wakeupSql } from './wakeups.js';
 
 export interface AdmitTurnInput {
   tenant: string;
@@ -82,7 +82,14 @@ export interface AdmitTurnInput {
    * (`claim_session`), in its own statement, and returns the claimed session for that
    * worker to answer (`Admission.claimed`). Otherwise the admission is as without it.
    */
-  claim?: { token: string; owner: string; ttlMs: number; parkAfterAttempts: number };
+  claim?: {
+    token: string;
+    owner: string;
+    ttlMs: number;
+    parkAfterAttempts: number;
+    /** The most turns of the first burst (a new message may join others queued before). */
+    maxTurns: number;
+  };
 }
 
 /**
@@ -167,7 +174,10 @@ export async function admitTurn(db: Db, input: AdmitTurnInput): Promise<Admissio
         const fast = await admitToSession(db, input, input.sessionId, fingerprint);
         if (fast) return fast;
       }
-      return await db.transaction((tx) => admitOnce(tx, input, fingerprint));
+      const admission = await db.transaction((tx) => admitOnce(tx, input, fingerprint));
+      // Committed: the claim's wake-up may go out now.
+      publishWakeup(db, admission.claimed?.wakeup);
+      return admission;
     } catch (error) {
       if (!isUniqueViolation(error) || attempt >= 3) throw error;
     }
@@ -540,17 +550,28 @@ async function admitOnce(
       sequence,
     ],
   );
-  await journalEvents(
+  // A worker of this process with a free slot claims the session in this transaction, as
+  // its claim loop would (the one-statement path does the same in its statement): then no
+  // one else need be woken to claim it.
+  const claiming = triggers && input.claim !== undefined;
+  const journaled = await journalEvents(
     tx,
     session.session_id,
     [messageEvent(input, messageId, attachments), ...expired],
-    triggers ? 'input' : 'events',
+    triggers && !claiming ? 'input' : 'events',
   );
+  const claimed =
+    claiming && input.claim ? await claimAdmitted(tx, session.session_id, input.claim) : null;
+  if (claiming && !claimed) {
+    // Not claimable (another worker holds it, it is parked, …): the input wake-up after all.
+    await notifyWakeup(tx, { kind: 'input', sessionId: session.session_id, sequence: journaled });
+  }
   return {
     session_id: session.session_id,
     turn_id: input.turnId,
     sequence,
     state: triggers ? 'accepted' : 'stored',
+    ...(claimed ? { claimed } : {}),
   };
 }
 

@@ -22,9 +22,11 @@ export type ClaimedSession = SessionRow & {
   wakeup: string | null;
 };
 
-const claimStatement: Statement = {
-  name: 'claim_session',
-  text: `
+/**
+ * The claim as SQL, its candidates chosen by `which` (a condition on `sessions`, then any
+ * order and limit): claimable sessions, up to the free capacity, or one named session.
+ */
+const claimSql = (which: string) => `
     with candidate as (
       select session_id, tenant, agent, last_sequence, input_cursor, claim_count,
              burst is null and cancel_command_id is null and not partial_output as fresh
@@ -32,8 +34,7 @@ const claimStatement: Statement = {
        where input_count > input_cursor
          and state not in ('parked', 'input_required')
          and (lease_expires_at is null or lease_expires_at < now())
-       order by lease_expires_at nulls first
-       limit $6
+         and ${which}
        for update skip locked
     ), plan as (
       select c.session_id, q.queued, row_number() over () as n,
@@ -98,7 +99,16 @@ const claimStatement: Statement = {
              'l.last_sequence',
              `case when octet_length(l.events) <= ${liveLimitBytes} then l.events end`,
            )} end as wakeup
-      from live l`,
+      from live l`;
+
+const claimStatement: Statement = {
+  name: 'claim_session',
+  text: claimSql('true order by lease_expires_at nulls first limit $6'),
+};
+
+const claimAdmittedStatement: Statement = {
+  name: 'claim_admitted',
+  text: claimSql('session_id = $6'),
 };
 
 /**
@@ -135,6 +145,33 @@ export async function claimSessions(
     publishWakeup(db, session.wakeup);
     return session;
   });
+}
+
+/**
+ * Claims one named session under `token`, as `claimSessions` would claim it, inside the
+ * transaction that admitted a turn to it and holds its row (admitTurn's general path, for a
+ * worker of the admitting process). The wake-up is returned unsent, with the session:
+ * the caller publishes it once the transaction has committed. Null: not claimable.
+ */
+export async function claimAdmitted(
+  tx: Queryable,
+  sessionId: string,
+  claim: {
+    token: string;
+    owner: string;
+    ttlMs: number;
+    maxTurns: number;
+    parkAfterAttempts: number;
+  },
+): Promise<ClaimedSession | null> {
+  const claimed = await tx.query<ClaimedSession & { payload?: unknown; events?: unknown }>(
+    claimAdmittedStatement,
+    [[claim.token], claim.owner, claim.ttlMs, claim.maxTurns, claim.parkAfterAttempts, sessionId],
+  );
+  const row = claimed.rows[0];
+  if (!row) return null;
+  const { payload: _payload, events: _events, ...session } = row;
+  return session;
 }
 
 /** Claims one session (see `claimSessions`) under `token`. */
