@@ -13,12 +13,12 @@ import { checkJournalInvariants } from './support/invariants.js';
 import { until } from './support/poll.js';
 import {
   admit,
+  admitInput,
   journal,
   runtimeConfig,
   sessionRow,
   waitForTerminal,
 } from './support/runtime-helpers.js';
-import { trustedViewer } from '../src/store/visibility.js';
 
 /**
  * An admission that claims its session for a worker of its own process (AdmitTurnInput
@@ -69,20 +69,7 @@ function claimInput(
   extra: Partial<AdmitTurnInput> = {},
 ): AdmitTurnInput {
   return {
-    tenant: 'default',
-    author: 'local',
-    viewer: trustedViewer,
-    turnId: id,
-    sessionId,
-    agent: null,
-    defaultAgent: 'default',
-    greetings: new Map(),
-    visibilities: new Map(),
-    message: `message of ${id}`,
-    option: null,
-    attachments: [],
-    triggers: new Map(),
-    pendingInput: new Map(),
+    ...admitInput({ sessionId, turnId: id, message: `message of ${id}` }),
     claim: { token, owner: `owner_${token}`, ttlMs: 10_000, parkAfterAttempts, maxTurns: 50 },
     ...extra,
   };

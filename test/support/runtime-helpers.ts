@@ -10,7 +10,7 @@ import { builtInTools } from '../../src/tools/registry.js';
 import { createModelRegistry } from '../../src/providers/registry.js';
 import type { RuntimeDeps } from '../../src/runtime/deps.js';
 import { Worker } from '../../src/runtime/worker.js';
-import { admitTurn, type Admission } from '../../src/store/admitTurn.js';
+import { admitTurn, type Admission, type AdmitTurnInput } from '../../src/store/admitTurn.js';
 import type { Db, Queryable } from '../../src/store/db.js';
 import { readEvents } from '../../src/store/readEvents.js';
 import type { JournalEvent, SessionRow } from '../../src/store/types.js';
@@ -195,7 +195,17 @@ export function admit(
   db: Db,
   input: { sessionId?: string | null; turnId: string; message: string; agent?: string | null },
 ): Promise<Admission> {
-  return admitTurn(db, {
+  return admitTurn(db, admitInput(input));
+}
+
+/** What `admit` admits: a message of the local user, as the trusted viewer. */
+export function admitInput(input: {
+  sessionId?: string | null;
+  turnId: string;
+  message: string;
+  agent?: string | null;
+}): AdmitTurnInput {
+  return {
     tenant: 'default',
     author: 'local',
     viewer: trustedViewer,
@@ -210,7 +220,7 @@ export function admit(
     attachments: [],
     triggers: new Map(),
     pendingInput: new Map(),
-  });
+  };
 }
 
 /** A journaled event as a test reads it: the payload fields are untyped JSON. */
