@@ -37,7 +37,7 @@ describe("a committed turn's usage rows", () => {
     outcome: 'ok',
   };
 
-  async function commitOne(turnId: string, user: string | undefined): Promise<string | null> {
+  async function commitOne(turnId: string, user: string): Promise<string | null> {
     const { session_id: sessionId } = await admit(db, { turnId, message: 'hello' });
     const claimed = await claimSession(db, {
       token: `token_${turnId}`,
@@ -71,7 +71,7 @@ describe("a committed turn's usage rows", () => {
       options: null,
       usage: [call],
       tail: [],
-      ...(user === undefined ? {} : { user }),
+      user,
     });
     expect(committed).toMatchObject({ pending: false });
     const rows = await db.query<{ user_name: string | null }>(
@@ -85,9 +85,5 @@ describe("a committed turn's usage rows", () => {
   it('are billed to the user the worker gives', async () => {
     // The turn was admitted by `local`; the worker says whom it answered.
     expect(await commitOne('ub_given', 'carol')).toBe('carol');
-  });
-
-  it("are billed to the turn's author when no user is given", async () => {
-    expect(await commitOne('ub_read', undefined)).toBe('local');
   });
 });

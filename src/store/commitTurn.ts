@@ -96,11 +96,8 @@ export async function commitTurn(
     /** Options offered with the reply (request id made by the caller). */
     options: OptionsOffer | null;
     usage: Usage[];
-    /**
-     * Whom the usage is billed to: the lead turn's author, which the worker read with the
-     * turn. Without it the statement reads the author among the session's messages.
-     */
-    user?: string | null;
+    /** Whom the usage is billed to: the lead turn's author, which the worker read with the turn. */
+    user: string;
     /** What the step streamed and is not journaled yet (the delta buffer's tail). */
     tail: NewEvent[];
     /** Events that come before the usage and `done` (the scope gate's verdict). */
@@ -160,7 +157,7 @@ export async function commitTurn(
     totals.cost_usd,
     usageJson(burst.usage),
     lease.tenant,
-    burst.user ?? null,
+    burst.user,
   ];
   const effects = burst.effects;
   const commit = (q: Queryable) =>

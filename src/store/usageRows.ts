@@ -28,7 +28,11 @@ export function insertUsageSql(
   bumped: string,
   rows: string,
   turnId: string,
-  /** The user as a text parameter the caller knows (null: read as `usageUserSql` reads it). */
+  /**
+   * The user as a text parameter the caller knows (null: read as `usageUserSql` reads it).
+   * Used as it is: a fallback read beside it would stay in a named statement's generic
+   * plan, costed once per usage row, and keep PostgreSQL re-planning the statement.
+   */
   user: string | null = null,
 ): string {
   const read = usageUserSql('b.tenant', 'b.session_id', turnId);
@@ -36,7 +40,7 @@ export function insertUsageSql(
                              input_tokens, output_tokens, cached_input_tokens, reasoning_tokens,
                              cost_usd, latency_ms, ttft_ms, tool_calls, tool_ms)
     select b.tenant, b.session_id, ${turnId}, b.agent,
-           ${user === null ? read : `coalesce(${user}, ${read})`},
+           ${user ?? read},
            u.model, u.purpose, u.outcome,
            u.input_tokens, u.output_tokens, u.cached_input_tokens, u.reasoning_tokens,
            u.cost_usd, u.latency_ms, u.ttft_ms, coalesce(u.tool_calls, 0), coalesce(u.tool_ms, 0)
