@@ -218,7 +218,7 @@ export async function startBenchServer(storage: {
     missions,
     directory,
     // As `parley serve`: an admission claims its session for the worker when it can.
-    handoff: { reserveSession: () => worker?.reserveSession() ?? null },
+    handoff: { reserveSession: (tenant) => worker?.reserveSession(tenant) ?? null },
   });
   const address = await app.listen({ host: config.server.host, port: config.server.port });
 

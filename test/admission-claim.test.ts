@@ -5,6 +5,7 @@ import { createModelRegistry } from '../src/providers/registry.js';
 import { Worker } from '../src/runtime/worker.js';
 import { admitTurn, type AdmitTurnInput } from '../src/store/admitTurn.js';
 import { currentDefinitionRevision } from '../src/store/currentDefinitionRevision.js';
+import { claimedContext, readHistory } from '../src/store/readHistory.js';
 import type { Db } from '../src/store/db.js';
 import { Wakeups, type Wakeup } from '../src/store/wakeups.js';
 import { builtInTools } from '../src/tools/registry.js';
@@ -34,6 +35,8 @@ const received: Wakeup[] = [];
 let counter = 0;
 const turnId = () => `admitclaim_${Date.now()}_${counter++}`;
 const parkAfterAttempts = 3;
+/** The history window the slots of these cases read with their claim. */
+const window = { limit: 50, bytes: 100_000 };
 
 beforeAll(async () => {
   ({ db, close: closeDb } = await openTestDb());
@@ -70,7 +73,14 @@ function claimInput(
 ): AdmitTurnInput {
   return {
     ...admitInput({ sessionId, turnId: id, message: `message of ${id}` }),
-    claim: { token, owner: `owner_${token}`, ttlMs: 10_000, parkAfterAttempts, maxTurns: 50 },
+    claim: {
+      token,
+      owner: `owner_${token}`,
+      ttlMs: 10_000,
+      parkAfterAttempts,
+      maxTurns: 50,
+      history: window,
+    },
     ...extra,
   };
 }
@@ -82,6 +92,18 @@ async function idleSession(): Promise<string> {
     sessionId: null,
   });
   return created.session_id;
+}
+
+/** What the worker reads for a start whose first message is at `before` (readHistory). */
+function historyAt(sessionId: string, before: number, bytes: number) {
+  return readHistory(db, {
+    sessionId,
+    tenant: 'default',
+    historyBefore: before,
+    historyLimit: window.limit,
+    historyBytes: bytes,
+    authors: ['local'],
+  });
 }
 
 async function turnsOf(sessionId: string) {
@@ -129,12 +151,18 @@ describe('an admission that claims its session', () => {
     });
     expect(Number(claimed?.last_sequence)).toBe(sequence + 1);
     expect(claimed?.lease_expires_at).toBeInstanceOf(Date);
-    expect(claimed?.started).toEqual({
+    const { context, ...started } = claimed?.started ?? {};
+    expect(started).toEqual({
       sequence: sequence + 1,
       attempt: before.attempt + 1,
       turn_ids: [id],
       agent_revision: revision,
     });
+    // What the burst's start reads, read with the claim: the stored message before it.
+    const { read, ...readWithClaim } = context ?? { read: null };
+    expect(read).toEqual({ before: sequence, ...window, authors: ['local'] });
+    expect(readWithClaim).toEqual(await historyAt(sessionId, sequence, window.bytes));
+    expect(context?.history.map((message) => message.role)).toEqual(['user']);
     expect(claimed?.queued).toEqual([
       expect.objectContaining({
         turn_id: id,
@@ -242,6 +270,58 @@ describe('an admission that claims its session', () => {
       (found) => found?.kind === 'input',
       'the input wake-up for the claim loop',
     );
+  });
+
+  it('reads the burst’s history, budgets and preferences with the claim, as the worker would, cut to its agent’s window', async () => {
+    const sessionId = await idleSession();
+    for (const size of [40, 300, 7, 120]) {
+      await admitTurn(
+        db,
+        claimInput(sessionId, turnId(), 'none', {
+          message: 'x'.repeat(size),
+          triggers: new Map([['default', false]]),
+        }),
+      );
+    }
+    await db.query(
+      `insert into users (tenant, user_name, preferences) values ('default', 'local', $1)
+       on conflict (tenant, user_name) do update set preferences = excluded.preferences`,
+      [JSON.stringify({ tone: 'dry' })],
+    );
+    await db.query(
+      `insert into budgets (tenant, budget_id, scope, metric, period, limit_value)
+       values ('default', 'history_read', 'tenant', 'tokens', 'month', 1000000000)`,
+    );
+    try {
+      const admission = await admitTurn(db, claimInput(sessionId, turnId(), 'context'));
+      const context = admission.claimed?.started?.context;
+      expect(context?.history).toHaveLength(5);
+      expect(context).toMatchObject({ budgeted: true, preferences: { local: { tone: 'dry' } } });
+      const read = {
+        historyBefore: admission.sequence,
+        historyLimit: window.limit,
+        authors: ['local'],
+      };
+      // Any agent's window no wider than the read's: what readHistory answers for it.
+      for (const bytes of [0, 1, 120, 127, 128, 200, 500, window.bytes]) {
+        const mine = claimedContext(context, { ...read, historyBytes: bytes });
+        expect(mine).toEqual(await historyAt(sessionId, admission.sequence, bytes));
+      }
+      expect(claimedContext(context, { ...read, historyBytes: 127 })?.history).toHaveLength(2);
+      // Not what this start reads: read again.
+      for (const other of [
+        { historyBefore: admission.sequence - 1 },
+        { historyLimit: window.limit - 1 },
+        { historyBytes: window.bytes + 1 },
+        { authors: ['someone'] },
+        { authors: ['local', 'someone'] },
+      ]) {
+        expect(claimedContext(context, { ...read, historyBytes: 100, ...other })).toBeNull();
+      }
+    } finally {
+      await db.query(`delete from budgets where budget_id = 'history_read'`);
+      await db.query(`delete from users where tenant = 'default' and user_name = 'local'`);
+    }
   });
 
   it('claims nothing for a message that triggers no turn', async () => {
@@ -353,8 +433,15 @@ describe('a worker handed a session its process admitted', () => {
       name: 'default',
     });
     const agents: AgentLookup = { ...shipped, revision: () => revision };
+    // The worker's statements, by name: a handed burst reads no history of its own.
+    const ran: string[] = [];
+    const counted: Db = Object.create(db);
+    counted.query = (statement, params) => {
+      if (typeof statement !== 'string') ran.push(statement.name);
+      return db.query(statement, params);
+    };
     const worker = new Worker({
-      db,
+      db: counted,
       wakeups,
       config,
       resolveModel: createModelRegistry(config),
@@ -364,21 +451,23 @@ describe('a worker handed a session its process admitted', () => {
       agents,
     });
     const sessionId = await idleSession();
-    expect(worker.reserveSession()).toBeNull();
+    expect(worker.reserveSession('default')).toBeNull();
     worker.start();
     try {
       // Free once the loop's first claim (which may fill every slot) is over.
       const slot = await until(
-        () => worker.reserveSession(),
+        () => worker.reserveSession('default'),
         (found) => found !== null,
         'a free slot',
       );
       expect(slot?.claim).toMatchObject({
         owner: 'handoff-worker',
         parkAfterAttempts: config.runtime.parkAfterAttempts,
+        // The widest of the tenant's agents' windows (the shipped agent's model: unknown).
+        history: { limit: config.runtime.historyMessages, bytes: 16_384 * 4 },
       });
       // Its one slot is held: no other.
-      expect(worker.reserveSession()).toBeNull();
+      expect(worker.reserveSession('default')).toBeNull();
       const id = turnId();
       const admission = await admitTurn(
         db,
@@ -394,6 +483,9 @@ describe('a worker handed a session its process admitted', () => {
       expect(since.slice(0, 2).map((event) => event.type)).toEqual(['message', 'turn_started']);
       expect(since.at(-1)?.type).toBe('done');
       expect(since.filter((event) => event.type === 'turn_started')).toHaveLength(1);
+      expect(admission.claimed?.started?.context).toBeDefined();
+      expect(ran).toContain('commit_turn');
+      expect(ran).not.toContain('read_history');
       await until(
         () => sessionRow(db, sessionId),
         (row) => row.lease_token === null,
@@ -407,6 +499,6 @@ describe('a worker handed a session its process admitted', () => {
     } finally {
       await worker.stop();
     }
-    expect(worker.reserveSession()).toBeNull();
+    expect(worker.reserveSession('default')).toBeNull();
   });
 });

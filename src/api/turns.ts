@@ -181,7 +181,7 @@ async function admitChecked(
   );
   // A slot of this process's worker, if it has one free: the admission may claim the
   // session for it (AdmitTurnInput.claim) and the turn starts here at once.
-  const slot = deps.handoff?.reserveSession() ?? null;
+  const slot = deps.handoff?.reserveSession(tenant) ?? null;
   let admission: Admission;
   try {
     admission = await admitTurn(deps.db, {

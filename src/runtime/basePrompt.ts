@@ -18,7 +18,7 @@ import {
   type PromptAttachment,
 } from './prompt.js';
 
-const unknownModel: ModelInfo = { contextWindow: null, maxOutputTokens: null, vision: null };
+export const unknownModel: ModelInfo = { contextWindow: null, maxOutputTokens: null, vision: null };
 
 /** The catalog's view of the agent's model (unknown models: nothing known). */
 export function modelInfoOf(deps: RuntimeDeps, agent: AgentConfig): ModelInfo {

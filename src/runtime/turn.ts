@@ -2,7 +2,7 @@ import { turnOutcomes } from '../metrics.js';
 import type { QueuedTurn, SessionTurns } from '../store/collectTurns.js';
 import { commitTurn } from '../store/commitTurn.js';
 import { failTurn } from '../store/failTurn.js';
-import { readHistory } from '../store/readHistory.js';
+import { claimedContext, readHistory } from '../store/readHistory.js';
 import { startAttempt } from '../store/startAttempt.js';
 import { LeaseLostError, type BurstRef, type Lease } from '../store/types.js';
 import type { Usage } from '../store/usageRows.js';
@@ -173,7 +173,12 @@ async function runBurst(
   };
   const started =
     claimed && !restart
-      ? await readHistory(deps.db, { sessionId: lease.sessionId, tenant: lease.tenant, ...history })
+      ? (claimedContext(claimed.context, history) ??
+        (await readHistory(deps.db, {
+          sessionId: lease.sessionId,
+          tenant: lease.tenant,
+          ...history,
+        })))
       : await startAttempt(deps.db, lease, {
           turnIds: burst.turn_ids,
           attempt,

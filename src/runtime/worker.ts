@@ -2,6 +2,7 @@ import { newLeaseToken } from '../ids.js';
 import type { SessionHandoff, SessionSlot } from '../store/admitTurn.js';
 import { claimSessions, type ClaimedSession } from '../store/claimSession.js';
 import { ClaimLoop, claimLoopOptions, type ClaimKind } from '../work/claimLoop.js';
+import { historyBytesFor, modelInfoOf, unknownModel } from './basePrompt.js';
 import type { RuntimeDeps } from './deps.js';
 import { drainSession, maxBurst } from './drain.js';
 
@@ -48,11 +49,17 @@ export class Worker extends ClaimLoop<ClaimedSession> implements SessionHandoff 
    * the turn starts without a wake-up, a claim statement and its commit. Only where the
    * claim loop would start a fresh burst itself (agents from stored definitions).
    */
-  reserveSession(): SessionSlot | null {
+  reserveSession(tenant: string): SessionSlot | null {
     const { deps } = this;
-    if (!deps.agents?.revision) return null;
+    const agents = deps.agents;
+    if (!agents?.revision) return null;
     const slot = this.reserve();
     if (!slot) return null;
+    // The history window of whichever of the tenant's agents the session has: the widest.
+    let bytes = historyBytesFor(unknownModel);
+    for (const agent of agents.list(tenant)) {
+      bytes = Math.max(bytes, historyBytesFor(modelInfoOf(deps, agent)));
+    }
     return {
       claim: {
         token: newLeaseToken(),
@@ -60,6 +67,7 @@ export class Worker extends ClaimLoop<ClaimedSession> implements SessionHandoff 
         ttlMs: deps.config.runtime.leaseTtlMs,
         parkAfterAttempts: deps.config.runtime.parkAfterAttempts,
         maxTurns: maxBurst,
+        history: { limit: deps.config.runtime.historyMessages, bytes },
       },
       adopt: (session) => slot.adopt(session),
       release: () => slot.release(),

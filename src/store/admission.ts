@@ -76,6 +76,11 @@ export interface AdmitTurnInput {
     parkAfterAttempts: number;
     /** The most turns of the first burst (a new message may join others queued before). */
     maxTurns: number;
+    /**
+     * The history window the claimed burst's prompt reads (`readHistory`'s limit and byte
+     * bound): the one-statement admission reads it with the claim (`ClaimStart.context`).
+     */
+    history: { limit: number; bytes: number };
   };
 }
 
@@ -93,7 +98,8 @@ export interface SessionSlot {
 
 /** Where an admission finds a worker of its own process with a free slot. */
 export interface SessionHandoff {
-  reserveSession(): SessionSlot | null;
+  /** A slot for a session of `tenant`, or null when the worker has none free. */
+  reserveSession(tenant: string): SessionSlot | null;
 }
 
 export interface Admission {

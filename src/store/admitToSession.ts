@@ -5,7 +5,9 @@ import { replayAdmission } from './admissionReplay.js';
 import { agentMismatch, messageEvent, type Admission, type AdmitTurnInput } from './admission.js';
 import type { ClaimedSession } from './claimSession.js';
 import { liveEvents, liveLimitBytes } from './eventRows.js';
+import { budgetedSql, historySql, type AttemptContext } from './readHistory.js';
 import type { SessionRow } from './types.js';
+import { preferencesSql } from './users.js';
 import { viewerParams, visibleSql } from './visibility.js';
 import { publishWakeup, wakeupSql } from './wakeups.js';
 
@@ -24,11 +26,24 @@ const claimsSql = `($15::text is not null and ${triggersSql} and s.state = 'idle
          and s.burst is null and s.cancel_command_id is null and not s.partial_output
          and s.claim_count < $18::integer)`;
 
+/**
+ * What the claimed burst's start reads (`readHistory`: `$19` limit, `$20` byte bound),
+ * read here for its worker. Only when the statement's snapshot saw the session as the
+ * claim left it, one sequence before the message: a commit that the update waited for
+ * (and so saw) but the snapshot did not would be missing from the history. Otherwise null,
+ * and the worker reads it.
+ */
+const contextSql = `case when b.claimed and b.message_sequence - 1 = (select f.last_sequence from found f)
+      then json_build_object(
+        'history', ${historySql({ session: 'b.session_id', before: 'b.message_sequence', limit: '$19::integer', bytes: '$20::integer' })},
+        'budgeted', ${budgetedSql('b.tenant')},
+        'preferences', ${preferencesSql('b.tenant', 'array[$5::text]')}) end`;
+
 const admitStatement: Statement = {
   name: 'admit_turn',
   text: `
     with found as (
-      select s.session_id, s.agent, s.state from sessions s
+      select s.session_id, s.agent, s.state, s.last_sequence from sessions s
        where s.tenant = $1 and s.session_id = $2 and ${visibleSql('s', 11)}
     ), known as (
       select t.session_id, encode(t.fingerprint, 'hex') as fingerprint, t.admitted_sequence,
@@ -98,11 +113,12 @@ const admitStatement: Statement = {
                                      'agent', b.agent, 'agent_revision', b.revision))::text
                                  || ']' as events) l) end`,
              )} as wakeup,
-             case when b.claimed then to_json(b) end as session
+             case when b.claimed then to_json(b) end as session,
+             ${contextSql} as context
         from bump b
     )
     select w.message_sequence as last_sequence, w.triggers, w.wakeup, w.claimed, w.revision,
-           w.session,
+           w.session, w.context,
            k.session_id as known_session, k.fingerprint as known_fingerprint,
            k.admitted_sequence as known_sequence, k.state as known_state, k.agent as known_agent,
            f.session_id as found_session, f.agent as found_agent
@@ -119,6 +135,8 @@ interface AdmitRow {
   claimed: boolean | null;
   /** The agent revision the claimed burst started with. */
   revision: number | null;
+  /** What the claimed burst's start reads, when read here (`contextSql`). */
+  context: AttemptContext | null;
   /** The claimed session's row, as JSON. */
   session:
     | (Omit<SessionRow, 'lease_expires_at' | 'created_at' | 'updated_at'> & {
@@ -166,6 +184,8 @@ export async function admitToSession(
     input.claim?.owner ?? null,
     input.claim?.ttlMs ?? null,
     input.claim?.parkAfterAttempts ?? null,
+    input.claim?.history.limit ?? null,
+    input.claim?.history.bytes ?? null,
   ]);
   const row = result.rows[0] as AdmitRow;
   if (row.last_sequence !== null) {
@@ -234,6 +254,14 @@ function claimedAtAdmission(
       attempt: session.attempt,
       turn_ids: [input.turnId],
       agent_revision: row.revision,
+      ...(row.context && input.claim
+        ? {
+            context: {
+              ...row.context,
+              read: { before: messageSequence, ...input.claim.history, authors: [input.author] },
+            },
+          }
+        : {}),
     },
     wakeup: null,
   };

@@ -1,5 +1,6 @@
 import type { Db, Queryable, Statement } from './db.js';
 import { queuedTurnsSql, type QueuedTurn } from './collectTurns.js';
+import type { ClaimedContext } from './readHistory.js';
 import type { SessionRow } from './types.js';
 import { liveLimitBytes } from './eventRows.js';
 import { publishWakeup, wakeupSql } from './wakeups.js';
@@ -12,6 +13,12 @@ export interface ClaimStart {
   turn_ids: string[];
   /** The agent revision the burst runs with, recorded on its turns (null: none stored). */
   agent_revision: number | null;
+  /**
+   * What the burst's start reads (`readHistory`), read with the claim itself when the claim
+   * was an admission's and saw the session as the burst starts; absent otherwise
+   * (`claimedContext` says whether it serves).
+   */
+  context?: ClaimedContext;
 }
 
 /** A claimed session, with the queued turns its first burst will answer. */

@@ -91,3 +91,40 @@ export async function readHistory(
   ]);
   return found.rows[0] as AttemptContext;
 }
+
+/** What a claim read for the burst it started (`ClaimStart.context`), and with which window. */
+export type ClaimedContext = AttemptContext & {
+  read: { before: number; limit: number; bytes: number; authors: string[] };
+};
+
+/**
+ * The claim's read, as `readHistory` would read it for this start: the same history
+ * boundary, limit and authors, and a byte bound at least the agent's — the history is then
+ * cut to the agent's bound as `historySql` cuts it (newest first, a message kept while the
+ * text after it is under the bound). Otherwise null: the burst reads it.
+ */
+export function claimedContext(
+  context: ClaimedContext | undefined,
+  read: { historyBefore: number; historyLimit: number; historyBytes: number; authors: string[] },
+): AttemptContext | null {
+  if (!context) return null;
+  const window = context.read;
+  const same =
+    window.before === read.historyBefore &&
+    window.limit === read.historyLimit &&
+    window.bytes >= read.historyBytes &&
+    window.authors.length === read.authors.length &&
+    window.authors.every((author, index) => author === read.authors[index]);
+  if (!same) return null;
+  let first = context.history.length;
+  let after = 0;
+  while (first > 0 && after < read.historyBytes) {
+    first -= 1;
+    after += Buffer.byteLength((context.history[first] as HistoryMessage).content);
+  }
+  return {
+    history: first === 0 ? context.history : context.history.slice(first),
+    budgeted: context.budgeted,
+    preferences: context.preferences,
+  };
+}
