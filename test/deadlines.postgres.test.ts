@@ -57,6 +57,7 @@ describe('database deadlines', () => {
       connectTimeoutMs: 10_000,
       preparedStatements: true,
       listenUrl: null,
+      poolIdleMs: 300_000,
     });
     expect(() => compileConfig({ database: { statement_timeout_ms: -1 } })).toThrow(
       /database\.statement_timeout_ms/,
@@ -143,6 +144,21 @@ describe('database deadlines', () => {
     } finally {
       await admin.end();
     }
+  });
+
+  it('close a pooled connection left idle past pool_idle_ms', async () => {
+    const db = await open({ poolIdleMs: 200 });
+    const { rows } = await db.query<{ pid: number }>('select pg_backend_pid() as pid');
+    const pid = rows[0]?.pid as number;
+    expect(await backendAlive(pid)).toBe(true);
+    await until(
+      () => backendAlive(pid),
+      (alive) => !alive,
+      'the idle connection closed',
+      // Well before pg-pool's own default (10 s).
+      5_000,
+    );
+    await expect(db.query('select 1 as one')).resolves.toMatchObject({ rows: [{ one: 1 }] });
   });
 
   it('send every statement as text with prepared_statements: false', async () => {

@@ -150,6 +150,7 @@ export function compileConfig(raw: unknown, env: Env = {}, source = 'inline'): C
       connectTimeoutMs: file.database.connect_timeout_ms,
       preparedStatements: file.database.prepared_statements,
       listenUrl: file.database.listen_url,
+      poolIdleMs: file.database.pool_idle_ms,
     },
     runtime: {
       leaseTtlMs: runtime.lease_ttl_ms,

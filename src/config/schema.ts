@@ -271,6 +271,7 @@ export const fileSchema = z
         connect_timeout_ms: z.number().int().nonnegative().default(10_000),
         prepared_statements: z.boolean().default(true),
         listen_url: z.string().nullable().default(null),
+        pool_idle_ms: z.number().int().nonnegative().default(300_000),
       })
       .strict()
       .prefault({}),

@@ -296,6 +296,8 @@ export interface DatabaseConfig {
   preparedStatements: boolean;
   /** A direct connection for LISTEN/NOTIFY when `storage.url` goes through a pooler. */
   listenUrl: string | null;
+  /** A pooled connection idle this long is closed (0: never). */
+  poolIdleMs: number;
 }
 
 /** The `telemetry` keys, compiled. */

@@ -31,6 +31,11 @@ export interface PostgresOptions {
   preparedStatements?: boolean;
   /** Where the LISTEN connection goes (default: `url`), e.g. past a transaction pooler. */
   listenUrl?: string | null;
+  /**
+   * A pooled connection idle this long is closed (0: never). A closed connection takes
+   * its prepared statements and the server's caches with it: the next burst pays them again.
+   */
+  poolIdleMs?: number;
 }
 
 export const defaultPostgresOptions = {
@@ -39,6 +44,7 @@ export const defaultPostgresOptions = {
   connectTimeoutMs: 10_000,
   preparedStatements: true,
   listenUrl: null,
+  poolIdleMs: 300_000,
 } satisfies Required<PostgresOptions>;
 
 /**
@@ -93,6 +99,7 @@ export async function openPostgres(
   }
   const pool = new pg.Pool({
     max: poolSize,
+    idleTimeoutMillis: settings.poolIdleMs,
     types: { getTypeParser: typeParser },
     ...deadlines,
     Client: DeadlineClient,
