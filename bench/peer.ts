@@ -24,6 +24,8 @@ export const peerReplyText =
   'If the carrier reports a delay I will notify you right away. Is there anything else you would like me to check about this order or your account today?';
 
 export const peerPlan = { threads: 100, turnsPerThread: 10, concurrency: 8 };
+/** The warm-up before the measured runs: 100 turns of the same shape, not measured. */
+export const peerWarmUp = { threads: 20, turnsPerThread: 5, concurrency: 8 };
 
 /** Where a load's conversations go: each conversation's POSTs and SSE stream use one API. */
 export interface LoadTarget {

@@ -25,7 +25,15 @@ import { closeClient, requestJson, SseStream, type Frame } from './http.js';
 import { now, RemoteServer } from './remote.js';
 import type { CounterSnapshot } from './server.js';
 import { fmt, median, percentile, round } from './stats.js';
-import { medianOf, peerPlan, peerReplyText, peerShapedRun, runPeerOnce } from './peer.js';
+import {
+  medianOf,
+  peerPlan,
+  peerReplyText,
+  peerShapedLoad,
+  peerShapedRun,
+  peerWarmUp,
+  runPeerOnce,
+} from './peer.js';
 import { measureReplyBytes } from './replyBytes.js';
 import { measureProviderPath, PacedProvider } from './providerPath.js';
 import { measureToolLoop } from './toolLoop.js';
@@ -643,6 +651,10 @@ async function measurePeerShaped(
 ) {
   await server.setReply(peerReplyText);
   try {
+    // Warm the path that is measured, as the peer's own bench does (40 turns) before it
+    // measures: new conversations and their next turns, with the peer's reply.
+    progress(`${server.engine}: peer-shaped warm-up`);
+    await peerShapedLoad({ urlFor: () => server.url }, peerWarmUp);
     const parley = [];
     const peerRuns = [];
     for (let run = 0; run < runs; run++) {

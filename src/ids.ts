@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomFillSync } from 'node:crypto';
+import { createHash, randomFillSync } from 'node:crypto';
 import { monotonicFactory } from 'ulid';
 
 /**
@@ -33,9 +33,23 @@ export function newRequestId(): string {
   return `req_${nextUlid()}`;
 }
 
-/** A lease token is a capability: unguessable, never reused. */
+const tokenBytes = 18;
+const tokenPool = Buffer.alloc(tokenBytes * 256);
+let tokenNext = tokenPool.length;
+
+/**
+ * A lease token is a capability: unguessable, never reused. Eighteen bytes of the
+ * CSPRNG each, taken from a pool refilled by one `randomFillSync` (a call per token cost
+ * microseconds; as `randomUUID` does).
+ */
 export function newLeaseToken(): string {
-  return randomBytes(18).toString('base64url');
+  if (tokenNext === tokenPool.length) {
+    randomFillSync(tokenPool);
+    tokenNext = 0;
+  }
+  const token = tokenPool.toString('base64url', tokenNext, tokenNext + tokenBytes);
+  tokenNext += tokenBytes;
+  return token;
 }
 
 /** Client-made idempotency keys (`turn_id`, `command_id`): PROTOCOL.md, "Identifiers". */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { newMessageId, newSessionId, pooledRandom } from '../src/ids.js';
+import { newLeaseToken, newMessageId, newSessionId, pooledRandom } from '../src/ids.js';
 
 describe('server-made identifiers', () => {
   it('draws ulid randomness from a pool: fractions of one byte, fresh across refills', () => {
@@ -21,5 +21,15 @@ describe('server-made identifiers', () => {
     expect([...ids].sort()).toEqual(ids);
     for (const id of ids.slice(0, 100)) expect(id).toMatch(/^[0-9A-HJKMNP-TV-Z]{26}$/);
     expect(newMessageId()).toMatch(/^msg_[0-9A-HJKMNP-TV-Z]{26}$/);
+  });
+
+  it('makes lease tokens of eighteen random bytes, never the same, across pool refills', () => {
+    // The pool holds 256 tokens: this crosses several refills.
+    const tokens = Array.from({ length: 1_000 }, () => newLeaseToken());
+    expect(new Set(tokens).size).toBe(tokens.length);
+    for (const token of tokens) {
+      expect(token).toMatch(/^[A-Za-z0-9_-]{24}$/);
+      expect(Buffer.from(token, 'base64url')).toHaveLength(18);
+    }
   });
 });

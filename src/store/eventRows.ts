@@ -254,24 +254,34 @@ export function wireEvent(
 export function jsonbOrder(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(jsonbOrder);
   if (value === null || typeof value !== 'object') return value;
-  const keys = Object.keys(value).sort(compareJsonbKeys);
+  const keys = Object.keys(value);
+  if (keys.length > 1) keys.sort(compareJsonbKeys);
   const ordered: Record<string, unknown> = {};
   for (const key of keys) {
     const item = (value as Record<string, unknown>)[key];
-    // defineProperty: a key named "__proto__" (model-made tool arguments) stays a key.
-    if (item !== undefined) {
+    if (item === undefined) continue;
+    if (key === '__proto__') {
+      // A key named "__proto__" (model-made tool arguments) stays a key.
       Object.defineProperty(ordered, key, {
         value: jsonbOrder(item),
         enumerable: true,
         writable: true,
         configurable: true,
       });
+    } else {
+      ordered[key] = jsonbOrder(item);
     }
   }
   return ordered;
 }
 
+const nonAscii = /[^\x00-\x7f]/;
+
+/** jsonb's key order: byte length, then bytes (for ASCII keys, the strings' own order). */
 function compareJsonbKeys(a: string, b: string): number {
+  if (!nonAscii.test(a) && !nonAscii.test(b)) {
+    return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+  }
   const left = Buffer.from(a);
   const right = Buffer.from(b);
   return left.length - right.length || Buffer.compare(left, right);
