@@ -16,6 +16,7 @@ import { agentCallSettings, ProviderFailure, streamStep, type StepResult } from 
 import { estimatedUsage, usageOf } from './usage.js';
 import { countStall, StallError, type Watchdog } from './watchdog.js';
 import { watchForNewInput } from './watchers.js';
+import { linkedSignal } from '../linkedSignal.js';
 
 /** What stops a model step, and whether new input may break it off. */
 export interface StepControl {
@@ -89,6 +90,7 @@ export async function modelStep(
       state.allowPivot && burst.steps.length === 0,
     );
     const watch = step.watchdog.watchStep();
+    const stopping = linkedSignal(state.signal, pivot.signal, state.cancel, watch.signal);
     const started = Date.now();
     const call = step.trace.chat({
       provider: current.provider,
@@ -96,18 +98,11 @@ export async function modelStep(
       prompt: built.prompt,
     });
     try {
-      const result = await streamStep(
-        model,
-        built.prompt,
-        buffer,
-        AbortSignal.any([state.signal, pivot.signal, state.cancel, watch.signal]),
-        step.tools,
-        {
-          settings: agentCallSettings(agent),
-          onReasoning: (delta) => buffer.push(delta, 'reasoning'),
-          onProgress: (progress) => (progress === 'output' ? watch.output() : watch.keepAlive()),
-        },
-      );
+      const result = await streamStep(model, built.prompt, buffer, stopping.signal, step.tools, {
+        settings: agentCallSettings(agent),
+        onReasoning: (delta) => buffer.push(delta, 'reasoning'),
+        onProgress: (progress) => (progress === 'output' ? watch.output() : watch.keepAlive()),
+      });
       const usage = usageOf(deps.config, modelName, result);
       call.end({ ...result, costUsd: usage.cost_usd });
       return { kind: 'result', result, usage, tail: await buffer.tail(), attempt, unbilled };
@@ -202,10 +197,15 @@ export async function modelStep(
       }
       if (second) Object.assign(options, second);
       else {
-        await abortableDelay(
-          retryDelayMs(error, runtime.retryBaseMs, failures, deps.random),
-          AbortSignal.any([state.signal, state.cancel]),
-        );
+        const waiting = linkedSignal(state.signal, state.cancel);
+        try {
+          await abortableDelay(
+            retryDelayMs(error, runtime.retryBaseMs, failures, deps.random),
+            waiting.signal,
+          );
+        } finally {
+          waiting.dispose();
+        }
         if (state.signal.aborted) throw state.signal.reason;
         if (state.cancel.aborted) return { kind: 'cancel', unbilled };
       }
@@ -214,6 +214,7 @@ export async function modelStep(
         agentRevision: step.agentRevision,
       });
     } finally {
+      stopping.dispose();
       pivot.stop();
       watch.stop();
     }

@@ -23,6 +23,7 @@ export const engineFreeFiles = [
   'inbound-images',
   'interruption-parts',
   'legs',
+  'linked-signal',
   'mcp',
   'missions-config',
   'prompt',

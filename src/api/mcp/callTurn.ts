@@ -8,7 +8,7 @@ import type { JournalFeed } from '../feed.js';
 import { viewerOf } from '../sessionAccess.js';
 import { admitForPrincipal } from '../turns.js';
 import { followTurn, type Elicit } from './followTurn.js';
-import { linkedSignal } from './linkedSignal.js';
+import { linkedSignal } from '../../linkedSignal.js';
 import type { CallStatus, ProgressStep } from './turnFold.js';
 
 /** The `_meta` key whose value is the turn id (as OpenAI's `Idempotency-Key` header). */

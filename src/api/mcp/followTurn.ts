@@ -6,7 +6,7 @@ import type { ApiDeps } from '../deps.js';
 import type { JournalFeed } from '../feed.js';
 import { answerForPrincipal } from '../inputs.js';
 import { JournalFollower } from '../journalFollower.js';
-import { linkedSignal } from './linkedSignal.js';
+import { linkedSignal } from '../../linkedSignal.js';
 import { TurnFold, type ProgressStep } from './turnFold.js';
 
 /** A person's answer as an elicitation brings it back (null: dismissed, nothing answered). */

@@ -20,7 +20,7 @@ import { isParleyError, ParleyError } from '../../errors.js';
 import { clientKeyPattern } from '../../ids.js';
 import { agentsOf, type ApiDeps } from '../deps.js';
 import type { JournalFeed } from '../feed.js';
-import { linkedSignal } from './linkedSignal.js';
+import { linkedSignal } from '../../linkedSignal.js';
 import { callTurn, idempotencyMetaKey } from './callTurn.js';
 import { elicitThrough } from './elicitation.js';
 import { cancelTask, createTask, getTask, listTasks, taskResult, taskTurnId } from './tasks.js';

@@ -20,7 +20,7 @@ import { viewerOf } from '../sessionAccess.js';
 import { timeCursor } from '../validate.js';
 import { admitCall, type CallOutcome, type TurnCall } from './callTurn.js';
 import { followTurn, type Elicit } from './followTurn.js';
-import { linkedSignal } from './linkedSignal.js';
+import { linkedSignal } from '../../linkedSignal.js';
 import { resultOf, waitingText } from './toolResult.js';
 
 /**
