@@ -56,8 +56,9 @@ export async function runChaos(
           targets.log(`${describeAction(action)}: skipped, no live ${slots[0]?.role}`);
           break;
         }
-        let held = 0;
-        if (action.kind === 'kill_worker') held = await targets.leasesHeldBy(slot.pid as number);
+        // A `serve` process holds leases too (its worker).
+        const holds = slot.role !== 'api';
+        const held = holds ? await targets.leasesHeldBy(slot.pid as number) : 0;
         await slot.kill();
         if (action.kind === 'kill_worker') {
           counters.workerKills += 1;
@@ -66,7 +67,7 @@ export async function runChaos(
           counters.apiKills += 1;
         }
         targets.log(
-          `${describeAction(action)}: killed ${slot.name}${action.kind === 'kill_worker' ? ` holding ${held} lease(s)` : ''}`,
+          `${describeAction(action)}: killed ${slot.name}${holds ? ` holding ${held} lease(s)` : ''}`,
         );
         pending.push(
           sleep(action.restartAfterMs)

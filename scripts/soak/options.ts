@@ -31,7 +31,7 @@ export interface SoakOptions {
   long: boolean;
   /** Where `report.json` and `timeline.svg` are written. */
   reportDir: string;
-  /** `postgres`: api ×2 + worker ×3 on a private cluster; `pglite`: one `parley serve`. */
+  /** `postgres`: api + serve + worker ×3 on a private cluster; `pglite`: one `parley serve`. */
   engine: 'postgres' | 'pglite';
 }
 
@@ -45,7 +45,7 @@ export const usage = `npm run soak -- [options]     (each also as PARLEY_SOAK_<N
 
   --short                  the CI preset: ${presets.short.turns} turns, ${presets.short.duration} s of chaos
   --long                   a long run: ${presets.long.turns} turns over ${presets.long.duration / 60} min of chaos, every round kind mixed
-  --engine postgres|pglite the storage under test (default postgres: api ×2 + worker ×3 on a
+  --engine postgres|pglite the storage under test (default postgres: api + serve + worker ×3 on a
                            private cluster; pglite: one parley serve on a data directory)
   --report-dir DIR         where report.json and timeline.svg are written (default soak-report)
   --turns N                turns to admit (default ${presets.full.turns}; short ${presets.short.turns})

@@ -95,7 +95,14 @@ async function main(argv: string[]): Promise<number> {
     });
     await migrate(env);
     const environment = { root, logDir, env };
-    const apis = [0, 1].map(async (index) => new Slot('api', index, await freePort(), environment));
+    // API 1 is `parley serve`: its admissions claim their sessions for its own worker and
+    // read their history with the claim (the admission's claim), killed as an API.
+    const apis = [0, 1].map(
+      async (index) =>
+        new Slot(index === 0 ? 'api' : 'serve', index, await freePort(), environment, {
+          leaseLost: /lease lost/,
+        }),
+    );
     slots.push(...(await Promise.all(apis)));
     for (const index of [0, 1, 2]) {
       slots.push(new Slot('worker', index, null, environment, { leaseLost: /lease lost/ }));
@@ -119,13 +126,14 @@ async function main(argv: string[]): Promise<number> {
 }
 
 /**
- * PostgreSQL with split processes: api ×2 and worker ×3 under a seeded schedule of worker
+ * PostgreSQL with split processes: `parley api`, `parley serve` (an API with a worker of
+ * its own) and worker ×3 under a seeded schedule of worker
  * SIGKILLs and SIGSTOPs, API SIGKILLs and a PostgreSQL restart; the drain and the checker
  * query the database beside the running processes.
  */
 function splitEngine(options: SoakOptions, cluster: PrivateCluster, db: Db, slots: Slot[]): Engine {
   const workers = slots.filter((slot) => slot.role === 'worker');
-  const apiSlots = slots.filter((slot) => slot.role === 'api');
+  const apiSlots = slots.filter((slot) => slot.role !== 'worker');
   const actions = planChaos(options.seed, {
     durationMs: options.durationMs,
     workers: workers.length,
@@ -177,7 +185,7 @@ function splitEngine(options: SoakOptions, cluster: PrivateCluster, db: Db, slot
       slots.flatMap((slot) =>
         slot.unexpectedExits.map((exit) => `${slot.name}: code ${exit.code} signal ${exit.signal}`),
       ),
-    leasesLost: () => workers.reduce((sum, slot) => sum + (slot.counts.get('leaseLost') ?? 0), 0),
+    leasesLost: () => slots.reduce((sum, slot) => sum + (slot.counts.get('leaseLost') ?? 0), 0),
     marks: (began: number) => [...slotMarks(slots, began), ...postgresMarks],
     label: '',
     repeat: repeatFlags(options),
