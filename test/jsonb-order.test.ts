@@ -7,11 +7,9 @@ import { openTestDb } from './support/db.js';
 /**
  * A payload ordered in memory (`jsonbOrder`, for events carried live in a wake-up)
  * serialises to the same bytes as the same payload read back from a jsonb column (the
- * replay): keys by byte length, then bytewise, at every depth — ASCII or not.
- *
- * Keys that are array indices ("0", "10") are left out: a JavaScript object lists them
- * first, in numeric order, whatever order they were added in, so no object can hold
- * jsonb's order when a longer index key follows a shorter word.
+ * replay, parsed as the driver parses it): keys by byte length, then bytewise, at every
+ * depth — ASCII or not. Keys that are array indices ("0", "10") come first on both paths:
+ * a JavaScript object lists them first whatever order they were added in.
  */
 
 let db: Db;
@@ -28,9 +26,9 @@ const key = fc
   .oneof(
     fc.string({ maxLength: 6 }),
     fc.string({ unit: 'grapheme', maxLength: 3 }),
-    fc.constantFrom('__proto__', 'é', 'z', 'ü', '日本', 'turn_ids', 'type'),
+    fc.constantFrom('__proto__', 'é', 'z', 'ü', '日本', 'turn_ids', 'type', '0', '10', '2'),
   )
-  .filter((text) => !/^(0|[1-9][0-9]*)$/.test(text) && !text.includes('\u0000'));
+  .filter((text) => !text.includes('\u0000'));
 const payload = fc.letrec((tie) => ({
   value: fc.oneof(
     { depthSize: 'small' },
