@@ -5,9 +5,8 @@ import { replayAdmission } from './admissionReplay.js';
 import { agentMismatch, messageEvent, type Admission, type AdmitTurnInput } from './admission.js';
 import type { ClaimedSession } from './claimSession.js';
 import { liveEvents, liveLimitBytes } from './eventRows.js';
-import { budgetedSql, historySql, type AttemptContext } from './readHistory.js';
+import { attemptContextSql, type AttemptContext } from './readHistory.js';
 import type { SessionRow } from './types.js';
-import { preferencesSql } from './users.js';
 import { viewerParams, visibleSql } from './visibility.js';
 import { publishWakeup, wakeupSql } from './wakeups.js';
 
@@ -34,10 +33,14 @@ const claimsSql = `($15::text is not null and ${triggersSql} and s.state = 'idle
  * and the worker reads it.
  */
 const contextSql = `case when b.claimed and b.message_sequence - 1 = (select f.last_sequence from found f)
-      then json_build_object(
-        'history', ${historySql({ session: 'b.session_id', before: 'b.message_sequence', limit: '$19::integer', bytes: '$20::integer' })},
-        'budgeted', ${budgetedSql('b.tenant')},
-        'preferences', ${preferencesSql('b.tenant', 'array[$5::text]')}) end`;
+      then (select to_json(c) from (select ${attemptContextSql({
+        session: 'b.session_id',
+        before: 'b.message_sequence',
+        limit: '$19::integer',
+        bytes: '$20::integer',
+        tenant: 'b.tenant',
+        authors: 'array[$5::text]',
+      })}) c) end`;
 
 const admitStatement: Statement = {
   name: 'admit_turn',

@@ -50,11 +50,26 @@ export function historySql(h: {
 export const budgetedSql = (tenant: string) =>
   `exists (select 1 from budgets bg where bg.tenant = ${tenant})`;
 
+/**
+ * What a burst's start reads (`AttemptContext`), as the columns `history`, `budgeted` and
+ * `preferences` of a select list; the arguments are SQL expressions (`authors` a text
+ * array). Every statement that starts a burst reads it with these.
+ */
+export function attemptContextSql(c: {
+  session: string;
+  before: string;
+  limit: string;
+  bytes: string;
+  tenant: string;
+  authors: string;
+}): string {
+  return `${historySql(c)} as history, ${budgetedSql(c.tenant)} as budgeted,
+          ${preferencesSql(c.tenant, c.authors)} as preferences`;
+}
+
 const readStatement: Statement = {
   name: 'read_history',
-  text: `select ${historySql({ session: '$1', before: '$2', limit: '$3', bytes: '$4' })} as history,
-                ${budgetedSql('$5')} as budgeted,
-                ${preferencesSql('$5', '$6')} as preferences`,
+  text: `select ${attemptContextSql({ session: '$1', before: '$2', limit: '$3', bytes: '$4', tenant: '$5', authors: '$6' })}`,
 };
 
 /** What a burst's prompt and budgets need of the store, read as its attempt starts. */

@@ -3,8 +3,7 @@ import type { Db, Queryable, Statement } from './db.js';
 import { insertEventsSql } from './appendEvents.js';
 import { liveEvents, storedEventsJson } from './eventRows.js';
 import { LeaseLostError, type Lease } from './types.js';
-import { budgetedSql, historySql, type AttemptContext } from './readHistory.js';
-import { preferencesSql } from './users.js';
+import { attemptContextSql, type AttemptContext } from './readHistory.js';
 import { publishWakeup, wakeupSql } from './wakeups.js';
 
 /**
@@ -39,9 +38,7 @@ const startText = (started: string) => `
     )
     select b.last_sequence,
            ${wakeupSql("'events'", 'b.session_id', 'b.last_sequence', '$4::text')} as wakeup,
-           ${historySql({ session: '$1', before: '$9', limit: '$10', bytes: '$11' })} as history,
-           ${budgetedSql('b.tenant')} as budgeted,
-           ${preferencesSql('b.tenant', '$14')} as preferences
+           ${attemptContextSql({ session: '$1', before: '$9', limit: '$10', bytes: '$11', tenant: 'b.tenant', authors: '$14' })}
       from bumped b`;
 
 export const startAttemptStatement: Statement = {
